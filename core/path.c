@@ -1,0 +1,92 @@
+/*
+ * path.c - canonical backend paths.
+ *
+ * The one place where a path a user or the kernel gave becomes a path a
+ * backend sees.  Components are checked here so that no backend ever
+ * receives "..", "." or an empty component: confinement to a datastore's
+ * root starts with never asking for a way out of it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "path.h"
+
+int path_check_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || strchr(name, '/'))
+		return -EINVAL;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int path_join(char **out, const char *base, const char *name)
+{
+	char *p;
+
+	if (base[0] == '\0')
+		p = strdup(name);
+	else if (name[0] == '\0')
+		p = strdup(base);
+	else if (asprintf(&p, "%s/%s", base, name) < 0)
+		p = NULL;
+	if (!p)
+		return -ENOMEM;
+	*out = p;
+	return 0;
+}
+
+int path_canon(char **out, const char *path)
+{
+	size_t len = strlen(path);
+	char *res = malloc(len + 1);
+	size_t n = 0;
+	const char *p = path;
+
+	if (!res)
+		return -ENOMEM;
+	while (*p) {
+		const char *end = strchrnul(p, '/');
+		size_t clen = (size_t)(end - p);
+
+		if (clen == 2 && p[0] == '.' && p[1] == '.') {
+			free(res);
+			return -EINVAL;
+		}
+		if (clen > NAME_MAX) {
+			free(res);
+			return -ENAMETOOLONG;
+		}
+		if (clen > 0 && !(clen == 1 && p[0] == '.')) {
+			if (n > 0)
+				res[n++] = '/';
+			memcpy(res + n, p, clen);
+			n += clen;
+		}
+		p = *end ? end + 1 : end;
+	}
+	res[n] = '\0';
+	*out = res;
+	return 0;
+}
+
+int path_shown_name(char **out, const char *name)
+{
+	char *s = strdup(name);
+
+	if (!s)
+		return -ENOMEM;
+	for (char *c = s; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+	*out = s;
+	return 0;
+}

@@ -1,0 +1,301 @@
+/*
+ * backend.h - the contract between the tree (fs/) and the storage behind it.
+ *
+ * A backend is one configured datastore: a folder, an NFS export, a share,
+ * a bucket.  Each type supplies a versioned, append-only table of
+ * operations; implementations embed struct backend (and struct
+ * backend_file) as their first member.  The registry (backend.c) knows every
+ * scheme of DESIGN §8 by name, compiled in or not.
+ *
+ * Paths are canonical and relative to the backend's root (path.h).  Every
+ * operation returns >= 0 on success or a negated errno, and must be safe to
+ * call from many threads at once.  fs/ calls backends only through the
+ * inline wrappers at the bottom of this file: they count statistics and
+ * answer for optional methods a backend leaves NULL.
+ */
+#ifndef MLFS_BACKEND_H
+#define MLFS_BACKEND_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "diag.h"
+
+#define BACKEND_OPS_VERSION 1
+
+/* Capabilities, in backend_ops.caps. */
+#define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
+#define BE_CAP_OWNERS	(1u << 1)	/* st_uid, st_gid and modes are real */
+
+/* What backend_setattr changes (its own flags; fs/ maps FUSE's to these). */
+#define BE_SET_MODE		(1u << 0)
+#define BE_SET_UID		(1u << 1)
+#define BE_SET_GID		(1u << 2)
+#define BE_SET_SIZE		(1u << 3)
+#define BE_SET_ATIME		(1u << 4)
+#define BE_SET_MTIME		(1u << 5)
+#define BE_SET_ATIME_NOW	(1u << 6)
+#define BE_SET_MTIME_NOW	(1u << 7)
+
+struct backend_stats {
+	atomic_uint_fast64_t bytes_read;
+	atomic_uint_fast64_t bytes_written;
+	atomic_uint_fast64_t reads;
+	atomic_uint_fast64_t writes;
+	atomic_uint_fast64_t opens;
+	atomic_uint_fast64_t meta_ops;	/* getattr, readdir, namespace changes */
+	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
+};
+
+struct backend {
+	const struct backend_ops *ops;
+	char *name;			/* the datastore's name */
+	unsigned int index;		/* 1.. in config order; 0 is never a backend */
+	struct backend_stats stats;
+};
+
+struct backend_file {
+	struct backend *be;
+};
+
+/* Who asks: new files and folders get this owner. */
+struct backend_cred {
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * Called by readdir once per entry ("." and ".." are not passed).  @st is the
+ * entry's attributes when the backend has them at no extra cost, else NULL.
+ * A non-zero return stops the listing and is returned by readdir.
+ */
+typedef int backend_fill_fn(void *payload, const char *name, const struct stat *st);
+
+struct backend_ops {
+	unsigned int version;		/* BACKEND_OPS_VERSION; first member, always */
+	const char *scheme;
+	unsigned int caps;
+
+	/* Checks a datastore section offline; adds "file:line: ..." to @d. Optional. */
+	int (*validate)(const struct datastore_config *cfg, struct diag *d);
+	int (*create)(struct backend **out, const struct datastore_config *cfg);
+	void (*destroy)(struct backend *be);
+
+	int (*getattr)(struct backend *be, const char *path, struct stat *st);
+	int (*readdir)(struct backend *be, const char *path, backend_fill_fn *fill,
+		       void *payload);
+	int (*open)(struct backend_file **out, struct backend *be, const char *path,
+		    int flags);
+	ssize_t (*pread)(struct backend_file *f, void *buf, size_t len, off_t off);
+	void (*release)(struct backend_file *f);
+	int (*statfs)(struct backend *be, const char *path, struct statvfs *sv);
+
+	/* Optional from here on: NULL makes the wrapper answer. */
+	int (*fgetattr)(struct backend_file *f, struct stat *st);
+	int (*readlink)(struct backend *be, const char *path, char *buf, size_t size);
+	ssize_t (*pwrite)(struct backend_file *f, const void *buf, size_t len, off_t off);
+	int (*flush)(struct backend_file *f);	/* where an upload completes */
+	int (*fsync)(struct backend_file *f, int datasync);
+	int (*create_file)(struct backend_file **out, struct backend *be, const char *path,
+			   int flags, mode_t mode, const struct backend_cred *cred);
+	int (*mkdir)(struct backend *be, const char *path, mode_t mode,
+		     const struct backend_cred *cred);
+	int (*symlink)(struct backend *be, const char *target, const char *path,
+		       const struct backend_cred *cred);
+	int (*link)(struct backend *be, const char *from, const char *to);
+	int (*unlink)(struct backend *be, const char *path);
+	int (*rmdir)(struct backend *be, const char *path);
+	/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE */
+	int (*rename)(struct backend *be, const char *from, const char *to, unsigned int flags);
+	/* @f may be NULL; when given, it is an open file of @path (ftruncate, ...). */
+	int (*setattr)(struct backend *be, const char *path, struct backend_file *f,
+		       const struct stat *st, unsigned int to_set);
+	/* append only; bump BACKEND_OPS_VERSION */
+};
+
+/* ---- the registry ---- */
+
+/* Adds a backend type (tests register fakes this way). 0, -EINVAL on a bad version, -EEXIST. */
+int backend_register(const struct backend_ops *ops);
+
+/*
+ * Finds the ops for @scheme.  Returns 0, -ENOENT for a scheme nobody knows,
+ * or -ENOTSUP for a known scheme whose code is not compiled in.
+ */
+int backend_lookup(const struct backend_ops **out, const char *scheme);
+
+/* Every scheme the registry knows, built in or not, NULL-terminated. */
+const char *const *backend_schemes(void);
+
+/*
+ * Checks the datastores and sources of @cfg against the registry: types
+ * known and compiled in, no key foreign to the type, the backend's own
+ * validate, sources naming a configured datastore or a compiled-in scheme.
+ * Returns 0 or -EINVAL with every problem added to @d.
+ */
+int backend_check_config(const struct mlfs_config *cfg, struct diag *d);
+
+/* Creates the backend of one datastore; sets name and index. */
+int backend_create(struct backend **out, const struct datastore_config *cfg,
+		   unsigned int index);
+void backend_destroy(struct backend *be);
+
+/* ---- the wrappers fs/ calls ---- */
+
+static inline int backend_count(struct backend *be, int ret)
+{
+	if (ret < 0 && ret != -ENOENT)
+		atomic_fetch_add(&be->stats.errors, 1);
+	return ret;
+}
+
+static inline int backend_getattr(struct backend *be, const char *path, struct stat *st)
+{
+	atomic_fetch_add(&be->stats.meta_ops, 1);
+	return backend_count(be, be->ops->getattr(be, path, st));
+}
+
+static inline int backend_readdir(struct backend *be, const char *path,
+				  backend_fill_fn *fill, void *payload)
+{
+	atomic_fetch_add(&be->stats.meta_ops, 1);
+	return backend_count(be, be->ops->readdir(be, path, fill, payload));
+}
+
+static inline int backend_open(struct backend_file **out, struct backend *be,
+			       const char *path, int flags)
+{
+	if ((flags & O_ACCMODE) != O_RDONLY && !(be->ops->caps & BE_CAP_WRITE))
+		return -EROFS;
+	atomic_fetch_add(&be->stats.opens, 1);
+	return backend_count(be, be->ops->open(out, be, path, flags));
+}
+
+static inline int backend_create_file(struct backend_file **out, struct backend *be,
+				      const char *path, int flags, mode_t mode,
+				      const struct backend_cred *cred)
+{
+	if (!be->ops->create_file)
+		return -EROFS;
+	atomic_fetch_add(&be->stats.opens, 1);
+	return backend_count(be, be->ops->create_file(out, be, path, flags, mode, cred));
+}
+
+static inline ssize_t backend_pread(struct backend_file *f, void *buf, size_t len, off_t off)
+{
+	ssize_t n = f->be->ops->pread(f, buf, len, off);
+
+	if (n >= 0) {
+		atomic_fetch_add(&f->be->stats.bytes_read, (uint64_t)n);
+		atomic_fetch_add(&f->be->stats.reads, 1);
+	} else {
+		backend_count(f->be, (int)n);
+	}
+	return n;
+}
+
+static inline ssize_t backend_pwrite(struct backend_file *f, const void *buf, size_t len,
+				     off_t off)
+{
+	ssize_t n;
+
+	if (!f->be->ops->pwrite)
+		return -EROFS;
+	n = f->be->ops->pwrite(f, buf, len, off);
+	if (n >= 0) {
+		atomic_fetch_add(&f->be->stats.bytes_written, (uint64_t)n);
+		atomic_fetch_add(&f->be->stats.writes, 1);
+	} else {
+		backend_count(f->be, (int)n);
+	}
+	return n;
+}
+
+static inline int backend_fgetattr(struct backend_file *f, struct stat *st)
+{
+	if (!f->be->ops->fgetattr)
+		return -ENOSYS;
+	return backend_count(f->be, f->be->ops->fgetattr(f, st));
+}
+
+static inline int backend_flush(struct backend_file *f)
+{
+	return f->be->ops->flush ? backend_count(f->be, f->be->ops->flush(f)) : 0;
+}
+
+static inline int backend_fsync(struct backend_file *f, int datasync)
+{
+	return f->be->ops->fsync ? backend_count(f->be, f->be->ops->fsync(f, datasync)) : 0;
+}
+
+static inline void backend_release(struct backend_file *f)
+{
+	if (f)
+		f->be->ops->release(f);
+}
+
+static inline int backend_statfs(struct backend *be, const char *path, struct statvfs *sv)
+{
+	return backend_count(be, be->ops->statfs(be, path, sv));
+}
+
+static inline int backend_readlink(struct backend *be, const char *path, char *buf,
+				   size_t size)
+{
+	if (!be->ops->readlink)
+		return -EINVAL;
+	return backend_count(be, be->ops->readlink(be, path, buf, size));
+}
+
+/* The namespace changes: a backend without them is read-only. */
+#define BACKEND_META_CALL(be, op, ...)						\
+	((be)->ops->op ? (atomic_fetch_add(&(be)->stats.meta_ops, 1),		\
+			  backend_count((be), (be)->ops->op((be), __VA_ARGS__)))	\
+		       : -EROFS)
+
+static inline int backend_mkdir(struct backend *be, const char *path, mode_t mode,
+				const struct backend_cred *cred)
+{
+	return BACKEND_META_CALL(be, mkdir, path, mode, cred);
+}
+
+static inline int backend_symlink(struct backend *be, const char *target, const char *path,
+				  const struct backend_cred *cred)
+{
+	return BACKEND_META_CALL(be, symlink, target, path, cred);
+}
+
+static inline int backend_link(struct backend *be, const char *from, const char *to)
+{
+	return BACKEND_META_CALL(be, link, from, to);
+}
+
+static inline int backend_unlink(struct backend *be, const char *path)
+{
+	return BACKEND_META_CALL(be, unlink, path);
+}
+
+static inline int backend_rmdir(struct backend *be, const char *path)
+{
+	return BACKEND_META_CALL(be, rmdir, path);
+}
+
+static inline int backend_rename(struct backend *be, const char *from, const char *to,
+				 unsigned int flags)
+{
+	return BACKEND_META_CALL(be, rename, from, to, flags);
+}
+
+static inline int backend_setattr(struct backend *be, const char *path, struct backend_file *f,
+				  const struct stat *st, unsigned int to_set)
+{
+	return BACKEND_META_CALL(be, setattr, path, f, st, to_set);
+}
+
+#endif

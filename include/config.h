@@ -1,0 +1,134 @@
+/*
+ * config.h - the mlfs configuration file (DESIGN §4).
+ *
+ * One INI file in the style of rclone.conf.  config_load() reads it and
+ * checks everything that does not depend on a backend: known sections and
+ * keys of [mlfs] and [node], value syntax (sizes, numbers, modes), names,
+ * duplicates, and that every source names a datastore or a URL.  Keys that
+ * belong to one datastore type are kept as a list of key/value pairs with
+ * their line numbers; the backend registry checks them (backend.h).
+ */
+#ifndef MLFS_CONFIG_H
+#define MLFS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "diag.h"
+
+struct config_kv {
+	char *key;
+	char *value;
+	int line;
+};
+
+/* [datastore NAME] */
+struct datastore_config {
+	const char *file;	/* the config file, borrowed from struct mlfs_config */
+	char *name;
+	int line;		/* line of the section header */
+	char *type;		/* value of `type` */
+	int type_line;
+	/* Owner and mode shown for files; -1 when not set. */
+	long uid, gid;
+	long mode;		/* permission bits for files; dirs add x where r is set */
+	long timeout;		/* seconds, -1 when not set */
+	long retries;		/* -1 when not set */
+	/* Every key of the section, in file order, common keys included. */
+	struct config_kv *kv;
+	size_t n_kv;
+};
+
+enum source_kind {
+	SOURCE_DATASET,
+	SOURCE_CHECKPOINT,
+	SOURCE_MODEL,
+};
+
+/* [dataset NAME], [checkpoint NAME], [model NAME] */
+struct source_config {
+	enum source_kind kind;
+	char *name;		/* as written, spaces and all */
+	char *shown;		/* the name in the tree: spaces turned into '_' */
+	int line;
+	char *source;		/* value of `source` as written */
+	int source_line;
+	/* Parsed source: a datastore and a path inside it, or a URL. */
+	char *datastore;	/* NULL for a URL */
+	char *path;		/* canonical backend path ("" = root) for DATASTORE:/path */
+	char *url_scheme;	/* "s3", "http", "https", "nfs", "smb" for a URL; else NULL */
+};
+
+struct node_config {
+	long gpus;		/* -1 = detect */
+	char *gpu_type;
+	long gpu_memory_gb;
+	char *cuda_version;
+	long cpus;
+	long memory_gb;
+	double price;		/* < 0 = not set */
+	char *cluster_id;
+	char *name;
+};
+
+struct slurm_config {
+	char *partition;
+	char *account;
+	char *sbatch_args;
+	long poll_interval;
+	char *bin_dir;
+};
+
+struct mlfs_config {
+	char *file;		/* path the config was read from */
+	char *state_dir;
+	char *cache_dir;
+	uint64_t cache_size;	/* bytes */
+	char *executor;		/* "local" or "slurm" */
+	long timeout;		/* seconds a remote call may take */
+	long retries;
+	char *store;
+	struct node_config node;
+	struct slurm_config slurm;
+	struct datastore_config *datastores;
+	size_t n_datastores;
+	struct source_config *sources;
+	size_t n_sources;
+};
+
+/*
+ * Reads and checks @file.  On success returns 0 and hands out the config in
+ * *out (free with config_free).  On failure returns a negated errno: -EINVAL
+ * when the file has errors (each one added to @d as "file:line: message"),
+ * or the error of opening or reading it (also added to @d).
+ */
+int config_load(struct mlfs_config **out, const char *file, struct diag *d);
+
+/* Same, from text in memory; @file names it in messages. */
+int config_parse(struct mlfs_config **out, const char *file, const char *text,
+		 size_t len, struct diag *d);
+
+void config_free(struct mlfs_config *cfg);
+
+/* The value of @key in a datastore section, or NULL; *line gets its line. */
+const char *config_get(const struct datastore_config *ds, const char *key, int *line);
+
+const struct datastore_config *config_find_datastore(const struct mlfs_config *cfg,
+						      const char *name);
+
+/*
+ * Parses a size such as "100G", "512M", "1.5T", "4096", "10GiB" (powers of
+ * 1024).  Returns 0 and the byte count in *out, or -EINVAL.
+ */
+int config_parse_size(const char *s, uint64_t *out);
+
+/*
+ * Hands out @value as an absolute path: unchanged when it starts with '/',
+ * else taken relative to the folder of the config file @file (made absolute
+ * with the current directory when @file is relative).  NULL on ENOMEM.
+ */
+char *config_resolve_path(const char *file, const char *value);
+
+#endif

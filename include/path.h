@@ -1,0 +1,29 @@
+/*
+ * path.h - backend paths.
+ *
+ * Inside a backend every path is canonical and relative to the backend's
+ * root: "" is the root, otherwise "a/b/c" with no leading or trailing slash,
+ * no empty, "." or ".." component.  Everything that reaches a backend went
+ * through these functions, so a backend never sees "..".
+ */
+#ifndef MLFS_PATH_H
+#define MLFS_PATH_H
+
+#include <stddef.h>
+
+/* 0 if @name is one usable component, else -EINVAL or -ENAMETOOLONG. */
+int path_check_name(const char *name);
+
+/* Hands out "@base/@name" (or @name when @base is ""). 0 or -ENOMEM. */
+int path_join(char **out, const char *base, const char *name);
+
+/*
+ * Canonicalizes a path a user wrote ("/voc2012/", "a//b/./c") into the form
+ * above.  A ".." component is refused with -EINVAL, never resolved.
+ */
+int path_canon(char **out, const char *path);
+
+/* Hands out @name with every space turned into '_' (the name shown in the tree). */
+int path_shown_name(char **out, const char *name);
+
+#endif
