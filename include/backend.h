@@ -113,7 +113,7 @@ struct backend_ops {
 	int (*rmdir)(struct backend *be, const char *path);
 	/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE */
 	int (*rename)(struct backend *be, const char *from, const char *to, unsigned int flags);
-	/* @f may be NULL; when given, it is an open file of @path (ftruncate, ...). */
+	/* With @f (an open file of @path) the change is made through it and @path may be NULL. */
 	int (*setattr)(struct backend *be, const char *path, struct backend_file *f,
 		       const struct stat *st, unsigned int to_set);
 	/* append only; bump BACKEND_OPS_VERSION */

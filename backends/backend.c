@@ -1,0 +1,247 @@
+/*
+ * backend.c - the registry of backend types.
+ *
+ * Every scheme of DESIGN §8 is known here by name, with the keys its
+ * datastore section may use, whether or not its code is compiled in: a
+ * config naming `type = nfs` in a build without NFS gets "nfs backend not
+ * compiled in", never "unknown type".  The table has one line per scheme;
+ * a scheme's ops pointer is NULL until its code is built.  Tests add fakes
+ * with backend_register(), behind the same contract as the real ones.
+ *
+ * The registry is filled before any thread starts and only read after.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "be_local.h"
+
+struct backend_scheme {
+	const char *scheme;
+	const struct backend_ops *ops;	/* NULL: not compiled in */
+	const char *const *keys;	/* keys of its datastore section, besides the common ones */
+};
+
+static const char *const local_keys[] = { "root", NULL };
+static const char *const nfs_keys[] = { "address", "export", "root", "options", NULL };
+static const char *const smb_keys[] = {
+	"address", "share", "root", "username", "password", "password_file", "workgroup", NULL
+};
+static const char *const s3_keys[] = {
+	"endpoint", "bucket", "root", "region", "path_style", "access_key_id",
+	"secret_access_key", "session_token", "profile", NULL
+};
+static const char *const http_keys[] = { "url", NULL };
+static const char *const no_keys[] = { NULL };
+
+static const struct backend_scheme backend_builtin[] = {
+	{ "local", &be_local_ops, local_keys },
+	{ "nfs", NULL, nfs_keys },
+	{ "smb", NULL, smb_keys },
+	{ "s3", NULL, s3_keys },
+	{ "http", NULL, http_keys },
+	{ "archive", NULL, no_keys },
+};
+
+#define BACKEND_NBUILTIN (sizeof(backend_builtin) / sizeof(backend_builtin[0]))
+#define BACKEND_MAX_EXTRA 8
+
+static const char *const backend_common_keys[] = {
+	"type", "uid", "gid", "mode", "timeout", "retries", NULL
+};
+
+static const struct backend_ops *backend_extra[BACKEND_MAX_EXTRA];
+static size_t backend_nextra;
+
+static const struct backend_scheme *backend_find_builtin(const char *scheme)
+{
+	for (size_t i = 0; i < BACKEND_NBUILTIN; i++)
+		if (strcmp(backend_builtin[i].scheme, scheme) == 0)
+			return &backend_builtin[i];
+	return NULL;
+}
+
+static const struct backend_ops *backend_find_extra(const char *scheme)
+{
+	for (size_t i = 0; i < backend_nextra; i++)
+		if (strcmp(backend_extra[i]->scheme, scheme) == 0)
+			return backend_extra[i];
+	return NULL;
+}
+
+int backend_register(const struct backend_ops *ops)
+{
+	if (!ops || ops->version != BACKEND_OPS_VERSION || !ops->scheme || !ops->create ||
+	    !ops->destroy || !ops->getattr || !ops->readdir || !ops->open || !ops->pread ||
+	    !ops->release || !ops->statfs)
+		return -EINVAL;
+	if (backend_find_extra(ops->scheme) || backend_find_builtin(ops->scheme))
+		return -EEXIST;
+	if (backend_nextra == BACKEND_MAX_EXTRA)
+		return -ENOSPC;
+	backend_extra[backend_nextra++] = ops;
+	return 0;
+}
+
+int backend_lookup(const struct backend_ops **out, const char *scheme)
+{
+	const struct backend_scheme *s = backend_find_builtin(scheme);
+	const struct backend_ops *extra = backend_find_extra(scheme);
+
+	if (extra) {
+		*out = extra;
+		return 0;
+	}
+	if (!s)
+		return -ENOENT;
+	if (!s->ops)
+		return -ENOTSUP;
+	*out = s->ops;
+	return 0;
+}
+
+const char *const *backend_schemes(void)
+{
+	static const char *names[BACKEND_NBUILTIN + 1];
+
+	for (size_t i = 0; i < BACKEND_NBUILTIN; i++)
+		names[i] = backend_builtin[i].scheme;
+	names[BACKEND_NBUILTIN] = NULL;
+	return names;
+}
+
+static int backend_key_in(const char *const *keys, const char *key)
+{
+	for (; keys && *keys; keys++)
+		if (strcmp(*keys, key) == 0)
+			return 1;
+	return 0;
+}
+
+/* Reports the type of @ds that cannot be used; returns its ops or NULL. */
+static const struct backend_ops *backend_check_type(const struct datastore_config *ds,
+						    struct diag *d)
+{
+	const struct backend_ops *ops;
+	int ret = backend_lookup(&ops, ds->type);
+
+	if (ret == -ENOENT)
+		diag_add(d, ds->file, ds->type_line,
+			 "[datastore %s] type: unknown type '%s' (known: local, nfs, smb, s3, http)",
+			 ds->name, ds->type);
+	else if (ret == -ENOTSUP)
+		diag_add(d, ds->file, ds->type_line,
+			 "[datastore %s] type: %s backend not compiled in", ds->name, ds->type);
+	return ret == 0 ? ops : NULL;
+}
+
+static void backend_check_keys(const struct datastore_config *ds, struct diag *d)
+{
+	const struct backend_scheme *s = backend_find_builtin(ds->type);
+	const struct backend_ops *extra = backend_find_extra(ds->type);
+
+	if (!s && !extra)
+		return;
+	for (size_t i = 0; i < ds->n_kv; i++) {
+		const char *key = ds->kv[i].key;
+
+		if (backend_key_in(backend_common_keys, key) ||
+		    (s && backend_key_in(s->keys, key)) || extra)
+			continue;
+		diag_add(d, ds->file, ds->kv[i].line,
+			 "[datastore %s]: unknown key '%s' for type %s", ds->name, key, ds->type);
+	}
+}
+
+static int backend_is_archive(const char *path)
+{
+	static const char *const ext[] = { ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", NULL };
+	size_t len = strlen(path);
+
+	for (const char *const *e = ext; *e; e++) {
+		size_t elen = strlen(*e);
+
+		if (len > elen && strcasecmp(path + len - elen, *e) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static const char *const source_section[] = {
+	[SOURCE_DATASET] = "dataset",
+	[SOURCE_CHECKPOINT] = "checkpoint",
+	[SOURCE_MODEL] = "model",
+};
+
+static void backend_check_scheme(const char *scheme, const struct source_config *src,
+				 const char *file, struct diag *d)
+{
+	const struct backend_ops *ops;
+
+	if (backend_lookup(&ops, scheme) == -ENOTSUP)
+		diag_add(d, file, src->source_line, "[%s %s] source: %s backend not compiled in",
+			 source_section[src->kind], src->name, scheme);
+}
+
+static void backend_check_source(const struct source_config *src, const char *file,
+				 struct diag *d)
+{
+	if (src->url_scheme) {
+		const char *s = src->url_scheme;
+
+		backend_check_scheme(strncmp(s, "http", 4) == 0 ? "http" : s, src, file, d);
+	}
+	if (backend_is_archive(src->source))
+		backend_check_scheme("archive", src, file, d);
+}
+
+int backend_check_config(const struct mlfs_config *cfg, struct diag *d)
+{
+	size_t before = d->n;
+
+	for (size_t i = 0; i < cfg->n_datastores; i++) {
+		const struct datastore_config *ds = &cfg->datastores[i];
+		const struct backend_ops *ops = backend_check_type(ds, d);
+
+		backend_check_keys(ds, d);
+		if (ops && ops->validate)
+			ops->validate(ds, d);
+	}
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		backend_check_source(&cfg->sources[i], cfg->file, d);
+	return d->n > before ? -EINVAL : 0;
+}
+
+int backend_create(struct backend **out, const struct datastore_config *cfg,
+		   unsigned int index)
+{
+	const struct backend_ops *ops;
+	struct backend *be;
+	char *name = strdup(cfg->name);
+	int ret;
+
+	if (!name)
+		return -ENOMEM;
+	ret = backend_lookup(&ops, cfg->type);
+	if (ret == 0)
+		ret = ops->create(&be, cfg);
+	if (ret < 0) {
+		free(name);
+		return ret;
+	}
+	be->ops = ops;
+	be->name = name;
+	be->index = index;
+	*out = be;
+	return 0;
+}
+
+void backend_destroy(struct backend *be)
+{
+	if (!be)
+		return;
+	free(be->name);
+	be->ops->destroy(be);
+}

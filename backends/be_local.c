@@ -1,0 +1,548 @@
+/*
+ * be_local.c - a datastore that is a folder on this node.
+ *
+ * The baseline for speed and for POSIX behaviour: every call is one or two
+ * system calls on the folder.  Confinement is the point of this file: the
+ * root is opened once, and every path beneath it is opened with openat2()
+ * and RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, so mlfs itself never follows a
+ * symlink or a "..", whatever a user planted in the folder.  Calls on a last
+ * component (unlink, rename, chown, ...) go through the parent's descriptor
+ * with the *at() calls that do not follow it.  A symlink is shown as a
+ * symlink; the kernel resolves it on the client like any other.
+ *
+ * Threading: no shared mutable state besides the root descriptor, which is
+ * read-only after create; every call opens and closes its own descriptors.
+ * Needs Linux 5.6 (openat2).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "be_local.h"
+
+struct be_local {
+	struct backend base;
+	int root_fd;		/* O_PATH descriptor of the root folder */
+	char *root;
+};
+
+struct be_local_file {
+	struct backend_file base;
+	int fd;
+};
+
+static struct be_local *be_local(struct backend *be)
+{
+	return (struct be_local *)be;
+}
+
+static int be_local_fd(struct backend_file *f)
+{
+	return ((struct be_local_file *)f)->fd;
+}
+
+static int be_local_errno(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+/* Opens @path beneath the root, never following a symlink or "..". */
+static int be_local_open_beneath(struct be_local *lb, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (unsigned long long)(flags | O_CLOEXEC),
+		.mode = mode,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	if (!(flags & (O_CREAT | O_TMPFILE)))
+		how.mode = 0;
+	do
+		fd = syscall(SYS_openat2, lb->root_fd, path[0] ? path : ".", &how, sizeof(how));
+	while (fd < 0 && errno == EAGAIN);
+	return fd < 0 ? be_local_errno() : (int)fd;
+}
+
+/*
+ * Splits @path into its parent folder, opened as a descriptor, and its last
+ * component (*name points into @path).  Returns the descriptor, which the
+ * caller closes unless it is the root's (be_local_close_parent does both).
+ */
+static int be_local_parent(struct be_local *lb, const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	char *parent;
+	int fd;
+
+	if (!slash) {
+		*name = path;
+		return lb->root_fd;
+	}
+	*name = slash + 1;
+	parent = strndup(path, (size_t)(slash - path));
+	if (!parent)
+		return -ENOMEM;
+	fd = be_local_open_beneath(lb, parent, O_PATH | O_DIRECTORY, 0);
+	free(parent);
+	return fd;
+}
+
+static void be_local_close_parent(struct be_local *lb, int fd)
+{
+	if (fd >= 0 && fd != lb->root_fd)
+		close(fd);
+}
+
+static int be_local_validate(const struct datastore_config *cfg, struct diag *d)
+{
+	int line = cfg->line;
+	const char *root = config_get(cfg, "root", &line);
+	char *abs = config_resolve_path(cfg->file, root ? root : "/");
+	struct stat st;
+	int ret = 0;
+
+	if (!abs)
+		return -ENOMEM;
+	if (stat(abs, &st) < 0) {
+		ret = -errno;
+		diag_add(d, cfg->file, line, "[datastore %s] root: %s: %s", cfg->name, abs,
+			 strerror(errno));
+	} else if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
+		diag_add(d, cfg->file, line, "[datastore %s] root: %s: not a folder", cfg->name,
+			 abs);
+	}
+	free(abs);
+	return ret;
+}
+
+static int be_local_create(struct backend **out, const struct datastore_config *cfg)
+{
+	const char *root = config_get(cfg, "root", NULL);
+	struct be_local *lb = calloc(1, sizeof(*lb));
+
+	if (!lb)
+		return -ENOMEM;
+	lb->root = config_resolve_path(cfg->file, root ? root : "/");
+	if (!lb->root) {
+		free(lb);
+		return -ENOMEM;
+	}
+	lb->root_fd = open(lb->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lb->root_fd < 0) {
+		int ret = be_local_errno();
+
+		free(lb->root);
+		free(lb);
+		return ret;
+	}
+	*out = &lb->base;
+	return 0;
+}
+
+static void be_local_destroy(struct backend *be)
+{
+	struct be_local *lb = be_local(be);
+
+	close(lb->root_fd);
+	free(lb->root);
+	free(lb);
+}
+
+static int be_local_getattr(struct backend *be, const char *path, struct stat *st)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd, ret = 0;
+
+	if (path[0] == '\0')
+		return fstat(lb->root_fd, st) < 0 ? be_local_errno() : 0;
+	pfd = be_local_parent(lb, path, &name);
+	if (pfd < 0)
+		return pfd;
+	if (fstatat(pfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		ret = be_local_errno();
+	be_local_close_parent(lb, pfd);
+	return ret;
+}
+
+static int be_local_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
+			    void *payload)
+{
+	int fd = be_local_open_beneath(be_local(be), path, O_RDONLY | O_DIRECTORY, 0);
+	struct dirent *de;
+	struct stat st;
+	DIR *dir;
+	int ret = 0;
+
+	if (fd < 0)
+		return fd;
+	dir = fdopendir(fd);
+	if (!dir) {
+		ret = be_local_errno();
+		close(fd);
+		return ret;
+	}
+	errno = 0;
+	while (ret == 0 && (de = readdir(dir))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		/* An entry removed since readdir saw it is simply not listed. */
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			ret = fill(payload, de->d_name, &st);
+		errno = 0;
+	}
+	if (ret == 0 && errno)
+		ret = -errno;
+	closedir(dir);
+	return ret;
+}
+
+static int be_local_file_new(struct backend_file **out, struct backend *be, int fd)
+{
+	struct be_local_file *f = malloc(sizeof(*f));
+
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->base.be = be;
+	f->fd = fd;
+	*out = &f->base;
+	return 0;
+}
+
+static int be_local_open(struct backend_file **out, struct backend *be, const char *path,
+			 int flags)
+{
+	int fd;
+
+	flags &= ~(O_CREAT | O_EXCL | O_NOCTTY);
+	fd = be_local_open_beneath(be_local(be), path, flags | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	return be_local_file_new(out, be, fd);
+}
+
+/* Gives a new entry the asker's owner (as root only; a user's mount owns what it makes). */
+static void be_local_set_owner(int pfd, const char *name, const struct backend_cred *cred)
+{
+	struct stat parent;
+	gid_t gid = cred->gid;
+
+	if (geteuid() != 0 || fstat(pfd, &parent) < 0)
+		return;
+	if (parent.st_mode & S_ISGID)
+		gid = (gid_t)-1;	/* the folder's group, as the kernel gave it */
+	if (cred->uid == 0 && (gid == 0 || gid == (gid_t)-1))
+		return;
+	if (fchownat(pfd, name, cred->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		errno = 0;	/* created all the same; the owner stays root */
+}
+
+static int be_local_create_file(struct backend_file **out, struct backend *be, const char *path,
+				int flags, mode_t mode, const struct backend_cred *cred)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd = be_local_parent(lb, path, &name);
+	int fd;
+
+	if (pfd < 0)
+		return pfd;
+	flags = (flags & ~O_NOCTTY) | O_NOFOLLOW | O_CLOEXEC;
+	fd = openat(pfd, name, flags | O_CREAT | O_EXCL, mode);
+	if (fd >= 0)
+		be_local_set_owner(pfd, name, cred);
+	else if (errno == EEXIST && !(flags & O_EXCL))
+		fd = openat(pfd, name, flags & ~O_CREAT);
+	if (fd < 0)
+		fd = be_local_errno();
+	be_local_close_parent(lb, pfd);
+	return fd < 0 ? fd : be_local_file_new(out, be, fd);
+}
+
+static ssize_t be_local_pread(struct backend_file *f, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread(be_local_fd(f), buf, len, off);
+
+	return n < 0 ? be_local_errno() : n;
+}
+
+static ssize_t be_local_pwrite(struct backend_file *f, const void *buf, size_t len, off_t off)
+{
+	ssize_t n = pwrite(be_local_fd(f), buf, len, off);
+
+	return n < 0 ? be_local_errno() : n;
+}
+
+static int be_local_fgetattr(struct backend_file *f, struct stat *st)
+{
+	return fstat(be_local_fd(f), st) < 0 ? be_local_errno() : 0;
+}
+
+static int be_local_fsync(struct backend_file *f, int datasync)
+{
+	int ret = datasync ? fdatasync(be_local_fd(f)) : fsync(be_local_fd(f));
+
+	return ret < 0 ? be_local_errno() : 0;
+}
+
+static void be_local_release(struct backend_file *f)
+{
+	close(be_local_fd(f));
+	free(f);
+}
+
+static int be_local_statfs(struct backend *be, const char *path, struct statvfs *sv)
+{
+	(void)path;
+	return fstatvfs(be_local(be)->root_fd, sv) < 0 ? be_local_errno() : 0;
+}
+
+static int be_local_readlink(struct backend *be, const char *path, char *buf, size_t size)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd = be_local_parent(lb, path, &name);
+	ssize_t n;
+
+	if (pfd < 0)
+		return pfd;
+	n = readlinkat(pfd, name, buf, size - 1);
+	if (n >= 0)
+		buf[n] = '\0';
+	else
+		n = be_local_errno();
+	be_local_close_parent(lb, pfd);
+	return n < 0 ? (int)n : 0;
+}
+
+static int be_local_mkdir(struct backend *be, const char *path, mode_t mode,
+			  const struct backend_cred *cred)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd = be_local_parent(lb, path, &name);
+	int ret = 0;
+
+	if (pfd < 0)
+		return pfd;
+	if (mkdirat(pfd, name, mode) < 0)
+		ret = be_local_errno();
+	else
+		be_local_set_owner(pfd, name, cred);
+	be_local_close_parent(lb, pfd);
+	return ret;
+}
+
+static int be_local_symlink(struct backend *be, const char *target, const char *path,
+			    const struct backend_cred *cred)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd = be_local_parent(lb, path, &name);
+	int ret = 0;
+
+	if (pfd < 0)
+		return pfd;
+	if (symlinkat(target, pfd, name) < 0)
+		ret = be_local_errno();
+	else
+		be_local_set_owner(pfd, name, cred);
+	be_local_close_parent(lb, pfd);
+	return ret;
+}
+
+static int be_local_unlinkat(struct backend *be, const char *path, int flags)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd = be_local_parent(lb, path, &name);
+	int ret = 0;
+
+	if (pfd < 0)
+		return pfd;
+	if (unlinkat(pfd, name, flags) < 0)
+		ret = be_local_errno();
+	be_local_close_parent(lb, pfd);
+	return ret;
+}
+
+static int be_local_unlink(struct backend *be, const char *path)
+{
+	return be_local_unlinkat(be, path, 0);
+}
+
+static int be_local_rmdir(struct backend *be, const char *path)
+{
+	return be_local_unlinkat(be, path, AT_REMOVEDIR);
+}
+
+/* Runs a two-path call (rename, link) with both parents opened beneath the root. */
+static int be_local_two(struct backend *be, const char *from, const char *to, int is_link,
+			unsigned int flags)
+{
+	struct be_local *lb = be_local(be);
+	const char *fname, *tname;
+	int ffd = be_local_parent(lb, from, &fname);
+	int tfd, ret = 0;
+
+	if (ffd < 0)
+		return ffd;
+	tfd = be_local_parent(lb, to, &tname);
+	if (tfd < 0) {
+		be_local_close_parent(lb, ffd);
+		return tfd;
+	}
+	if (is_link ? linkat(ffd, fname, tfd, tname, 0) < 0
+		    : renameat2(ffd, fname, tfd, tname, flags) < 0)
+		ret = be_local_errno();
+	be_local_close_parent(lb, tfd);
+	be_local_close_parent(lb, ffd);
+	return ret;
+}
+
+static int be_local_rename(struct backend *be, const char *from, const char *to,
+			   unsigned int flags)
+{
+	return be_local_two(be, from, to, 0, flags);
+}
+
+static int be_local_link(struct backend *be, const char *from, const char *to)
+{
+	return be_local_two(be, from, to, 1, 0);
+}
+
+/* chmod, chown and utimens through an O_PATH descriptor, which never follows. */
+static int be_local_setattr_fd(int fd, int is_link, const struct stat *st, unsigned int to_set)
+{
+	char proc[64];
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (to_set & BE_SET_MODE) {
+		if (is_link)
+			return -EOPNOTSUPP;
+		if (chmod(proc, st->st_mode & 07777) < 0)
+			return be_local_errno();
+	}
+	if ((to_set & (BE_SET_UID | BE_SET_GID)) &&
+	    fchownat(fd, "", (to_set & BE_SET_UID) ? st->st_uid : (uid_t)-1,
+		     (to_set & BE_SET_GID) ? st->st_gid : (gid_t)-1,
+		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return be_local_errno();
+	if (to_set & BE_SET_ATIME)
+		ts[0] = st->st_atim;
+	if (to_set & BE_SET_MTIME)
+		ts[1] = st->st_mtim;
+	if (to_set & BE_SET_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_NOW;
+	if (to_set & BE_SET_MTIME_NOW)
+		ts[1].tv_nsec = UTIME_NOW;
+	if ((to_set & (BE_SET_ATIME | BE_SET_MTIME | BE_SET_ATIME_NOW | BE_SET_MTIME_NOW)) &&
+	    utimensat(fd, "", ts, AT_EMPTY_PATH) < 0)
+		return be_local_errno();
+	return 0;
+}
+
+static int be_local_truncate(struct be_local *lb, const char *path, off_t size)
+{
+	int fd = be_local_open_beneath(lb, path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW, 0);
+	int ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (ftruncate(fd, size) < 0)
+		ret = be_local_errno();
+	close(fd);
+	return ret;
+}
+
+/* The same changes through an open file. */
+static int be_local_fsetattr(int fd, const struct stat *st, unsigned int to_set)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+
+	if ((to_set & BE_SET_SIZE) && ftruncate(fd, st->st_size) < 0)
+		return be_local_errno();
+	if ((to_set & BE_SET_MODE) && fchmod(fd, st->st_mode & 07777) < 0)
+		return be_local_errno();
+	if ((to_set & (BE_SET_UID | BE_SET_GID)) &&
+	    fchown(fd, (to_set & BE_SET_UID) ? st->st_uid : (uid_t)-1,
+		   (to_set & BE_SET_GID) ? st->st_gid : (gid_t)-1) < 0)
+		return be_local_errno();
+	if (to_set & BE_SET_ATIME)
+		ts[0] = st->st_atim;
+	if (to_set & BE_SET_MTIME)
+		ts[1] = st->st_mtim;
+	if (to_set & BE_SET_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_NOW;
+	if (to_set & BE_SET_MTIME_NOW)
+		ts[1].tv_nsec = UTIME_NOW;
+	if ((to_set & (BE_SET_ATIME | BE_SET_MTIME | BE_SET_ATIME_NOW | BE_SET_MTIME_NOW)) &&
+	    futimens(fd, ts) < 0)
+		return be_local_errno();
+	return 0;
+}
+
+static int be_local_setattr(struct backend *be, const char *path, struct backend_file *f,
+			    const struct stat *st, unsigned int to_set)
+{
+	struct be_local *lb = be_local(be);
+	struct stat cur;
+	int fd, ret = 0;
+
+	if (f)
+		return be_local_fsetattr(be_local_fd(f), st, to_set);
+	if (to_set & BE_SET_SIZE) {
+		ret = be_local_truncate(lb, path, st->st_size);
+		if (ret < 0 || !(to_set & ~BE_SET_SIZE))
+			return ret;
+	}
+	fd = be_local_open_beneath(lb, path, O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &cur) < 0)
+		ret = be_local_errno();
+	else
+		ret = be_local_setattr_fd(fd, S_ISLNK(cur.st_mode), st, to_set & ~BE_SET_SIZE);
+	close(fd);
+	return ret;
+}
+
+const struct backend_ops be_local_ops = {
+	.version = BACKEND_OPS_VERSION,
+	.scheme = "local",
+	.caps = BE_CAP_WRITE | BE_CAP_OWNERS,
+	.validate = be_local_validate,
+	.create = be_local_create,
+	.destroy = be_local_destroy,
+	.getattr = be_local_getattr,
+	.readdir = be_local_readdir,
+	.open = be_local_open,
+	.pread = be_local_pread,
+	.release = be_local_release,
+	.statfs = be_local_statfs,
+	.fgetattr = be_local_fgetattr,
+	.readlink = be_local_readlink,
+	.pwrite = be_local_pwrite,
+	.fsync = be_local_fsync,
+	.create_file = be_local_create_file,
+	.mkdir = be_local_mkdir,
+	.symlink = be_local_symlink,
+	.link = be_local_link,
+	.unlink = be_local_unlink,
+	.rmdir = be_local_rmdir,
+	.rename = be_local_rename,
+	.setattr = be_local_setattr,
+};

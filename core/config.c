@@ -1,0 +1,1212 @@
+/*
+ * config.c - reads and checks the mlfs configuration file (DESIGN §4).
+ *
+ * ini.c turns the text into events (sections, keys, bad lines); this file
+ * gives them meaning.  Each known section has a table of its keys, each key
+ * a value type, and each type one small parser; a value that does not parse
+ * becomes "[section] key: bad size '12Q' (hint)".  Every problem is
+ * recorded with its line and the reading goes on, so one run reports them
+ * all.  References that may point forward (a source naming a datastore
+ * declared further down, [mlfs] store) and required keys are checked once
+ * the whole file is read; the messages are then sorted by line, one per
+ * line at most, and handed to the caller's struct diag.
+ *
+ * What it does not do: check the keys that belong to one datastore type
+ * (root, address, bucket, ...).  Those are kept, with their lines, in each
+ * datastore's kv[] for the backend registry (backend.h), which knows the
+ * types.  Nor does it touch the disk, except to read the file and to look
+ * up user and group names.  No static mutable state; one parse is one
+ * struct config_parser on the stack.
+ */
+#define _GNU_SOURCE
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ini.h"
+#include "path.h"
+
+#define CONFIG_MAX_BYTES	(16u << 20)	/* a config larger than this is a mistake */
+#define CONFIG_KEYS_MAX		16		/* keys of [mlfs], [node] or [slurm] */
+#define CONFIG_NAME_MAX		64		/* datastore names */
+#define CONFIG_ID_MAX		4294967294L	/* (uid_t)-1 means "no change" */
+
+/* The section the parser is in. */
+enum config_section {
+	CS_NONE,		/* before the first header */
+	CS_SKIP,		/* a header with an error: its keys are ignored */
+	CS_MLFS,
+	CS_NODE,
+	CS_SLURM,
+	CS_DATASTORE,
+	CS_SOURCE,
+};
+
+#define CS_SINGLES	3	/* CS_MLFS, CS_NODE, CS_SLURM: at most once each */
+
+enum config_type {
+	CT_STRING,
+	CT_PATH,
+	CT_SIZE,
+	CT_EXECUTOR,
+	CT_POSITIVE,
+	CT_NONNEG,
+	CT_VERSION,
+	CT_PRICE,
+	CT_UID,
+	CT_GID,
+	CT_MODE,
+};
+
+struct config_key {
+	const char *key;
+	enum config_type type;
+	size_t off;		/* of the field, in the section's struct */
+};
+
+struct config_error {
+	int line;
+	size_t seq;		/* keeps the order of errors on one line */
+	char *msg;
+};
+
+struct config_parser {
+	const char *file;
+	struct mlfs_config *cfg;
+	enum config_section section;
+	size_t cur;		/* index of the current datastore or source */
+	char *label;		/* "[datastore scratch]" of the current section */
+	int single_line[CS_SINGLES];			/* header lines */
+	int key_line[CS_SINGLES][CONFIG_KEYS_MAX];	/* where keys were set */
+	struct config_error *errs;
+	size_t n_errs;
+	int nomem;		/* an error message could not be recorded */
+};
+
+/* ---- errors ---- */
+
+static void config_verror(struct config_parser *p, int line, const char *fmt, va_list ap)
+{
+	struct config_error *errs;
+	char *msg;
+
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		p->nomem = 1;
+		return;
+	}
+	errs = reallocarray(p->errs, p->n_errs + 1, sizeof(*errs));
+	if (!errs) {
+		free(msg);
+		p->nomem = 1;
+		return;
+	}
+	p->errs = errs;
+	errs[p->n_errs] = (struct config_error){ .line = line, .seq = p->n_errs, .msg = msg };
+	p->n_errs++;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void config_error(struct config_parser *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	config_verror(p, line, fmt, ap);
+	va_end(ap);
+}
+
+/* An error about @key of the current section: "[section] key: ...". */
+__attribute__((format(printf, 4, 5)))
+static void config_key_error(struct config_parser *p, int line, const char *key,
+			     const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (ret < 0) {
+		p->nomem = 1;
+		return;
+	}
+	config_error(p, line, "%s %s: %s", p->label, key, msg);
+	free(msg);
+}
+
+static int config_error_cmp(const void *a, const void *b)
+{
+	const struct config_error *x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Hands the errors to @d in line order, the first one of each line only. */
+static void config_flush_errors(struct config_parser *p, struct diag *d)
+{
+	qsort(p->errs, p->n_errs, sizeof(*p->errs), config_error_cmp);
+	for (size_t i = 0; i < p->n_errs; i++)
+		if (i == 0 || p->errs[i].line != p->errs[i - 1].line)
+			diag_add(d, p->file, p->errs[i].line, "%s", p->errs[i].msg);
+}
+
+static void config_parser_free(struct config_parser *p)
+{
+	for (size_t i = 0; i < p->n_errs; i++)
+		free(p->errs[i].msg);
+	free(p->errs);
+	free(p->label);
+}
+
+/* ---- value syntax ---- */
+
+/* A decimal number read exactly: whole + frac / scale. */
+struct config_decimal {
+	uint64_t whole;
+	uint64_t frac;
+	uint64_t scale;		/* 10^(fraction digits kept) */
+};
+
+/*
+ * Reads DIGITS or DIGITS.DIGITS at @s.  Returns where it stopped, or NULL
+ * when there is no number or the whole part overflows.  Fraction digits past
+ * the 18th are read and dropped.
+ */
+static const char *config_scan_decimal(const char *s, struct config_decimal *dec)
+{
+	*dec = (struct config_decimal){ .scale = 1 };
+	if (!isdigit((unsigned char)*s))
+		return NULL;
+	for (; isdigit((unsigned char)*s); s++)
+		if (__builtin_mul_overflow(dec->whole, 10, &dec->whole) ||
+		    __builtin_add_overflow(dec->whole, (uint64_t)(*s - '0'), &dec->whole))
+			return NULL;
+	if (*s != '.')
+		return s;
+	if (!isdigit((unsigned char)*++s))
+		return NULL;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (dec->scale < 1000000000000000000ull) {
+			dec->frac = dec->frac * 10 + (uint64_t)(*s - '0');
+			dec->scale *= 10;
+		}
+	}
+	return s;
+}
+
+/* Reads an optional K, M, G or T at *s; returns the power-of-two shift. */
+static unsigned int config_size_shift(const char **s)
+{
+	const char *units = "KMGT";
+	const char *u = **s ? strchr(units, toupper((unsigned char)**s)) : NULL;
+
+	if (!u)
+		return 0;
+	(*s)++;
+	return 10 * (unsigned int)(u - units + 1);
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	struct config_decimal dec;
+	const char *p = config_scan_decimal(s, &dec);
+	unsigned int shift;
+	uint64_t bytes, part;
+
+	if (!p)
+		return -EINVAL;
+	if (*p == ' ' || *p == '\t') {
+		p += strspn(p, " \t");
+		if (*p == '\0')
+			return -EINVAL;
+	}
+	shift = config_size_shift(&p);
+	if (strcasecmp(p, "") != 0 && strcasecmp(p, "b") != 0 &&
+	    !(shift && strcasecmp(p, "ib") == 0))
+		return -EINVAL;
+	if (shift && dec.whole > (UINT64_MAX >> shift))
+		return -EINVAL;
+	part = (uint64_t)(((unsigned __int128)dec.frac << shift) / dec.scale);
+	if (__builtin_add_overflow(dec.whole << shift, part, &bytes))
+		return -EINVAL;
+	*out = bytes;
+	return 0;
+}
+
+/* A whole number of digits only, from @min to @max. */
+static int config_parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int config_is_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+/* A datastore name: 1 to 64 of [A-Za-z0-9._-], and not "." or "..". */
+static int config_datastore_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > CONFIG_NAME_MAX)
+		return 0;
+	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!config_is_name_char(name[i]))
+			return 0;
+	return 1;
+}
+
+/* Why @name cannot be a dataset, checkpoint or model name; NULL if it can. */
+static const char *config_source_name_problem(const char *name)
+{
+	if (strlen(name) > NAME_MAX)
+		return "longer than 255 bytes";
+	if (name[0] == '.')
+		return "starts with '.'";
+	if (strchr(name, '/'))
+		return "holds a '/'";
+	for (const char *c = name; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return "holds a control character";
+	return NULL;
+}
+
+/* ---- setting fields: one parser per value type ---- */
+
+static int config_set_string(const char *s, void *field, const char *file)
+{
+	char **f = field;
+	char *copy = strdup(s);
+
+	(void)file;
+	if (!copy)
+		return -ENOMEM;
+	free(*f);
+	*f = copy;
+	return 0;
+}
+
+static int config_set_path(const char *s, void *field, const char *file)
+{
+	char **f = field;
+	char *abs = config_resolve_path(file, s);
+
+	if (!abs)
+		return -ENOMEM;
+	free(*f);
+	*f = abs;
+	return 0;
+}
+
+static int config_set_size(const char *s, void *field, const char *file)
+{
+	(void)file;
+	return config_parse_size(s, field);
+}
+
+static int config_set_executor(const char *s, void *field, const char *file)
+{
+	if (strcmp(s, "local") != 0 && strcmp(s, "slurm") != 0)
+		return -EINVAL;
+	return config_set_string(s, field, file);
+}
+
+static int config_set_positive(const char *s, void *field, const char *file)
+{
+	(void)file;
+	return config_parse_long(s, 1, LONG_MAX, field);
+}
+
+static int config_set_nonneg(const char *s, void *field, const char *file)
+{
+	(void)file;
+	return config_parse_long(s, 0, LONG_MAX, field);
+}
+
+/* MAJOR.MINOR, digits only, as in "12.4". */
+static int config_set_version(const char *s, void *field, const char *file)
+{
+	const char *digits = "0123456789";
+	size_t major = strspn(s, digits);
+	size_t minor = major && s[major] == '.' ? strspn(s + major + 1, digits) : 0;
+
+	if (minor == 0 || s[major + 1 + minor] != '\0')
+		return -EINVAL;
+	return config_set_string(s, field, file);
+}
+
+static int config_set_price(const char *s, void *field, const char *file)
+{
+	struct config_decimal dec;
+	const char *end = config_scan_decimal(s, &dec);
+
+	(void)file;
+	if (!end || *end)
+		return -EINVAL;
+	*(double *)field = (double)dec.whole + (double)dec.frac / (double)dec.scale;
+	return 0;
+}
+
+static int config_set_mode(const char *s, void *field, const char *file)
+{
+	size_t n = strspn(s, "01234567");
+	long v;
+
+	(void)file;
+	if (n == 0 || s[n] != '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, NULL, 8);
+	if (errno || v > 07777)
+		return -EINVAL;
+	*(long *)field = v;
+	return 0;
+}
+
+/* The uid of user @name: 0, -EINVAL when there is none, or -ENOMEM. */
+static int config_lookup_user(const char *name, long *out)
+{
+	struct passwd pw, *res = NULL;
+	size_t size = 1024;
+	char *buf = NULL;
+	int ret;
+
+	do {
+		char *bigger = realloc(buf, size *= 4);
+
+		if (!bigger) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = bigger;
+		ret = getpwnam_r(name, &pw, buf, size, &res);
+	} while (ret == ERANGE && size < (1u << 20));
+	if (res)
+		*out = (long)pw.pw_uid;
+	free(buf);
+	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
+}
+
+/* The gid of group @name, as config_lookup_user. */
+static int config_lookup_group(const char *name, long *out)
+{
+	struct group gr, *res = NULL;
+	size_t size = 1024;
+	char *buf = NULL;
+	int ret;
+
+	do {
+		char *bigger = realloc(buf, size *= 4);
+
+		if (!bigger) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = bigger;
+		ret = getgrnam_r(name, &gr, buf, size, &res);
+	} while (ret == ERANGE && size < (1u << 20));
+	if (res)
+		*out = (long)gr.gr_gid;
+	free(buf);
+	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
+}
+
+static int config_set_uid(const char *s, void *field, const char *file)
+{
+	(void)file;
+	if (config_parse_long(s, 0, CONFIG_ID_MAX, field) == 0)
+		return 0;
+	return config_lookup_user(s, field);
+}
+
+static int config_set_gid(const char *s, void *field, const char *file)
+{
+	(void)file;
+	if (config_parse_long(s, 0, CONFIG_ID_MAX, field) == 0)
+		return 0;
+	return config_lookup_group(s, field);
+}
+
+/* How each type is parsed, and what is said when it does not parse. */
+static const struct config_type_info {
+	int (*parse)(const char *s, void *field, const char *file);
+	const char *problem;
+	const char *hint;
+} config_types[] = {
+	[CT_STRING] = { config_set_string, "bad value", "" },
+	[CT_PATH] = { config_set_path, "bad path", "" },
+	[CT_SIZE] = { config_set_size, "bad size", "use a number with K, M, G or T" },
+	[CT_EXECUTOR] = { config_set_executor, "unknown executor", "use local or slurm" },
+	[CT_POSITIVE] = { config_set_positive, "bad number", "use a whole number, 1 or more" },
+	[CT_NONNEG] = { config_set_nonneg, "bad number", "use a whole number, 0 or more" },
+	[CT_VERSION] = { config_set_version, "bad version", "use MAJOR.MINOR, such as 12.4" },
+	[CT_PRICE] = { config_set_price, "bad price",
+		       "use a number, 0 or more, such as 0.05" },
+	[CT_UID] = { config_set_uid, "unknown user", "use a user name or a number" },
+	[CT_GID] = { config_set_gid, "unknown group", "use a group name or a number" },
+	[CT_MODE] = { config_set_mode, "bad mode",
+		      "use octal permission bits, such as 644" },
+};
+
+/* ---- the keys of each section ---- */
+
+#define CONFIG_AT(field)	offsetof(struct mlfs_config, field)
+#define DATASTORE_AT(field)	offsetof(struct datastore_config, field)
+
+static const struct config_key config_mlfs_keys[] = {
+	{ "state_dir", CT_PATH, CONFIG_AT(state_dir) },
+	{ "cache_dir", CT_PATH, CONFIG_AT(cache_dir) },
+	{ "cache_size", CT_SIZE, CONFIG_AT(cache_size) },
+	{ "executor", CT_EXECUTOR, CONFIG_AT(executor) },
+	{ "timeout", CT_POSITIVE, CONFIG_AT(timeout) },
+	{ "retries", CT_NONNEG, CONFIG_AT(retries) },
+	{ "store", CT_STRING, CONFIG_AT(store) },
+	{ NULL, CT_STRING, 0 },
+};
+
+static const struct config_key config_node_keys[] = {
+	{ "gpus", CT_NONNEG, CONFIG_AT(node.gpus) },
+	{ "gpu_type", CT_STRING, CONFIG_AT(node.gpu_type) },
+	{ "gpu_memory_gb", CT_NONNEG, CONFIG_AT(node.gpu_memory_gb) },
+	{ "cuda_version", CT_VERSION, CONFIG_AT(node.cuda_version) },
+	{ "cpus", CT_NONNEG, CONFIG_AT(node.cpus) },
+	{ "memory_gb", CT_NONNEG, CONFIG_AT(node.memory_gb) },
+	{ "price", CT_PRICE, CONFIG_AT(node.price) },
+	{ "cluster_id", CT_STRING, CONFIG_AT(node.cluster_id) },
+	{ "name", CT_STRING, CONFIG_AT(node.name) },
+	{ NULL, CT_STRING, 0 },
+};
+
+static const struct config_key config_slurm_keys[] = {
+	{ "partition", CT_STRING, CONFIG_AT(slurm.partition) },
+	{ "account", CT_STRING, CONFIG_AT(slurm.account) },
+	{ "sbatch_args", CT_STRING, CONFIG_AT(slurm.sbatch_args) },
+	{ "poll_interval", CT_POSITIVE, CONFIG_AT(slurm.poll_interval) },
+	{ "bin_dir", CT_STRING, CONFIG_AT(slurm.bin_dir) },
+	{ NULL, CT_STRING, 0 },
+};
+
+/* The keys every datastore type has, other than `type`. */
+static const struct config_key config_datastore_keys[] = {
+	{ "uid", CT_UID, DATASTORE_AT(uid) },
+	{ "gid", CT_GID, DATASTORE_AT(gid) },
+	{ "mode", CT_MODE, DATASTORE_AT(mode) },
+	{ "timeout", CT_POSITIVE, DATASTORE_AT(timeout) },
+	{ "retries", CT_NONNEG, DATASTORE_AT(retries) },
+	{ NULL, CT_STRING, 0 },
+};
+
+#define CONFIG_N(a)	(sizeof(a) / sizeof((a)[0]))
+_Static_assert(CONFIG_N(config_mlfs_keys) <= CONFIG_KEYS_MAX, "too many [mlfs] keys");
+_Static_assert(CONFIG_N(config_node_keys) <= CONFIG_KEYS_MAX, "too many [node] keys");
+_Static_assert(CONFIG_N(config_slurm_keys) <= CONFIG_KEYS_MAX, "too many [slurm] keys");
+
+/* Indexed by section - CS_MLFS. */
+static const struct config_key *const config_single_keys[CS_SINGLES] = {
+	config_mlfs_keys, config_node_keys, config_slurm_keys,
+};
+
+static const struct config_section_type {
+	const char *word;
+	enum config_section section;
+	enum source_kind kind;
+	int named;		/* [word NAME] rather than [word] */
+} config_section_types[] = {
+	{ "mlfs", CS_MLFS, SOURCE_DATASET, 0 },
+	{ "node", CS_NODE, SOURCE_DATASET, 0 },
+	{ "slurm", CS_SLURM, SOURCE_DATASET, 0 },
+	{ "datastore", CS_DATASTORE, SOURCE_DATASET, 1 },
+	{ "dataset", CS_SOURCE, SOURCE_DATASET, 1 },
+	{ "checkpoint", CS_SOURCE, SOURCE_CHECKPOINT, 1 },
+	{ "model", CS_SOURCE, SOURCE_MODEL, 1 },
+};
+
+static const char *const config_source_words[] = {
+	[SOURCE_DATASET] = "dataset",
+	[SOURCE_CHECKPOINT] = "checkpoint",
+	[SOURCE_MODEL] = "model",
+};
+
+static const char *const config_url_schemes[] = { "s3", "http", "https", "nfs", "smb", NULL };
+
+static int config_key_index(const struct config_key *keys, const char *key)
+{
+	for (int i = 0; keys[i].key; i++)
+		if (strcmp(keys[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+/* Parses @value into the field @k names in @base; reports a bad value. */
+static int config_set(struct config_parser *p, int line, const struct config_key *k,
+		      void *base, const char *value)
+{
+	const struct config_type_info *t = &config_types[k->type];
+	int ret = t->parse(value, (char *)base + k->off, p->file);
+
+	if (ret != -EINVAL)
+		return ret;
+	config_key_error(p, line, k->key, "%s '%s' (%s)", t->problem, value, t->hint);
+	return 0;
+}
+
+/* ---- section headers ---- */
+
+static const struct config_section_type *config_find_section_type(const char *word,
+								   size_t len)
+{
+	for (size_t i = 0; i < CONFIG_N(config_section_types); i++) {
+		const char *w = config_section_types[i].word;
+
+		if (strlen(w) == len && memcmp(w, word, len) == 0)
+			return &config_section_types[i];
+	}
+	return NULL;
+}
+
+static int config_open_single(struct config_parser *p, enum config_section s, int line)
+{
+	int *first = &p->single_line[s - CS_MLFS];
+
+	if (*first) {
+		config_error(p, line, "duplicate %s (first at line %d)", p->label, *first);
+		return 0;
+	}
+	*first = line;
+	p->section = s;
+	return 0;
+}
+
+static int config_open_datastore(struct config_parser *p, const char *name, int line)
+{
+	struct mlfs_config *cfg = p->cfg;
+	const struct datastore_config *old = config_find_datastore(cfg, name);
+	struct datastore_config *ds;
+
+	if (!config_datastore_name_ok(name, strlen(name))) {
+		config_error(p, line, "%s: bad datastore name (use 1 to 64 letters, digits, "
+			     "'.', '_' or '-')", p->label);
+		return 0;
+	}
+	if (old) {
+		config_error(p, line, "duplicate %s (first at line %d)", p->label, old->line);
+		return 0;
+	}
+	ds = reallocarray(cfg->datastores, cfg->n_datastores + 1, sizeof(*ds));
+	if (!ds)
+		return -ENOMEM;
+	cfg->datastores = ds;
+	ds += cfg->n_datastores;
+	*ds = (struct datastore_config){ .file = cfg->file, .line = line, .uid = -1,
+		.gid = -1, .mode = -1, .timeout = -1, .retries = -1 };
+	p->cur = cfg->n_datastores++;
+	ds->name = strdup(name);
+	if (!ds->name)
+		return -ENOMEM;
+	p->section = CS_DATASTORE;
+	return 0;
+}
+
+/* Reports an earlier source of @kind with the same name or shown name. */
+static int config_source_clash(struct config_parser *p, enum source_kind kind,
+			       const char *name, const char *shown, int line)
+{
+	for (size_t i = 0; i < p->cfg->n_sources; i++) {
+		const struct source_config *src = &p->cfg->sources[i];
+
+		if (src->kind != kind)
+			continue;
+		if (strcmp(src->name, name) == 0) {
+			config_error(p, line, "duplicate %s (first at line %d)", p->label,
+				     src->line);
+			return 1;
+		}
+		if (strcmp(src->shown, shown) == 0) {
+			config_error(p, line, "%s: shown as '%s' in the tree, the same as "
+				     "[%s %s] at line %d", p->label, shown,
+				     config_source_words[kind], src->name, src->line);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Appends a source; takes @shown. */
+static int config_add_source(struct config_parser *p, enum source_kind kind,
+			     const char *name, char *shown, int line)
+{
+	struct mlfs_config *cfg = p->cfg;
+	struct source_config *src;
+
+	src = reallocarray(cfg->sources, cfg->n_sources + 1, sizeof(*src));
+	if (!src) {
+		free(shown);
+		return -ENOMEM;
+	}
+	cfg->sources = src;
+	src += cfg->n_sources;
+	*src = (struct source_config){ .kind = kind, .shown = shown, .line = line };
+	p->cur = cfg->n_sources++;
+	src->name = strdup(name);
+	if (!src->name)
+		return -ENOMEM;
+	p->section = CS_SOURCE;
+	return 0;
+}
+
+static int config_open_source(struct config_parser *p, enum source_kind kind,
+			      const char *name, int line)
+{
+	const char *problem = config_source_name_problem(name);
+	char *shown;
+	int ret;
+
+	if (problem) {
+		config_error(p, line, "%s: bad name: %s", p->label, problem);
+		return 0;
+	}
+	ret = path_shown_name(&shown, name);
+	if (ret)
+		return ret;
+	if (config_source_clash(p, kind, name, shown, line)) {
+		free(shown);
+		return 0;
+	}
+	return config_add_source(p, kind, name, shown, line);
+}
+
+/* Sets the label of a header with no error in its word and name. */
+static int config_set_label(struct config_parser *p, const char *word, const char *name)
+{
+	int ret;
+
+	if (*name)
+		ret = asprintf(&p->label, "[%s %s]", word, name);
+	else
+		ret = asprintf(&p->label, "[%s]", word);
+	if (ret < 0) {
+		p->label = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int config_on_section(struct config_parser *p, int line, const char *text)
+{
+	size_t wlen = strcspn(text, " \t");
+	const char *name = text + wlen + strspn(text + wlen, " \t");
+	const struct config_section_type *t = config_find_section_type(text, wlen);
+
+	p->section = CS_SKIP;
+	free(p->label);
+	p->label = NULL;
+	if (!t) {
+		config_error(p, line, "unknown section [%s] (use mlfs, node, slurm, "
+			     "datastore, dataset, checkpoint or model)", text);
+		return 0;
+	}
+	if (t->named != (*name != '\0')) {
+		config_error(p, line, t->named ? "[%s] needs a name: [%s NAME]" :
+			     "[%s] takes no name: [%s]", t->word, t->word);
+		return 0;
+	}
+	if (config_set_label(p, t->word, name) < 0)
+		return -ENOMEM;
+	if (t->section == CS_DATASTORE)
+		return config_open_datastore(p, name, line);
+	if (t->section == CS_SOURCE)
+		return config_open_source(p, t->kind, name, line);
+	return config_open_single(p, t->section, line);
+}
+
+/* ---- keys ---- */
+
+/* Reports an empty value; true when there is one. */
+static int config_empty(struct config_parser *p, int line, const char *key, const char *value)
+{
+	if (*value)
+		return 0;
+	config_key_error(p, line, key, "empty value");
+	return 1;
+}
+
+static int config_single_key(struct config_parser *p, int line, const char *key,
+			     const char *value)
+{
+	const struct config_key *keys = config_single_keys[p->section - CS_MLFS];
+	int *lines = p->key_line[p->section - CS_MLFS];
+	int i = config_key_index(keys, key);
+
+	if (i < 0) {
+		config_error(p, line, "%s: unknown key '%s'", p->label, key);
+		return 0;
+	}
+	if (lines[i]) {
+		config_key_error(p, line, key, "duplicate key (first at line %d)", lines[i]);
+		return 0;
+	}
+	lines[i] = line;
+	if (config_empty(p, line, key, value))
+		return 0;
+	return config_set(p, line, &keys[i], p->cfg, value);
+}
+
+static int config_add_kv(struct datastore_config *ds, const char *key, const char *value,
+			 int line)
+{
+	struct config_kv *kv = reallocarray(ds->kv, ds->n_kv + 1, sizeof(*kv));
+
+	if (!kv)
+		return -ENOMEM;
+	ds->kv = kv;
+	kv += ds->n_kv++;
+	kv->key = strdup(key);
+	kv->value = strdup(value);
+	kv->line = line;
+	return kv->key && kv->value ? 0 : -ENOMEM;
+}
+
+static int config_datastore_key(struct config_parser *p, int line, const char *key,
+				const char *value)
+{
+	struct datastore_config *ds = &p->cfg->datastores[p->cur];
+	int first, i, ret;
+
+	if (config_get(ds, key, &first)) {
+		config_key_error(p, line, key, "duplicate key (first at line %d)", first);
+		return 0;
+	}
+	if (config_empty(p, line, key, value))
+		return 0;
+	ret = config_add_kv(ds, key, value, line);
+	if (ret)
+		return ret;
+	if (strcmp(key, "type") == 0) {
+		ds->type_line = line;
+		return config_set_string(value, &ds->type, NULL);
+	}
+	i = config_key_index(config_datastore_keys, key);
+	return i < 0 ? 0 : config_set(p, line, &config_datastore_keys[i], ds, value);
+}
+
+static int config_word_in(const char *const *words, const char *word)
+{
+	for (; *words; words++)
+		if (strcmp(*words, word) == 0)
+			return 1;
+	return 0;
+}
+
+/* "scheme://rest": keeps the scheme, lowercased, when it is one we know. */
+static int config_parse_url(struct config_parser *p, struct source_config *src, size_t slen)
+{
+	char *scheme = strndup(src->source, slen);
+
+	if (!scheme)
+		return -ENOMEM;
+	for (char *c = scheme; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	if (!config_word_in(config_url_schemes, scheme))
+		config_key_error(p, src->source_line, "source", "unknown URL scheme '%s' "
+				 "(use s3, http, https, nfs or smb)", scheme);
+	else if (src->source[slen + 3] == '\0')
+		config_key_error(p, src->source_line, "source", "nothing after '%s://'",
+				 scheme);
+	else
+		src->url_scheme = scheme;
+	if (!src->url_scheme)
+		free(scheme);
+	return 0;
+}
+
+/* "DATASTORE:path", @nlen the length of DATASTORE. */
+static int config_parse_store_path(struct config_parser *p, struct source_config *src,
+				   size_t nlen)
+{
+	int ret = path_canon(&src->path, src->source + nlen + 1);
+
+	if (ret == -EINVAL)
+		config_key_error(p, src->source_line, "source",
+				 "'..' is not allowed in '%s'", src->source);
+	else if (ret == -ENAMETOOLONG)
+		config_key_error(p, src->source_line, "source",
+				 "a name in '%s' is longer than 255 bytes", src->source);
+	if (ret)
+		return ret == -ENOMEM ? ret : 0;
+	src->datastore = strndup(src->source, nlen);
+	return src->datastore ? 0 : -ENOMEM;
+}
+
+static int config_parse_source(struct config_parser *p, struct source_config *src)
+{
+	const char *v = src->source;
+	const char *sep = strstr(v, "://");
+	const char *colon = strchr(v, ':');
+
+	if (sep)
+		return config_parse_url(p, src, (size_t)(sep - v));
+	if (!colon || !config_datastore_name_ok(v, (size_t)(colon - v))) {
+		config_key_error(p, src->source_line, "source",
+				 "'%s' is neither DATASTORE:/path nor a URL", v);
+		return 0;
+	}
+	return config_parse_store_path(p, src, (size_t)(colon - v));
+}
+
+static int config_source_key(struct config_parser *p, int line, const char *key,
+			     const char *value)
+{
+	struct source_config *src = &p->cfg->sources[p->cur];
+
+	if (strcmp(key, "source") != 0) {
+		config_error(p, line, "%s: unknown key '%s'", p->label, key);
+		return 0;
+	}
+	if (src->source_line) {
+		config_key_error(p, line, key, "duplicate key (first at line %d)",
+				 src->source_line);
+		return 0;
+	}
+	if (config_empty(p, line, key, value))
+		return 0;
+	src->source_line = line;
+	src->source = strdup(value);
+	if (!src->source)
+		return -ENOMEM;
+	return config_parse_source(p, src);
+}
+
+static int config_on_key(struct config_parser *p, int line, const char *key,
+			 const char *value)
+{
+	switch (p->section) {
+	case CS_SKIP:
+		return 0;
+	case CS_NONE:
+		config_error(p, line, "key '%s' is outside any section", key);
+		return 0;
+	case CS_DATASTORE:
+		return config_datastore_key(p, line, key, value);
+	case CS_SOURCE:
+		return config_source_key(p, line, key, value);
+	default:
+		return config_single_key(p, line, key, value);
+	}
+}
+
+static int config_on_event(void *payload, const struct ini_event *ev)
+{
+	struct config_parser *p = payload;
+
+	switch (ev->kind) {
+	case INI_SECTION:
+		return config_on_section(p, ev->line, ev->section);
+	case INI_KEY:
+		return config_on_key(p, ev->line, ev->key, ev->value);
+	case INI_BAD_HEADER:
+		p->section = CS_SKIP;
+		config_error(p, ev->line, "%s", ev->error);
+		return 0;
+	case INI_BAD_LINE:
+		if (p->section == CS_NONE || p->section == CS_SKIP)
+			config_error(p, ev->line, "%s", ev->error);
+		else
+			config_error(p, ev->line, "%s: %s", p->label, ev->error);
+		return 0;
+	}
+	return 0;
+}
+
+/* ---- checks once the whole file is read ---- */
+
+static void config_check_source(struct config_parser *p, const struct source_config *src)
+{
+	const char *word = config_source_words[src->kind];
+
+	if (!src->source_line)
+		config_error(p, src->line, "[%s %s]: missing key 'source'", word, src->name);
+	else if (src->datastore && !config_find_datastore(p->cfg, src->datastore))
+		config_error(p, src->source_line, "[%s %s] source: no datastore named '%s'",
+			     word, src->name, src->datastore);
+}
+
+static void config_check_refs(struct config_parser *p)
+{
+	const struct mlfs_config *cfg = p->cfg;
+	int store_line = p->key_line[0][config_key_index(config_mlfs_keys, "store")];
+
+	for (size_t i = 0; i < cfg->n_datastores; i++)
+		if (!cfg->datastores[i].type_line)
+			config_error(p, cfg->datastores[i].line,
+				     "[datastore %s]: missing key 'type'",
+				     cfg->datastores[i].name);
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		config_check_source(p, &cfg->sources[i]);
+	if (cfg->store && !config_find_datastore(cfg, cfg->store))
+		config_error(p, store_line, "[mlfs] store: no datastore named '%s'", cfg->store);
+}
+
+/* ---- the whole file ---- */
+
+/* A config with every default set; *out is set even on failure. */
+static int config_new(struct mlfs_config **out, const char *file)
+{
+	struct mlfs_config *cfg = calloc(1, sizeof(*cfg));
+
+	*out = cfg;
+	if (!cfg)
+		return -ENOMEM;
+	cfg->cache_size = 10ull << 30;
+	cfg->timeout = 30;
+	cfg->retries = 3;
+	cfg->node = (struct node_config){ .gpus = -1, .gpu_memory_gb = -1, .cpus = -1,
+		.memory_gb = -1, .price = -1 };
+	cfg->slurm.poll_interval = 5;
+	cfg->file = strdup(file);
+	cfg->state_dir = strdup("/var/lib/mlfs");
+	cfg->cache_dir = strdup("/var/cache/mlfs");
+	cfg->executor = strdup("local");
+	if (!cfg->file || !cfg->state_dir || !cfg->cache_dir || !cfg->executor)
+		return -ENOMEM;
+	return 0;
+}
+
+int config_parse(struct mlfs_config **out, const char *file, const char *text,
+		 size_t len, struct diag *d)
+{
+	struct config_parser p = { .file = file, .section = CS_NONE };
+	int ret;
+
+	assert(file && (text || len == 0) && d);
+	ret = config_new(&p.cfg, file);
+	if (ret == 0)
+		ret = ini_parse(text ? text : "", len, config_on_event, &p);
+	if (ret == 0)
+		config_check_refs(&p);
+	if (ret == 0 && p.nomem)
+		ret = -ENOMEM;
+	if (ret == 0 && p.n_errs)
+		ret = -EINVAL;
+	config_flush_errors(&p, d);
+	if (ret == -ENOMEM)
+		diag_add(d, file, 0, "%s", strerror(ENOMEM));
+	config_parser_free(&p);
+	if (ret) {
+		config_free(p.cfg);
+		return ret;
+	}
+	*out = p.cfg;
+	return 0;
+}
+
+/* Reads all of @fd into a new buffer. */
+static int config_read_fd(int fd, char **out, size_t *outlen)
+{
+	size_t cap = 0, len = 0;
+	char *buf = NULL;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *bigger = len < CONFIG_MAX_BYTES ?
+				realloc(buf, cap = cap ? cap * 2 : 4096) : NULL;
+
+			if (!bigger) {
+				free(buf);
+				return len < CONFIG_MAX_BYTES ? -ENOMEM : -EFBIG;
+			}
+			buf = bigger;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int ret = n < 0 ? -errno : 0;
+
+			if (ret == 0) {
+				*out = buf;
+				*outlen = len;
+			} else {
+				free(buf);
+			}
+			return ret;
+		}
+		len += (size_t)n;
+	}
+}
+
+int config_load(struct mlfs_config **out, const char *file, struct diag *d)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	char *text = NULL;
+	int ret;
+
+	ret = fd < 0 ? -errno : config_read_fd(fd, &text, &len);
+	if (fd >= 0)
+		close(fd);
+	if (ret) {
+		diag_add(d, file, 0, "%s", strerror(-ret));
+		return ret;
+	}
+	ret = config_parse(out, file, text, len, d);
+	free(text);
+	return ret;
+}
+
+void config_free(struct mlfs_config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < cfg->n_datastores; i++) {
+		struct datastore_config *ds = &cfg->datastores[i];
+
+		for (size_t j = 0; j < ds->n_kv; j++) {
+			free(ds->kv[j].key);
+			free(ds->kv[j].value);
+		}
+		free(ds->kv);
+		free(ds->name);
+		free(ds->type);
+	}
+	for (size_t i = 0; i < cfg->n_sources; i++) {
+		struct source_config *src = &cfg->sources[i];
+
+		free(src->name);
+		free(src->shown);
+		free(src->source);
+		free(src->datastore);
+		free(src->path);
+		free(src->url_scheme);
+	}
+	free(cfg->datastores);
+	free(cfg->sources);
+	free(cfg->node.gpu_type);
+	free(cfg->node.cuda_version);
+	free(cfg->node.cluster_id);
+	free(cfg->node.name);
+	free(cfg->slurm.partition);
+	free(cfg->slurm.account);
+	free(cfg->slurm.sbatch_args);
+	free(cfg->slurm.bin_dir);
+	free(cfg->file);
+	free(cfg->state_dir);
+	free(cfg->cache_dir);
+	free(cfg->executor);
+	free(cfg->store);
+	free(cfg);
+}
+
+const char *config_get(const struct datastore_config *ds, const char *key, int *line)
+{
+	for (size_t i = 0; i < ds->n_kv; i++) {
+		if (strcmp(ds->kv[i].key, key) == 0) {
+			if (line)
+				*line = ds->kv[i].line;
+			return ds->kv[i].value;
+		}
+	}
+	if (line)
+		*line = 0;
+	return NULL;
+}
+
+const struct datastore_config *config_find_datastore(const struct mlfs_config *cfg,
+						      const char *name)
+{
+	for (size_t i = 0; i < cfg->n_datastores; i++)
+		if (strcmp(cfg->datastores[i].name, name) == 0)
+			return &cfg->datastores[i];
+	return NULL;
+}
+
+/* ---- paths ---- */
+
+/* The folder of @file, made absolute with the current directory. */
+static char *config_file_dir(const char *file)
+{
+	const char *slash = strrchr(file, '/');
+	char *cwd, *dir;
+	int ret;
+
+	if (file[0] == '/')
+		return strndup(file, (size_t)(slash - file));
+	cwd = getcwd(NULL, 0);
+	if (!cwd || !slash)
+		return cwd;
+	ret = asprintf(&dir, "%s/%.*s", cwd, (int)(slash - file), file);
+	free(cwd);
+	return ret < 0 ? NULL : dir;
+}
+
+/*
+ * Drops empty and "." components of the absolute @path, in place.  ".." is
+ * kept: resolving it without the disk would be wrong past a symlink.
+ */
+static void config_tidy_path(char *path)
+{
+	char *out = path;
+	const char *p = path;
+
+	while (*p) {
+		const char *end;
+		size_t n;
+
+		p += strspn(p, "/");
+		end = strchrnul(p, '/');
+		n = (size_t)(end - p);
+		if (n > 0 && !(n == 1 && *p == '.')) {
+			*out++ = '/';
+			memmove(out, p, n);
+			out += n;
+		}
+		p = end;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+}
+
+char *config_resolve_path(const char *file, const char *value)
+{
+	char *dir, *path;
+
+	if (value[0] == '/')
+		return strdup(value);
+	dir = config_file_dir(file);
+	if (!dir)
+		return NULL;
+	if (asprintf(&path, "%s/%s", dir, value) < 0)
+		path = NULL;
+	free(dir);
+	if (path)
+		config_tidy_path(path);
+	return path;
+}

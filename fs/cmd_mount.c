@@ -1,0 +1,245 @@
+/*
+ * cmd_mount.c - `mlfs mount`: check everything, mount, serve, unwind.
+ *
+ * Everything that can be wrong with the command line, the config or the
+ * mountpoint is found before the kernel is asked to mount, so a failure
+ * leaves nothing mounted and says what is wrong in one line.  The session
+ * is mounted before the process daemonizes, so a mount error still reaches
+ * the terminal.  The gateway then runs the multithreaded loop with a
+ * cloned /dev/fuse descriptor per thread until it is unmounted or signalled.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fuse_lowlevel.h>
+
+#include "backend.h"
+#include "cmd.h"
+#include "config.h"
+#include "fs.h"
+#include "log.h"
+
+struct mount_args {
+	bool foreground;
+	bool debug;
+	char *opts;		/* -o values joined with ',' */
+	const char *config;
+	const char *mountpoint;
+};
+
+static int mount_add_opts(struct mount_args *a, const char *opts)
+{
+	char *joined;
+
+	if (a->opts ? asprintf(&joined, "%s,%s", a->opts, opts) < 0
+		    : !(joined = strdup(opts)))
+		return -ENOMEM;
+	free(a->opts);
+	a->opts = joined;
+	return 0;
+}
+
+/* Parses [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT in any order.  0 or 2 (usage). */
+static int mount_parse_args(struct mount_args *a, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (strcmp(arg, "-f") == 0) {
+			a->foreground = true;
+		} else if (strcmp(arg, "-d") == 0) {
+			a->debug = a->foreground = true;
+		} else if (strncmp(arg, "-o", 2) == 0) {
+			const char *opts = arg[2] ? arg + 2 : (i + 1 < argc ? argv[++i] : NULL);
+
+			if (!opts) {
+				fprintf(stderr, "mlfs mount: -o needs a value\n");
+				return 2;
+			}
+			if (mount_add_opts(a, opts) < 0)
+				return 2;
+		} else if (arg[0] == '-') {
+			fprintf(stderr, "mlfs mount: unknown option '%s'\n", arg);
+			return 2;
+		} else if (!a->config) {
+			a->config = arg;
+		} else if (!a->mountpoint) {
+			a->mountpoint = arg;
+		} else {
+			fprintf(stderr, "mlfs mount: unexpected argument '%s'\n", arg);
+			return 2;
+		}
+	}
+	if (!a->mountpoint) {
+		fprintf(stderr, "usage: mlfs mount [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* A mountpoint must be a folder that is not a mount already. */
+static int mount_check_mountpoint(const char *mp)
+{
+	struct statx stx;
+
+	if (statx(AT_FDCWD, mp, 0, STATX_TYPE, &stx) < 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "mlfs: mountpoint %s: a dead mount is still there "
+				"(Transport endpoint is not connected); run 'mlfs umount %s'\n",
+				mp, mp);
+		else
+			fprintf(stderr, "mlfs: mountpoint %s: %s\n", mp, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(stx.stx_mode)) {
+		fprintf(stderr, "mlfs: mountpoint %s: not a folder\n", mp);
+		return -1;
+	}
+	if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+		fprintf(stderr, "mlfs: mountpoint %s: already a mount point; unmount it first\n",
+			mp);
+		return -1;
+	}
+	return 0;
+}
+
+/* mkdir -p */
+static int mount_mkdirs(const char *path)
+{
+	char *p = strdup(path);
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; ret == 0; s++) {
+		bool end = *s == '\0';
+
+		if (*s != '/' && !end)
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			ret = -errno;
+		if (end)
+			break;
+		*s = '/';
+	}
+	free(p);
+	return ret;
+}
+
+static int mount_make_dirs(const struct mlfs_config *cfg)
+{
+	const char *dirs[] = { cfg->state_dir, cfg->cache_dir };
+
+	for (size_t i = 0; i < 2; i++) {
+		int ret = mount_mkdirs(dirs[i]);
+
+		if (ret < 0) {
+			fprintf(stderr, "mlfs: %s: cannot create %s: %s\n", cfg->file, dirs[i],
+				strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int mount_fuse_args(struct fuse_args *fa, const struct mount_args *a)
+{
+	const char *defaults = geteuid() == 0
+		? "default_permissions,allow_other,fsname=mlfs,subtype=mlfs"
+		: "default_permissions,fsname=mlfs,subtype=mlfs";
+
+	if (fuse_opt_add_arg(fa, "mlfs") < 0 || fuse_opt_add_arg(fa, "-o") < 0 ||
+	    fuse_opt_add_arg(fa, defaults) < 0)
+		return -ENOMEM;
+	if (a->opts && (fuse_opt_add_arg(fa, "-o") < 0 || fuse_opt_add_arg(fa, a->opts) < 0))
+		return -ENOMEM;
+	if (a->debug && fuse_opt_add_arg(fa, "-d") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int mount_loop(struct fuse_session *se)
+{
+	struct fuse_loop_config *lc = fuse_loop_cfg_create();
+	int ret;
+
+	if (!lc)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_idle_threads(lc, 8);
+	fuse_loop_cfg_set_max_threads(lc, 32);
+	ret = fuse_session_loop_mt(se, lc);
+	fuse_loop_cfg_destroy(lc);
+	return ret;
+}
+
+/* Mounts @fs and serves it until unmounted.  Returns the exit status. */
+static int mount_serve(struct fs *fs, const struct mount_args *a)
+{
+	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se = NULL;
+	int status = 1;
+
+	if (mount_fuse_args(&fa, a) == 0)
+		se = fuse_session_new(&fa, &fs_ops, sizeof(fs_ops), fs);
+	if (!se)
+		goto out_args;		/* libfuse said why */
+	if (fuse_set_signal_handlers(se) < 0)
+		goto out_session;
+	if (fuse_session_mount(se, a->mountpoint) < 0) {
+		fprintf(stderr, "mlfs: cannot mount %s\n", a->mountpoint);
+		goto out_signals;
+	}
+	if (fuse_daemonize(a->foreground) < 0)
+		goto out_unmount;
+	if (!a->foreground)
+		log_to_syslog();
+	log_info("serving %s at %s", fs->cfg->file, a->mountpoint);
+	status = mount_loop(se) < 0 ? 1 : 0;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_args:
+	fuse_opt_free_args(&fa);
+	return status;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_args a = { 0 };
+	struct mlfs_config *cfg = NULL;
+	struct fs *fs = NULL;
+	int status = mount_parse_args(&a, argc, argv);
+	int ret;
+
+	if (status)
+		goto out;
+	log_init("mlfs", a.debug ? MLFS_LOG_DEBUG : MLFS_LOG_INFO);
+	status = 1;
+	if (cmd_load_config(&cfg, a.config) < 0 || mount_check_mountpoint(a.mountpoint) < 0 ||
+	    mount_make_dirs(cfg) < 0)
+		goto out;
+	ret = fs_create(&fs, cfg);
+	if (ret < 0) {
+		fprintf(stderr, "mlfs: %s: cannot set up the tree: %s\n", cfg->file, strerror(-ret));
+		goto out;
+	}
+	cfg = NULL;		/* fs owns it now */
+	status = mount_serve(fs, &a);
+out:
+	fs_destroy(fs);
+	config_free(cfg);
+	free(a.opts);
+	return status;
+}

@@ -1,0 +1,120 @@
+/*
+ * fs.h - the gateway tree shared by the files of fs/.
+ *
+ * The tree has two kinds of nodes.  Virtual nodes (the root, datastores/,
+ * datasets/, checkpoints/, models/, .mlfs/ and its files) are made at start
+ * and live as long as the mount.  Backend nodes stand for a path inside a
+ * view: a view is one backend seen from one folder of it, read-write under
+ * datastores/ or read-only under the source trees.  The top of each view is
+ * permanent; every node beneath it is made by lookup and freed by forget.
+ *
+ * A backend node knows its parent and name, never its full path: the path
+ * is built on demand under the tree lock, so a rename moves a whole subtree
+ * by changing one node.  The FUSE node id is the node's address.
+ */
+#ifndef MLFS_FS_H
+#define MLFS_FS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "backend.h"
+#include "config.h"
+
+enum node_kind {
+	NODE_VDIR,		/* a virtual folder */
+	NODE_VFILE,		/* a virtual file whose content is made at open */
+	NODE_BACKEND,		/* a path inside a view */
+};
+
+struct fs;
+
+/* Makes the content of a virtual file; hands out a malloc'd buffer. */
+typedef int fs_content_fn(struct fs *fs, char **buf, size_t *len);
+
+struct view {
+	char *name;		/* as shown in the tree */
+	struct backend *be;	/* borrowed from struct fs */
+	char *root;		/* the backend path at the view's top */
+	bool readonly;
+	double timeout;		/* entry and attribute timeout, seconds */
+	long uid, gid, mode;	/* shown instead of the backend's when >= 0 */
+};
+
+struct node {
+	enum node_kind kind;
+	uint64_t ino;		/* st_ino of a virtual node */
+	/* Guarded by fs->lock: */
+	struct node *parent;
+	char *name;
+	struct node *hnext;	/* hash chain of (parent, name) */
+	struct node *lprev, *lnext;	/* every backend node made by lookup */
+	uint64_t nlookup;	/* the kernel's references */
+	uint64_t nchildren;	/* hashed children, each holding a reference */
+	bool hashed;		/* false once unlinked or replaced */
+	bool permanent;		/* virtual nodes and view tops */
+	/* Constant after start: */
+	struct view *view;	/* NODE_BACKEND */
+	struct node **entries;	/* NODE_VDIR children */
+	size_t nentries;
+	int write_errno;	/* NODE_VDIR: what a change inside it gets */
+	fs_content_fn *content;	/* NODE_VFILE */
+	/* Guarded by fs->cache_lock: size and mtime when the kernel last cached it. */
+	bool seen;
+	off_t seen_size;
+	struct timespec seen_mtime;
+};
+
+struct fs {
+	struct mlfs_config *cfg;
+	struct backend **backends;	/* one per datastore, in config order */
+	size_t nbackends;
+	struct view *views;
+	size_t nviews;
+	struct node *root;
+	struct node *vnodes;		/* every virtual node and view top, one allocation */
+	size_t nvnodes;
+	time_t started;
+	atomic_uint_fast64_t open_files;
+
+	pthread_rwlock_t lock;		/* the shape of the tree: parent, name, hash */
+	struct node **hash;		/* guarded by lock */
+	size_t hash_size;
+	size_t hash_count;
+	struct node *all;		/* guarded by lock: list of lookup-made nodes */
+
+	pthread_mutex_t cache_lock;	/* node seen_* fields */
+};
+
+/* fs_tree.c */
+int fs_create(struct fs **out, struct mlfs_config *cfg);
+void fs_destroy(struct fs *fs);
+struct node *fs_node(struct fs *fs, uint64_t nodeid);
+uint64_t fs_nodeid(struct fs *fs, struct node *n);
+/* Finds a permanent child of a virtual folder. */
+struct node *fs_vdir_child(struct node *dir, const char *name);
+/*
+ * The backend path of @n, or of its child @name when @name is not NULL.
+ * Returns 0, -ENOENT for a node that was unlinked, -ENOMEM.
+ */
+int fs_node_path(struct fs *fs, struct node *n, const char *name, char **out);
+/* Finds or makes the node of @name under @parent and adds one kernel reference. */
+int fs_node_get(struct fs *fs, struct node *parent, const char *name, struct node **out);
+void fs_node_forget(struct fs *fs, struct node *n, uint64_t nlookup);
+void fs_node_unlinked(struct fs *fs, struct node *parent, const char *name);
+int fs_node_renamed(struct fs *fs, struct node *parent, const char *name,
+		    struct node *newparent, const char *newname, unsigned int flags);
+/* Makes the attributes the kernel sees from the backend's. */
+void fs_node_attr(const struct node *n, struct stat *st);
+void fs_vnode_attr(struct fs *fs, const struct node *n, struct stat *st);
+
+/* fs_stats.c */
+int fs_stats_content(struct fs *fs, char **buf, size_t *len);
+
+/* fs_ops.c */
+struct fuse_lowlevel_ops;
+extern const struct fuse_lowlevel_ops fs_ops;
+
+#endif

@@ -1,0 +1,888 @@
+/*
+ * fs_ops.c - the FUSE low-level operations of the gateway tree.
+ *
+ * Each operation finds its node, builds the backend path, makes one or two
+ * backend calls and replies.  Virtual folders answer from memory; changes
+ * inside them get the folder's write_errno (EPERM, or EROFS for the
+ * read-only trees).  Views under datasets/, checkpoints/ and models/ answer
+ * EROFS to every change and are cached by the kernel for an hour; views
+ * under datastores/ are revalidated after a second, and a file keeps its
+ * pages across opens (keep_cache) while its size and mtime are unchanged.
+ *
+ * Threading: called from the session's worker threads.  No lock is held
+ * across a backend call or a reply; the tree's locks live in fs_tree.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <fuse_lowlevel.h>
+
+#include "fs.h"
+#include "log.h"
+#include "path.h"
+
+#define FS_VIRTUAL_TIMEOUT 3600.0
+
+/* An open file: a backend file, or the content of a virtual one. */
+struct fs_file {
+	struct node *node;
+	struct backend_file *bf;	/* NULL for a virtual file */
+	char *buf;			/* virtual content */
+	size_t len;
+	bool written;
+};
+
+struct fs_dirent {
+	char *name;
+	struct stat st;			/* kernel-side attributes */
+	struct node *vnode;		/* a permanent child of a virtual folder */
+};
+
+/* An open folder: its entries, read once at opendir. */
+struct fs_dir {
+	struct node *node;
+	struct fs_dirent *ents;
+	size_t n, cap;
+};
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct node *fs_req_node(fuse_req_t req, fuse_ino_t ino)
+{
+	return fs_node(fs_of(req), ino);
+}
+
+static struct fs_file *fs_file_of(struct fuse_file_info *fi)
+{
+	return (struct fs_file *)(uintptr_t)fi->fh;
+}
+
+static struct fs_dir *fs_dir_of(struct fuse_file_info *fi)
+{
+	return (struct fs_dir *)(uintptr_t)fi->fh;
+}
+
+static double fs_timeout(const struct node *n)
+{
+	return n->kind == NODE_BACKEND ? n->view->timeout : FS_VIRTUAL_TIMEOUT;
+}
+
+/* 0 when things may be made or changed inside @dir, else the negated errno. */
+static int fs_writable(const struct node *dir)
+{
+	if (dir->kind != NODE_BACKEND)
+		return -dir->write_errno;
+	return dir->view->readonly ? -EROFS : 0;
+}
+
+/* Attributes of any node; @bf, when given, is an open file of it. */
+static int fs_getattr_node(struct fs *fs, struct node *n, struct backend_file *bf,
+			   struct stat *st)
+{
+	char *path;
+	int ret;
+
+	if (n->kind != NODE_BACKEND) {
+		fs_vnode_attr(fs, n, st);
+		return 0;
+	}
+	ret = bf ? backend_fgetattr(bf, st) : -ENOSYS;
+	if (ret == -ENOSYS) {
+		ret = fs_node_path(fs, n, NULL, &path);
+		if (ret < 0)
+			return ret;
+		ret = backend_getattr(n->view->be, path, st);
+		free(path);
+	}
+	if (ret == 0)
+		fs_node_attr(n, st);
+	return ret;
+}
+
+static void fs_reply_entry(fuse_req_t req, struct fs *fs, struct node *n, const struct stat *st)
+{
+	struct fuse_entry_param e = {
+		.ino = fs_nodeid(fs, n),
+		.attr = *st,
+		.attr_timeout = fs_timeout(n),
+		.entry_timeout = fs_timeout(n),
+	};
+
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		fs_node_forget(fs, n, 1);	/* the request was interrupted */
+}
+
+/* A negative entry: the kernel remembers for a while that @name is not there. */
+static void fs_reply_noent(fuse_req_t req, double timeout)
+{
+	struct fuse_entry_param e = { .ino = 0, .entry_timeout = timeout };
+
+	fuse_reply_entry(req, &e);
+}
+
+static void fs_lookup_backend(fuse_req_t req, struct fs *fs, struct node *parent,
+			      const char *name)
+{
+	struct node *n;
+	struct stat st;
+	char *path;
+	int ret = path_check_name(name);
+
+	if (ret == 0)
+		ret = fs_node_path(fs, parent, name, &path);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ret = backend_getattr(parent->view->be, path, &st);
+	free(path);
+	if (ret == -ENOENT) {
+		fs_reply_noent(req, fs_timeout(parent));
+		return;
+	}
+	if (ret == 0)
+		ret = fs_node_get(fs, parent, name, &n);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fs_node_attr(n, &st);
+	fs_reply_entry(req, fs, n, &st);
+}
+
+static void fs_ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	struct node *p = fs_req_node(req, parent);
+	struct node *child;
+	struct stat st;
+	int ret;
+
+	if (p->kind == NODE_BACKEND) {
+		fs_lookup_backend(req, fs, p, name);
+		return;
+	}
+	child = fs_vdir_child(p, name);
+	if (!child) {
+		fs_reply_noent(req, FS_VIRTUAL_TIMEOUT);
+		return;
+	}
+	ret = fs_getattr_node(fs, child, NULL, &st);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fs_reply_entry(req, fs, child, &st);
+}
+
+static void fs_ops_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_node_forget(fs_of(req), fs_req_node(req, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_ops_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		fs_node_forget(fs_of(req), fs_req_node(req, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_ops_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n = fs_req_node(req, ino);
+	struct fs_file *f = fi ? fs_file_of(fi) : NULL;
+	struct stat st;
+	int ret = fs_getattr_node(fs_of(req), n, f ? f->bf : NULL, &st);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, fs_timeout(n));
+}
+
+static unsigned int fs_setattr_flags(int to_set)
+{
+	static const struct {
+		int fuse;
+		unsigned int be;
+	} map[] = {
+		{ FUSE_SET_ATTR_MODE, BE_SET_MODE },
+		{ FUSE_SET_ATTR_UID, BE_SET_UID },
+		{ FUSE_SET_ATTR_GID, BE_SET_GID },
+		{ FUSE_SET_ATTR_SIZE, BE_SET_SIZE },
+		{ FUSE_SET_ATTR_ATIME, BE_SET_ATIME },
+		{ FUSE_SET_ATTR_MTIME, BE_SET_MTIME },
+		{ FUSE_SET_ATTR_ATIME_NOW, BE_SET_ATIME_NOW },
+		{ FUSE_SET_ATTR_MTIME_NOW, BE_SET_MTIME_NOW },
+	};
+	unsigned int flags = 0;
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (to_set & map[i].fuse)
+			flags |= map[i].be;
+	return flags;
+}
+
+static void fs_forget_cached(struct fs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->cache_lock);
+	n->seen = false;
+	pthread_mutex_unlock(&fs->cache_lock);
+}
+
+static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n = fs_req_node(req, ino);
+	struct backend_file *bf = fi ? fs_file_of(fi)->bf : NULL;
+	unsigned int flags = fs_setattr_flags(to_set);
+	char *path = NULL;
+	struct stat st;
+	int ret = n->kind == NODE_BACKEND ? (n->view->readonly ? -EROFS : 0) : -n->parent->write_errno;
+
+	if (ret == 0)
+		ret = fs_node_path(fs, n, NULL, &path);
+	if (ret == -ENOENT && bf)
+		ret = 0;	/* unlinked but open: changed through the handle */
+	if (ret == 0 && flags)
+		ret = backend_setattr(n->view->be, path, bf, attr, flags);
+	free(path);
+	if (ret == 0 && (flags & BE_SET_SIZE))
+		fs_forget_cached(fs, n);
+	if (ret == 0)
+		ret = fs_getattr_node(fs, n, bf, &st);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, fs_timeout(n));
+}
+
+static void fs_ops_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n = fs_req_node(req, ino);
+	char buf[PATH_MAX + 1];
+	char *path;
+	int ret = n->kind == NODE_BACKEND ? fs_node_path(fs, n, NULL, &path) : -EINVAL;
+
+	if (ret == 0) {
+		ret = backend_readlink(n->view->be, path, buf, sizeof(buf));
+		free(path);
+	}
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+/* The path for a new entry @name in @parent, or a negated errno. */
+static int fs_new_path(struct fs *fs, struct node *parent, const char *name, char **path)
+{
+	int ret = fs_writable(parent);
+
+	if (ret == 0)
+		ret = path_check_name(name);
+	if (ret == 0)
+		ret = fs_node_path(fs, parent, name, path);
+	return ret;
+}
+
+/* Replies with the entry that a mkdir, symlink or link just made at @path. */
+static void fs_reply_made(fuse_req_t req, struct node *parent, const char *name,
+			  const char *path)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n;
+	struct stat st;
+	int ret = backend_getattr(parent->view->be, path, &st);
+
+	if (ret == 0)
+		ret = fs_node_get(fs, parent, name, &n);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fs_node_attr(n, &st);
+	fs_reply_entry(req, fs, n, &st);
+}
+
+static struct backend_cred fs_cred(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return (struct backend_cred){ .uid = ctx->uid, .gid = ctx->gid };
+}
+
+static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct node *p = fs_req_node(req, parent);
+	struct backend_cred cred = fs_cred(req);
+	char *path = NULL;
+	int ret = fs_new_path(fs_of(req), p, name, &path);
+
+	if (ret == 0)
+		ret = backend_mkdir(p->view->be, path, mode, &cred);
+	if (ret == 0)
+		fs_reply_made(req, p, name, path);
+	else
+		fuse_reply_err(req, -ret);
+	free(path);
+}
+
+static void fs_ops_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	struct node *p = fs_req_node(req, parent);
+	struct backend_cred cred = fs_cred(req);
+	char *path = NULL;
+	int ret = fs_new_path(fs_of(req), p, name, &path);
+
+	if (ret == 0)
+		ret = backend_symlink(p->view->be, target, path, &cred);
+	if (ret == 0)
+		fs_reply_made(req, p, name, path);
+	else
+		fuse_reply_err(req, -ret);
+	free(path);
+}
+
+static void fs_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n = fs_req_node(req, ino);
+	struct node *p = fs_req_node(req, newparent);
+	char *from = NULL, *to = NULL;
+	int ret = fs_new_path(fs, p, newname, &to);
+
+	if (ret == 0 && (n->kind != NODE_BACKEND || n->view->be != p->view->be))
+		ret = -EXDEV;
+	if (ret == 0)
+		ret = fs_node_path(fs, n, NULL, &from);
+	if (ret == 0)
+		ret = backend_link(p->view->be, from, to);
+	if (ret == 0)
+		fs_reply_made(req, p, newname, to);
+	else
+		fuse_reply_err(req, -ret);
+	free(from);
+	free(to);
+}
+
+static void fs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int is_dir)
+{
+	struct fs *fs = fs_of(req);
+	struct node *p = fs_req_node(req, parent);
+	char *path = NULL;
+	int ret = fs_new_path(fs, p, name, &path);
+
+	if (ret == 0)
+		ret = is_dir ? backend_rmdir(p->view->be, path) : backend_unlink(p->view->be, path);
+	if (ret == 0)
+		fs_node_unlinked(fs, p, name);
+	free(path);
+	fuse_reply_err(req, -ret);
+}
+
+static void fs_ops_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs_remove(req, parent, name, 0);
+}
+
+static void fs_ops_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs_remove(req, parent, name, 1);
+}
+
+static void fs_ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct fs *fs = fs_of(req);
+	struct node *p = fs_req_node(req, parent);
+	struct node *np = fs_req_node(req, newparent);
+	char *from = NULL, *to = NULL;
+	int ret = fs_new_path(fs, p, name, &from);
+
+	if (ret == 0)
+		ret = fs_new_path(fs, np, newname, &to);
+	if (ret == 0 && p->view->be != np->view->be)
+		ret = -EXDEV;
+	if (ret == 0)
+		ret = backend_rename(p->view->be, from, to, flags);
+	if (ret == 0)
+		ret = fs_node_renamed(fs, p, name, np, newname, flags);
+	free(from);
+	free(to);
+	fuse_reply_err(req, -ret);
+}
+
+/* Whether the kernel may keep the pages it has of @n, given its attributes now. */
+static bool fs_keep_cache(struct fs *fs, struct node *n, const struct stat *st)
+{
+	bool keep;
+
+	pthread_mutex_lock(&fs->cache_lock);
+	keep = n->seen && n->seen_size == st->st_size &&
+	       n->seen_mtime.tv_sec == st->st_mtim.tv_sec &&
+	       n->seen_mtime.tv_nsec == st->st_mtim.tv_nsec;
+	n->seen = true;
+	n->seen_size = st->st_size;
+	n->seen_mtime = st->st_mtim;
+	pthread_mutex_unlock(&fs->cache_lock);
+	return keep;
+}
+
+static int fs_open_virtual(struct fs *fs, struct node *n, struct fs_file *f,
+			   struct fuse_file_info *fi)
+{
+	if (n->kind != NODE_VFILE)
+		return -EISDIR;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		return -n->parent->write_errno;
+	fi->direct_io = 1;
+	return n->content(fs, &f->buf, &f->len);
+}
+
+static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
+			   struct fuse_file_info *fi)
+{
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+	struct stat st;
+	char *path;
+	int ret;
+
+	if (writing && n->view->readonly)
+		return -EROFS;
+	ret = fs_node_path(fs, n, NULL, &path);
+	if (ret < 0)
+		return ret;
+	ret = backend_open(&f->bf, n->view->be, path, fi->flags);
+	free(path);
+	if (ret < 0)
+		return ret;
+	if (n->view->readonly)
+		fi->keep_cache = 1;
+	else if (backend_fgetattr(f->bf, &st) == 0)
+		fi->keep_cache = fs_keep_cache(fs, n, &st) && !(fi->flags & O_TRUNC);
+	return 0;
+}
+
+static void fs_release_file(struct fs *fs, struct fs_file *f)
+{
+	struct stat st;
+
+	if (f->bf && f->written && backend_fgetattr(f->bf, &st) == 0)
+		fs_keep_cache(fs, f->node, &st);	/* our own writes are in the kernel's cache */
+	backend_release(f->bf);
+	free(f->buf);
+	free(f);
+	atomic_fetch_sub(&fs->open_files, 1);
+}
+
+static void fs_reply_open(fuse_req_t req, struct fs *fs, struct fs_file *f,
+			  struct fuse_file_info *fi)
+{
+	atomic_fetch_add(&fs->open_files, 1);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_release_file(fs, f);
+}
+
+static void fs_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n = fs_req_node(req, ino);
+	struct fs_file *f = calloc(1, sizeof(*f));
+	int ret;
+
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	f->node = n;
+	ret = n->kind == NODE_BACKEND ? fs_open_backend(fs, n, f, fi)
+				       : fs_open_virtual(fs, n, f, fi);
+	if (ret < 0) {
+		free(f->buf);
+		free(f);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fs_reply_open(req, fs, f, fi);
+}
+
+static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct node *p = fs_req_node(req, parent);
+	struct backend_cred cred = fs_cred(req);
+	struct fs_file *f = calloc(1, sizeof(*f));
+	struct fuse_entry_param e = { 0 };
+	char *path = NULL;
+	int ret = f ? fs_new_path(fs, p, name, &path) : -ENOMEM;
+
+	if (ret == 0)
+		ret = backend_create_file(&f->bf, p->view->be, path, fi->flags, mode, &cred);
+	free(path);
+	if (ret == 0 && (ret = backend_fgetattr(f->bf, &e.attr)) == 0)
+		ret = fs_node_get(fs, p, name, &f->node);
+	if (ret < 0) {
+		if (f)
+			backend_release(f->bf);
+		free(f);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fs_keep_cache(fs, f->node, &e.attr);
+	fs_node_attr(f->node, &e.attr);
+	e.ino = fs_nodeid(fs, f->node);
+	e.attr_timeout = e.entry_timeout = fs_timeout(f->node);
+	atomic_fetch_add(&fs->open_files, 1);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		fs_node_forget(fs, f->node, 1);
+		fs_release_file(fs, f);
+	}
+}
+
+/* A per-thread buffer for reads, so a 1 MiB read costs no allocation. */
+static pthread_key_t fs_buf_key;
+static pthread_once_t fs_buf_once = PTHREAD_ONCE_INIT;
+
+struct fs_buf {
+	size_t cap;
+	char data[];
+};
+
+static void fs_buf_key_init(void)
+{
+	pthread_key_create(&fs_buf_key, free);
+}
+
+static char *fs_thread_buf(size_t size)
+{
+	struct fs_buf *b;
+
+	pthread_once(&fs_buf_once, fs_buf_key_init);
+	b = pthread_getspecific(fs_buf_key);
+	if (!b || b->cap < size) {
+		free(b);
+		b = malloc(sizeof(*b) + size);
+		pthread_setspecific(fs_buf_key, b);
+		if (!b)
+			return NULL;
+		b->cap = size;
+	}
+	return b->data;
+}
+
+static void fs_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs_file *f = fs_file_of(fi);
+	char *buf;
+	ssize_t n;
+
+	(void)ino;
+	if (!f->bf) {
+		size_t start = (size_t)off < f->len ? (size_t)off : f->len;
+		size_t len = f->len - start < size ? f->len - start : size;
+
+		fuse_reply_buf(req, f->buf + start, len);
+		return;
+	}
+	buf = fs_thread_buf(size);
+	n = buf ? backend_pread(f->bf, buf, size, off) : -ENOMEM;
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void fs_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct fs_file *f = fs_file_of(fi);
+	ssize_t n = f->bf ? backend_pwrite(f->bf, buf, size, off) : -EBADF;
+
+	(void)ino;
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	f->written = true;
+	fuse_reply_write(req, (size_t)n);
+}
+
+static void fs_ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_file *f = fs_file_of(fi);
+
+	(void)ino;
+	fuse_reply_err(req, f->bf ? -backend_flush(f->bf) : 0);
+}
+
+static void fs_ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fs_release_file(fs_of(req), fs_file_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void fs_ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_file *f = fs_file_of(fi);
+
+	(void)ino;
+	fuse_reply_err(req, f->bf ? -backend_fsync(f->bf, datasync) : 0);
+}
+
+/* ---- folders ---- */
+
+static int fs_dir_add(struct fs_dir *d, const char *name, const struct stat *st,
+		      struct node *vnode)
+{
+	struct fs_dirent *e;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+
+		e = realloc(d->ents, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		d->ents = e;
+		d->cap = cap;
+	}
+	e = &d->ents[d->n];
+	e->name = strdup(name);
+	if (!e->name)
+		return -ENOMEM;
+	e->st = *st;
+	e->vnode = vnode;
+	d->n++;
+	return 0;
+}
+
+static int fs_dir_fill(void *payload, const char *name, const struct stat *st)
+{
+	struct fs_dir *d = payload;
+	struct stat kst = *st;
+
+	fs_node_attr(d->node, &kst);
+	return fs_dir_add(d, name, &kst, NULL);
+}
+
+static void fs_dir_free(struct fs_dir *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		free(d->ents[i].name);
+	free(d->ents);
+	free(d);
+}
+
+static int fs_dir_read_virtual(struct fs *fs, struct fs_dir *d)
+{
+	for (size_t i = 0; i < d->node->nentries; i++) {
+		struct node *child = d->node->entries[i];
+		struct stat st;
+
+		/* A view whose backend cannot answer is still listed. */
+		if (fs_getattr_node(fs, child, NULL, &st) < 0) {
+			memset(&st, 0, sizeof(st));
+			st.st_mode = S_IFDIR;
+		}
+		if (fs_dir_add(d, child->name, &st, child) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int fs_dir_read(struct fs *fs, struct fs_dir *d)
+{
+	struct node *n = d->node;
+	struct stat self;
+	char *path;
+	int ret = fs_getattr_node(fs, n, NULL, &self);
+
+	if (ret < 0)
+		return ret;
+	if (fs_dir_add(d, ".", &self, NULL) < 0 || fs_dir_add(d, "..", &self, NULL) < 0)
+		return -ENOMEM;
+	if (n->kind == NODE_VDIR)
+		return fs_dir_read_virtual(fs, d);
+	ret = fs_node_path(fs, n, NULL, &path);
+	if (ret < 0)
+		return ret;
+	ret = backend_readdir(n->view->be, path, fs_dir_fill, d);
+	free(path);
+	return ret;
+}
+
+static void fs_ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_dir *d = calloc(1, sizeof(*d));
+	int ret;
+
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	d->node = fs_req_node(req, ino);
+	ret = fs_dir_read(fs, d);
+	if (ret < 0) {
+		fs_dir_free(d);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	if (d->node->kind != NODE_BACKEND || d->node->view->readonly) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_dir_free(d);
+}
+
+/* The entry readdirplus gives for @de, with a kernel reference on its node. */
+static void fs_dirent_entry(struct fs *fs, struct fs_dir *d, struct fs_dirent *de,
+			    struct fuse_entry_param *e)
+{
+	struct node *n = de->vnode;
+
+	memset(e, 0, sizeof(*e));
+	e->attr = de->st;
+	if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0)
+		return;		/* ino 0: the kernel makes no dentry for these */
+	if (!n && fs_node_get(fs, d->node, de->name, &n) < 0)
+		return;
+	e->ino = fs_nodeid(fs, n);
+	e->attr_timeout = e->entry_timeout = fs_timeout(n);
+}
+
+static size_t fs_dir_put(fuse_req_t req, struct fs_dir *d, size_t i, char *buf, size_t rem,
+			 int plus)
+{
+	struct fs_dirent *de = &d->ents[i];
+	struct fuse_entry_param e;
+	size_t need;
+
+	if (!plus)
+		return fuse_add_direntry(req, buf, rem, de->name, &de->st, (off_t)i + 1);
+	need = fuse_add_direntry_plus(req, NULL, 0, de->name, NULL, 0);
+	if (need > rem)
+		return need;
+	fs_dirent_entry(fs_of(req), d, de, &e);
+	return fuse_add_direntry_plus(req, buf, rem, de->name, &e, (off_t)i + 1);
+}
+
+static void fs_do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+			  int plus)
+{
+	struct fs_dir *d = fs_dir_of(fi);
+	char *buf = malloc(size);
+	size_t pos = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = (size_t)off; i < d->n; i++) {
+		size_t len = fs_dir_put(req, d, i, buf + pos, size - pos, plus);
+
+		if (len > size - pos)
+			break;
+		pos += len;
+	}
+	fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+static void fs_ops_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	fs_do_readdir(req, size, off, fi, 0);
+}
+
+static void fs_ops_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)ino;
+	fs_do_readdir(req, size, off, fi, 1);
+}
+
+static void fs_ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fs_dir_free(fs_dir_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void fs_ops_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n = fs_req_node(req, ino);
+	struct statvfs sv;
+	char *path;
+	int ret;
+
+	if (n->kind != NODE_BACKEND) {
+		/* The node's own disk, where staging and the cache live. */
+		ret = statvfs(fs->cfg->state_dir, &sv) < 0 ? -errno : 0;
+	} else {
+		ret = fs_node_path(fs, n, NULL, &path);
+		if (ret == 0) {
+			ret = backend_statfs(n->view->be, path, &sv);
+			free(path);
+		}
+	}
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+static void fs_ops_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->want |= FUSE_CAP_ATOMIC_O_TRUNC & conn->capable;
+	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
+	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;	/* always plus: one round trip for ls -l */
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_ops_init,
+	.lookup = fs_ops_lookup,
+	.forget = fs_ops_forget,
+	.forget_multi = fs_ops_forget_multi,
+	.getattr = fs_ops_getattr,
+	.setattr = fs_ops_setattr,
+	.readlink = fs_ops_readlink,
+	.mkdir = fs_ops_mkdir,
+	.unlink = fs_ops_unlink,
+	.rmdir = fs_ops_rmdir,
+	.symlink = fs_ops_symlink,
+	.rename = fs_ops_rename,
+	.link = fs_ops_link,
+	.open = fs_ops_open,
+	.read = fs_ops_read,
+	.write = fs_ops_write,
+	.flush = fs_ops_flush,
+	.release = fs_ops_release,
+	.fsync = fs_ops_fsync,
+	.opendir = fs_ops_opendir,
+	.readdir = fs_ops_readdir,
+	.readdirplus = fs_ops_readdirplus,
+	.releasedir = fs_ops_releasedir,
+	.statfs = fs_ops_statfs,
+	.create = fs_ops_create,
+};

@@ -1,0 +1,54 @@
+/*
+ * main.c - the mlfs command: parse the verb, run it.
+ *
+ * `mlfs CONFIG MOUNTPOINT -o OPTS` without a verb is `mount`: that is how
+ * mount.fuse3 runs a filesystem for an fstab line of type fuse.mlfs.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "cmd.h"
+
+static const char mlfs_usage[] =
+	"usage: mlfs mount [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT\n"
+	"       mlfs CONFIG MOUNTPOINT [-o OPTS]        (the same, as mount.fuse3 calls it)\n"
+	"       mlfs umount MOUNTPOINT\n"
+	"       mlfs check [-c CONFIG] FILE...\n"
+	"       mlfs --help | --version\n"
+	"\n"
+	"  mount    mount the gateway tree of CONFIG at MOUNTPOINT (daemonizes unless -f;\n"
+	"           -d prints every FUSE request; -o passes FUSE mount options)\n"
+	"  umount   unmount a gateway mounted at MOUNTPOINT\n"
+	"  check    validate config files offline, with the code the mount uses\n"
+	"\n"
+	"See mlfs(1) for the tree, the config file and the exit statuses.\n";
+
+int main(int argc, char **argv)
+{
+	const char *verb = argc > 1 ? argv[1] : NULL;
+
+	if (!verb) {
+		fputs(mlfs_usage, stderr);
+		return 2;
+	}
+	if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+		fputs(mlfs_usage, stdout);
+		return 0;
+	}
+	if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0) {
+		printf("mlfs %s\n", MLFS_VERSION);
+		return 0;
+	}
+	if (strcmp(verb, "mount") == 0)
+		return cmd_mount(argc - 1, argv + 1);
+	if (strcmp(verb, "umount") == 0 || strcmp(verb, "unmount") == 0)
+		return cmd_umount(argc - 1, argv + 1);
+	if (strcmp(verb, "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
+	if (verb[0] != '-')
+		return cmd_mount(argc, argv);	/* no verb: argv[0] stands in for it */
+	fprintf(stderr, "mlfs: unknown option '%s'\n%s", verb, mlfs_usage);
+	return 2;
+}
