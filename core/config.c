@@ -158,6 +158,8 @@ static int config_error_cmp(const void *a, const void *b)
 /* Hands the errors to @d in line order, the first one of each line only. */
 static void config_flush_errors(struct config_parser *p, struct diag *d)
 {
+	if (p->n_errs == 0)
+		return;
 	qsort(p->errs, p->n_errs, sizeof(*p->errs), config_error_cmp);
 	for (size_t i = 0; i < p->n_errs; i++)
 		if (i == 0 || p->errs[i].line != p->errs[i - 1].line)

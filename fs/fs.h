@@ -30,6 +30,7 @@ enum node_kind {
 };
 
 struct fs;
+struct fs_file;
 
 /* Makes the content of a virtual file; hands out a malloc'd buffer. */
 typedef int fs_content_fn(struct fs *fs, char **buf, size_t *len);
@@ -61,8 +62,9 @@ struct node {
 	size_t nentries;
 	int write_errno;	/* NODE_VDIR: what a change inside it gets */
 	fs_content_fn *content;	/* NODE_VFILE */
-	/* Guarded by fs->cache_lock: size and mtime when the kernel last cached it. */
-	bool seen;
+	/* Guarded by fs->cache_lock: */
+	struct fs_file *opens;	/* open files of the node (fs_ops.c) */
+	bool seen;		/* size and mtime when the kernel last cached it */
 	off_t seen_size;
 	struct timespec seen_mtime;
 };

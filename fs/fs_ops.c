@@ -34,6 +34,7 @@ struct fs_file {
 	char *buf;			/* virtual content */
 	size_t len;
 	bool written;
+	struct fs_file *onext, *oprev;	/* node->opens, guarded by fs->cache_lock */
 };
 
 struct fs_dirent {
@@ -74,12 +75,42 @@ static double fs_timeout(const struct node *n)
 	return n->kind == NODE_BACKEND ? n->view->timeout : FS_VIRTUAL_TIMEOUT;
 }
 
+/*
+ * How long the kernel may trust @st.  A file with several hard links in a
+ * datastore is several nodes here (nodes are paths), so a write through one
+ * name must not leave a stale size cached under another: never cache it.
+ */
+static double fs_attr_timeout(const struct node *n, const struct stat *st)
+{
+	if (n->kind == NODE_BACKEND && !n->view->readonly && !S_ISDIR(st->st_mode) &&
+	    st->st_nlink > 1)
+		return 0.0;
+	return fs_timeout(n);
+}
+
 /* 0 when things may be made or changed inside @dir, else the negated errno. */
 static int fs_writable(const struct node *dir)
 {
 	if (dir->kind != NODE_BACKEND)
 		return -dir->write_errno;
 	return dir->view->readonly ? -EROFS : 0;
+}
+
+/*
+ * An unlinked node has no path, but while it is open its attributes come
+ * from any of its open files (fstat asks without a handle).  The lock is
+ * held across fgetattr so the file cannot be released meanwhile; backends
+ * answer fgetattr from the handle, without network I/O.
+ */
+static int fs_getattr_unlinked(struct fs *fs, struct node *n, struct stat *st)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&fs->cache_lock);
+	if (n->opens)
+		ret = backend_fgetattr(n->opens->bf, st);
+	pthread_mutex_unlock(&fs->cache_lock);
+	return ret;
 }
 
 /* Attributes of any node; @bf, when given, is an open file of it. */
@@ -96,10 +127,12 @@ static int fs_getattr_node(struct fs *fs, struct node *n, struct backend_file *b
 	ret = bf ? backend_fgetattr(bf, st) : -ENOSYS;
 	if (ret == -ENOSYS) {
 		ret = fs_node_path(fs, n, NULL, &path);
-		if (ret < 0)
-			return ret;
-		ret = backend_getattr(n->view->be, path, st);
-		free(path);
+		if (ret == 0) {
+			ret = backend_getattr(n->view->be, path, st);
+			free(path);
+		} else if (ret == -ENOENT) {
+			ret = fs_getattr_unlinked(fs, n, st);
+		}
 	}
 	if (ret == 0)
 		fs_node_attr(n, st);
@@ -111,7 +144,7 @@ static void fs_reply_entry(fuse_req_t req, struct fs *fs, struct node *n, const 
 	struct fuse_entry_param e = {
 		.ino = fs_nodeid(fs, n),
 		.attr = *st,
-		.attr_timeout = fs_timeout(n),
+		.attr_timeout = fs_attr_timeout(n, st),
 		.entry_timeout = fs_timeout(n),
 	};
 
@@ -204,7 +237,7 @@ static void fs_ops_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, fs_timeout(n));
+		fuse_reply_attr(req, &st, fs_attr_timeout(n, &st));
 }
 
 static unsigned int fs_setattr_flags(int to_set)
@@ -262,7 +295,7 @@ static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, fs_timeout(n));
+		fuse_reply_attr(req, &st, fs_attr_timeout(n, &st));
 }
 
 static void fs_ops_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -473,10 +506,38 @@ static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
 	return 0;
 }
 
+static void fs_file_opened(struct fs *fs, struct fs_file *f)
+{
+	atomic_fetch_add(&fs->open_files, 1);
+	if (!f->bf)
+		return;
+	pthread_mutex_lock(&fs->cache_lock);
+	f->onext = f->node->opens;
+	if (f->onext)
+		f->onext->oprev = f;
+	f->node->opens = f;
+	pthread_mutex_unlock(&fs->cache_lock);
+}
+
+static void fs_file_closing(struct fs *fs, struct fs_file *f)
+{
+	if (!f->bf)
+		return;
+	pthread_mutex_lock(&fs->cache_lock);
+	if (f->oprev)
+		f->oprev->onext = f->onext;
+	else
+		f->node->opens = f->onext;
+	if (f->onext)
+		f->onext->oprev = f->oprev;
+	pthread_mutex_unlock(&fs->cache_lock);
+}
+
 static void fs_release_file(struct fs *fs, struct fs_file *f)
 {
 	struct stat st;
 
+	fs_file_closing(fs, f);
 	if (f->bf && f->written && backend_fgetattr(f->bf, &st) == 0)
 		fs_keep_cache(fs, f->node, &st);	/* our own writes are in the kernel's cache */
 	backend_release(f->bf);
@@ -488,7 +549,7 @@ static void fs_release_file(struct fs *fs, struct fs_file *f)
 static void fs_reply_open(fuse_req_t req, struct fs *fs, struct fs_file *f,
 			  struct fuse_file_info *fi)
 {
-	atomic_fetch_add(&fs->open_files, 1);
+	fs_file_opened(fs, f);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		fs_release_file(fs, f);
@@ -543,8 +604,9 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	fs_keep_cache(fs, f->node, &e.attr);
 	fs_node_attr(f->node, &e.attr);
 	e.ino = fs_nodeid(fs, f->node);
-	e.attr_timeout = e.entry_timeout = fs_timeout(f->node);
-	atomic_fetch_add(&fs->open_files, 1);
+	e.entry_timeout = fs_timeout(f->node);
+	e.attr_timeout = fs_attr_timeout(f->node, &e.attr);
+	fs_file_opened(fs, f);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		fs_node_forget(fs, f->node, 1);
@@ -764,7 +826,8 @@ static void fs_dirent_entry(struct fs *fs, struct fs_dir *d, struct fs_dirent *d
 	if (!n && fs_node_get(fs, d->node, de->name, &n) < 0)
 		return;
 	e->ino = fs_nodeid(fs, n);
-	e->attr_timeout = e->entry_timeout = fs_timeout(n);
+	e->entry_timeout = fs_timeout(n);
+	e->attr_timeout = fs_attr_timeout(n, &e->attr);
 }
 
 static size_t fs_dir_put(fuse_req_t req, struct fs_dir *d, size_t i, char *buf, size_t rem,
