@@ -3,8 +3,11 @@
  *
  * ini.c turns the text into events (sections, keys, bad lines); this file
  * gives them meaning.  Each known section has a table of its keys, each key
- * a value type, and each type one small parser; a value that does not parse
- * becomes "[section] key: bad size '12Q' (hint)".  Every problem is
+ * a value type, and each type one small parser; a value that does not
+ * parse becomes "[section] key: bad size '12Q' (hint)".  Value parsers are
+ * strict: digits only where a number is meant (no sign, spaces, hex or
+ * exponent), decimals read exactly without the locale or floating point,
+ * overflow refused.  Every problem is
  * recorded with its line and the reading goes on, so one run reports them
  * all.  References that may point forward (a source naming a datastore
  * declared further down, [mlfs] store) and required keys are checked once
@@ -40,7 +43,7 @@
 #define CONFIG_MAX_BYTES	(16u << 20)	/* a config larger than this is a mistake */
 #define CONFIG_KEYS_MAX		16		/* keys of [mlfs], [node] or [slurm] */
 #define CONFIG_NAME_MAX		64		/* datastore names */
-#define CONFIG_ID_MAX		4294967294L	/* (uid_t)-1 means "no change" */
+#define CONFIG_VALUE_ID_MAX	4294967294L	/* (uid_t)-1 means "no change" */
 
 /* The section the parser is in. */
 enum config_section {
@@ -55,18 +58,19 @@ enum config_section {
 
 #define CS_SINGLES	3	/* CS_MLFS, CS_NODE, CS_SLURM: at most once each */
 
+/* The value types of keys; config_value_types[] says how each is parsed. */
 enum config_type {
-	CT_STRING,
-	CT_PATH,
-	CT_SIZE,
-	CT_EXECUTOR,
-	CT_POSITIVE,
-	CT_NONNEG,
-	CT_VERSION,
-	CT_PRICE,
-	CT_UID,
-	CT_GID,
-	CT_MODE,
+	CT_STRING,	/* char *, strdup'd */
+	CT_PATH,	/* char *, made absolute with config_resolve_path */
+	CT_SIZE,	/* uint64_t, config_parse_size */
+	CT_EXECUTOR,	/* char *, "local" or "slurm" */
+	CT_POSITIVE,	/* long, 1 or more */
+	CT_NONNEG,	/* long, 0 or more */
+	CT_VERSION,	/* char *, MAJOR.MINOR */
+	CT_PRICE,	/* double, 0 or more */
+	CT_UID,		/* long, a number or a user name */
+	CT_GID,		/* long, a number or a group name */
+	CT_MODE,	/* long, octal, at most 07777 */
 };
 
 struct config_key {
@@ -174,96 +178,7 @@ static void config_parser_free(struct config_parser *p)
 	free(p->label);
 }
 
-/* ---- value syntax ---- */
-
-/* A decimal number read exactly: whole + frac / scale. */
-struct config_decimal {
-	uint64_t whole;
-	uint64_t frac;
-	uint64_t scale;		/* 10^(fraction digits kept) */
-};
-
-/*
- * Reads DIGITS or DIGITS.DIGITS at @s.  Returns where it stopped, or NULL
- * when there is no number or the whole part overflows.  Fraction digits past
- * the 18th are read and dropped.
- */
-static const char *config_scan_decimal(const char *s, struct config_decimal *dec)
-{
-	*dec = (struct config_decimal){ .scale = 1 };
-	if (!isdigit((unsigned char)*s))
-		return NULL;
-	for (; isdigit((unsigned char)*s); s++)
-		if (__builtin_mul_overflow(dec->whole, 10, &dec->whole) ||
-		    __builtin_add_overflow(dec->whole, (uint64_t)(*s - '0'), &dec->whole))
-			return NULL;
-	if (*s != '.')
-		return s;
-	if (!isdigit((unsigned char)*++s))
-		return NULL;
-	for (; isdigit((unsigned char)*s); s++) {
-		if (dec->scale < 1000000000000000000ull) {
-			dec->frac = dec->frac * 10 + (uint64_t)(*s - '0');
-			dec->scale *= 10;
-		}
-	}
-	return s;
-}
-
-/* Reads an optional K, M, G or T at *s; returns the power-of-two shift. */
-static unsigned int config_size_shift(const char **s)
-{
-	const char *units = "KMGT";
-	const char *u = **s ? strchr(units, toupper((unsigned char)**s)) : NULL;
-
-	if (!u)
-		return 0;
-	(*s)++;
-	return 10 * (unsigned int)(u - units + 1);
-}
-
-int config_parse_size(const char *s, uint64_t *out)
-{
-	struct config_decimal dec;
-	const char *p = config_scan_decimal(s, &dec);
-	unsigned int shift;
-	uint64_t bytes, part;
-
-	if (!p)
-		return -EINVAL;
-	if (*p == ' ' || *p == '\t') {
-		p += strspn(p, " \t");
-		if (*p == '\0')
-			return -EINVAL;
-	}
-	shift = config_size_shift(&p);
-	if (strcasecmp(p, "") != 0 && strcasecmp(p, "b") != 0 &&
-	    !(shift && strcasecmp(p, "ib") == 0))
-		return -EINVAL;
-	if (shift && dec.whole > (UINT64_MAX >> shift))
-		return -EINVAL;
-	part = (uint64_t)(((unsigned __int128)dec.frac << shift) / dec.scale);
-	if (__builtin_add_overflow(dec.whole << shift, part, &bytes))
-		return -EINVAL;
-	*out = bytes;
-	return 0;
-}
-
-/* A whole number of digits only, from @min to @max. */
-static int config_parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
+/* ---- names ---- */
 
 static int config_is_name_char(char c)
 {
@@ -299,9 +214,99 @@ static const char *config_source_name_problem(const char *name)
 	return NULL;
 }
 
+/* ---- value syntax ---- */
+
+/* A decimal number read exactly: whole + frac / scale. */
+struct config_value_decimal {
+	uint64_t whole;
+	uint64_t frac;
+	uint64_t scale;		/* 10^(fraction digits kept) */
+};
+
+/*
+ * Reads DIGITS or DIGITS.DIGITS at @s.  Returns where it stopped, or NULL
+ * when there is no number or the whole part overflows.  Fraction digits past
+ * the 18th are read and dropped.
+ */
+static const char *config_value_scan_decimal(const char *s, struct config_value_decimal *dec)
+{
+	*dec = (struct config_value_decimal){ .scale = 1 };
+	if (!isdigit((unsigned char)*s))
+		return NULL;
+	for (; isdigit((unsigned char)*s); s++)
+		if (__builtin_mul_overflow(dec->whole, 10, &dec->whole) ||
+		    __builtin_add_overflow(dec->whole, (uint64_t)(*s - '0'), &dec->whole))
+			return NULL;
+	if (*s != '.')
+		return s;
+	if (!isdigit((unsigned char)*++s))
+		return NULL;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (dec->scale < 1000000000000000000ull) {
+			dec->frac = dec->frac * 10 + (uint64_t)(*s - '0');
+			dec->scale *= 10;
+		}
+	}
+	return s;
+}
+
+/* Reads an optional K, M, G or T at *s; returns the power-of-two shift. */
+static unsigned int config_value_shift(const char **s)
+{
+	const char *units = "KMGT";
+	const char *u = **s ? strchr(units, toupper((unsigned char)**s)) : NULL;
+
+	if (!u)
+		return 0;
+	(*s)++;
+	return 10 * (unsigned int)(u - units + 1);
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	struct config_value_decimal dec;
+	const char *p = config_value_scan_decimal(s, &dec);
+	unsigned int shift;
+	uint64_t bytes, part;
+
+	if (!p)
+		return -EINVAL;
+	if (*p == ' ' || *p == '\t') {
+		p += strspn(p, " \t");
+		if (*p == '\0')
+			return -EINVAL;
+	}
+	shift = config_value_shift(&p);
+	if (*p && strcasecmp(p, "b") != 0 && !(shift && strcasecmp(p, "ib") == 0))
+		return -EINVAL;
+	if (shift && dec.whole > (UINT64_MAX >> shift))
+		return -EINVAL;
+	part = (uint64_t)(((unsigned __int128)dec.frac << shift) / dec.scale);
+	if (__builtin_add_overflow(dec.whole << shift, part, &bytes))
+		return -EINVAL;
+	*out = bytes;
+	return 0;
+}
+
+/* A whole number of digits only, from @min to @max. */
+static int config_value_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 /* ---- setting fields: one parser per value type ---- */
 
-static int config_set_string(const char *s, void *field, const char *file)
+static int config_value_string(const char *s, void *field, const char *file)
 {
 	char **f = field;
 	char *copy = strdup(s);
@@ -314,7 +319,7 @@ static int config_set_string(const char *s, void *field, const char *file)
 	return 0;
 }
 
-static int config_set_path(const char *s, void *field, const char *file)
+static int config_value_path(const char *s, void *field, const char *file)
 {
 	char **f = field;
 	char *abs = config_resolve_path(file, s);
@@ -326,33 +331,33 @@ static int config_set_path(const char *s, void *field, const char *file)
 	return 0;
 }
 
-static int config_set_size(const char *s, void *field, const char *file)
+static int config_value_size(const char *s, void *field, const char *file)
 {
 	(void)file;
 	return config_parse_size(s, field);
 }
 
-static int config_set_executor(const char *s, void *field, const char *file)
+static int config_value_executor(const char *s, void *field, const char *file)
 {
 	if (strcmp(s, "local") != 0 && strcmp(s, "slurm") != 0)
 		return -EINVAL;
-	return config_set_string(s, field, file);
+	return config_value_string(s, field, file);
 }
 
-static int config_set_positive(const char *s, void *field, const char *file)
+static int config_value_positive(const char *s, void *field, const char *file)
 {
 	(void)file;
-	return config_parse_long(s, 1, LONG_MAX, field);
+	return config_value_long(s, 1, LONG_MAX, field);
 }
 
-static int config_set_nonneg(const char *s, void *field, const char *file)
+static int config_value_nonneg(const char *s, void *field, const char *file)
 {
 	(void)file;
-	return config_parse_long(s, 0, LONG_MAX, field);
+	return config_value_long(s, 0, LONG_MAX, field);
 }
 
 /* MAJOR.MINOR, digits only, as in "12.4". */
-static int config_set_version(const char *s, void *field, const char *file)
+static int config_value_version(const char *s, void *field, const char *file)
 {
 	const char *digits = "0123456789";
 	size_t major = strspn(s, digits);
@@ -360,13 +365,13 @@ static int config_set_version(const char *s, void *field, const char *file)
 
 	if (minor == 0 || s[major + 1 + minor] != '\0')
 		return -EINVAL;
-	return config_set_string(s, field, file);
+	return config_value_string(s, field, file);
 }
 
-static int config_set_price(const char *s, void *field, const char *file)
+static int config_value_price(const char *s, void *field, const char *file)
 {
-	struct config_decimal dec;
-	const char *end = config_scan_decimal(s, &dec);
+	struct config_value_decimal dec;
+	const char *end = config_value_scan_decimal(s, &dec);
 
 	(void)file;
 	if (!end || *end)
@@ -375,7 +380,7 @@ static int config_set_price(const char *s, void *field, const char *file)
 	return 0;
 }
 
-static int config_set_mode(const char *s, void *field, const char *file)
+static int config_value_mode(const char *s, void *field, const char *file)
 {
 	size_t n = strspn(s, "01234567");
 	long v;
@@ -392,7 +397,7 @@ static int config_set_mode(const char *s, void *field, const char *file)
 }
 
 /* The uid of user @name: 0, -EINVAL when there is none, or -ENOMEM. */
-static int config_lookup_user(const char *name, long *out)
+static int config_value_user_id(const char *name, long *out)
 {
 	struct passwd pw, *res = NULL;
 	size_t size = 1024;
@@ -415,8 +420,8 @@ static int config_lookup_user(const char *name, long *out)
 	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
 }
 
-/* The gid of group @name, as config_lookup_user. */
-static int config_lookup_group(const char *name, long *out)
+/* The gid of group @name, as config_value_user_id. */
+static int config_value_group_id(const char *name, long *out)
 {
 	struct group gr, *res = NULL;
 	size_t size = 1024;
@@ -439,42 +444,53 @@ static int config_lookup_group(const char *name, long *out)
 	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
 }
 
-static int config_set_uid(const char *s, void *field, const char *file)
+static int config_value_uid(const char *s, void *field, const char *file)
 {
 	(void)file;
-	if (config_parse_long(s, 0, CONFIG_ID_MAX, field) == 0)
+	if (config_value_long(s, 0, CONFIG_VALUE_ID_MAX, field) == 0)
 		return 0;
-	return config_lookup_user(s, field);
+	return config_value_user_id(s, field);
 }
 
-static int config_set_gid(const char *s, void *field, const char *file)
+static int config_value_gid(const char *s, void *field, const char *file)
 {
 	(void)file;
-	if (config_parse_long(s, 0, CONFIG_ID_MAX, field) == 0)
+	if (config_value_long(s, 0, CONFIG_VALUE_ID_MAX, field) == 0)
 		return 0;
-	return config_lookup_group(s, field);
+	return config_value_group_id(s, field);
 }
 
 /* How each type is parsed, and what is said when it does not parse. */
-static const struct config_type_info {
+static const struct config_value_info {
 	int (*parse)(const char *s, void *field, const char *file);
 	const char *problem;
 	const char *hint;
-} config_types[] = {
-	[CT_STRING] = { config_set_string, "bad value", "" },
-	[CT_PATH] = { config_set_path, "bad path", "" },
-	[CT_SIZE] = { config_set_size, "bad size", "use a number with K, M, G or T" },
-	[CT_EXECUTOR] = { config_set_executor, "unknown executor", "use local or slurm" },
-	[CT_POSITIVE] = { config_set_positive, "bad number", "use a whole number, 1 or more" },
-	[CT_NONNEG] = { config_set_nonneg, "bad number", "use a whole number, 0 or more" },
-	[CT_VERSION] = { config_set_version, "bad version", "use MAJOR.MINOR, such as 12.4" },
-	[CT_PRICE] = { config_set_price, "bad price",
+} config_value_types[] = {
+	[CT_STRING] = { config_value_string, "bad value", "" },
+	[CT_PATH] = { config_value_path, "bad path", "" },
+	[CT_SIZE] = { config_value_size, "bad size", "use a number with K, M, G or T" },
+	[CT_EXECUTOR] = { config_value_executor, "unknown executor", "use local or slurm" },
+	[CT_POSITIVE] = { config_value_positive, "bad number", "use a whole number, 1 or more" },
+	[CT_NONNEG] = { config_value_nonneg, "bad number", "use a whole number, 0 or more" },
+	[CT_VERSION] = { config_value_version, "bad version", "use MAJOR.MINOR, such as 12.4" },
+	[CT_PRICE] = { config_value_price, "bad price",
 		       "use a number, 0 or more, such as 0.05" },
-	[CT_UID] = { config_set_uid, "unknown user", "use a user name or a number" },
-	[CT_GID] = { config_set_gid, "unknown group", "use a group name or a number" },
-	[CT_MODE] = { config_set_mode, "bad mode",
+	[CT_UID] = { config_value_uid, "unknown user", "use a user name or a number" },
+	[CT_GID] = { config_value_gid, "unknown group", "use a group name or a number" },
+	[CT_MODE] = { config_value_mode, "bad mode",
 		      "use octal permission bits, such as 644" },
 };
+
+static int config_value_set(enum config_type type, const char *s, void *field, const char *file)
+{
+	return config_value_types[type].parse(s, field, file);
+}
+
+static void config_value_explain(enum config_type type, const char **problem, const char **hint)
+{
+	*problem = config_value_types[type].problem;
+	*hint = config_value_types[type].hint;
+}
 
 /* ---- the keys of each section ---- */
 
@@ -569,12 +585,13 @@ static int config_key_index(const struct config_key *keys, const char *key)
 static int config_set(struct config_parser *p, int line, const struct config_key *k,
 		      void *base, const char *value)
 {
-	const struct config_type_info *t = &config_types[k->type];
-	int ret = t->parse(value, (char *)base + k->off, p->file);
+	int ret = config_value_set(k->type, value, (char *)base + k->off, p->file);
+	const char *problem, *hint;
 
 	if (ret != -EINVAL)
 		return ret;
-	config_key_error(p, line, k->key, "%s '%s' (%s)", t->problem, value, t->hint);
+	config_value_explain(k->type, &problem, &hint);
+	config_key_error(p, line, k->key, "%s '%s' (%s)", problem, value, hint);
 	return 0;
 }
 
@@ -811,7 +828,7 @@ static int config_datastore_key(struct config_parser *p, int line, const char *k
 		return ret;
 	if (strcmp(key, "type") == 0) {
 		ds->type_line = line;
-		return config_set_string(value, &ds->type, NULL);
+		return config_value_set(CT_STRING, value, &ds->type, NULL);
 	}
 	i = config_key_index(config_datastore_keys, key);
 	return i < 0 ? 0 : config_set(p, line, &config_datastore_keys[i], ds, value);
@@ -826,7 +843,7 @@ static int config_word_in(const char *const *words, const char *word)
 }
 
 /* "scheme://rest": keeps the scheme, lowercased, when it is one we know. */
-static int config_parse_url(struct config_parser *p, struct source_config *src, size_t slen)
+static int config_source_url(struct config_parser *p, struct source_config *src, size_t slen)
 {
 	char *scheme = strndup(src->source, slen);
 
@@ -848,8 +865,8 @@ static int config_parse_url(struct config_parser *p, struct source_config *src, 
 }
 
 /* "DATASTORE:path", @nlen the length of DATASTORE. */
-static int config_parse_store_path(struct config_parser *p, struct source_config *src,
-				   size_t nlen)
+static int config_source_store_path(struct config_parser *p, struct source_config *src,
+				    size_t nlen)
 {
 	int ret = path_canon(&src->path, src->source + nlen + 1);
 
@@ -865,20 +882,20 @@ static int config_parse_store_path(struct config_parser *p, struct source_config
 	return src->datastore ? 0 : -ENOMEM;
 }
 
-static int config_parse_source(struct config_parser *p, struct source_config *src)
+static int config_source_parse(struct config_parser *p, struct source_config *src)
 {
 	const char *v = src->source;
 	const char *sep = strstr(v, "://");
 	const char *colon = strchr(v, ':');
 
 	if (sep)
-		return config_parse_url(p, src, (size_t)(sep - v));
+		return config_source_url(p, src, (size_t)(sep - v));
 	if (!colon || !config_datastore_name_ok(v, (size_t)(colon - v))) {
 		config_key_error(p, src->source_line, "source",
 				 "'%s' is neither DATASTORE:/path nor a URL", v);
 		return 0;
 	}
-	return config_parse_store_path(p, src, (size_t)(colon - v));
+	return config_source_store_path(p, src, (size_t)(colon - v));
 }
 
 static int config_source_key(struct config_parser *p, int line, const char *key,
@@ -901,7 +918,7 @@ static int config_source_key(struct config_parser *p, int line, const char *key,
 	src->source = strdup(value);
 	if (!src->source)
 		return -ENOMEM;
-	return config_parse_source(p, src);
+	return config_source_parse(p, src);
 }
 
 static int config_on_key(struct config_parser *p, int line, const char *key,
@@ -1152,7 +1169,7 @@ const struct datastore_config *config_find_datastore(const struct mlfs_config *c
 /* ---- paths ---- */
 
 /* The folder of @file, made absolute with the current directory. */
-static char *config_file_dir(const char *file)
+static char *config_value_file_dir(const char *file)
 {
 	const char *slash = strrchr(file, '/');
 	char *cwd, *dir;
@@ -1172,7 +1189,7 @@ static char *config_file_dir(const char *file)
  * Drops empty and "." components of the absolute @path, in place.  ".." is
  * kept: resolving it without the disk would be wrong past a symlink.
  */
-static void config_tidy_path(char *path)
+static void config_value_tidy(char *path)
 {
 	char *out = path;
 	const char *p = path;
@@ -1202,13 +1219,13 @@ char *config_resolve_path(const char *file, const char *value)
 
 	if (value[0] == '/')
 		return strdup(value);
-	dir = config_file_dir(file);
+	dir = config_value_file_dir(file);
 	if (!dir)
 		return NULL;
 	if (asprintf(&path, "%s/%s", dir, value) < 0)
 		path = NULL;
 	free(dir);
 	if (path)
-		config_tidy_path(path);
+		config_value_tidy(path);
 	return path;
 }

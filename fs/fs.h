@@ -62,6 +62,7 @@ struct node {
 	size_t nentries;
 	int write_errno;	/* NODE_VDIR: what a change inside it gets */
 	fs_content_fn *content;	/* NODE_VFILE */
+	atomic_uint_fast64_t changed;	/* fs->gen when last changed through the mount */
 	/* Guarded by fs->cache_lock: */
 	struct fs_file *opens;	/* open files of the node (fs_ops.c) */
 	bool seen;		/* size and mtime when the kernel last cached it */
@@ -80,6 +81,7 @@ struct fs {
 	size_t nvnodes;
 	time_t started;
 	atomic_uint_fast64_t open_files;
+	atomic_uint_fast64_t gen;	/* bumped by every change made through the mount */
 
 	pthread_rwlock_t lock;		/* the shape of the tree: parent, name, hash */
 	struct node **hash;		/* guarded by lock */

@@ -48,6 +48,7 @@ struct fs_dir {
 	struct node *node;
 	struct fs_dirent *ents;
 	size_t n, cap;
+	uint64_t gen;			/* fs->gen when the entries were read */
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -68,6 +69,12 @@ static struct fs_file *fs_file_of(struct fuse_file_info *fi)
 static struct fs_dir *fs_dir_of(struct fuse_file_info *fi)
 {
 	return (struct fs_dir *)(uintptr_t)fi->fh;
+}
+
+/* Records that @n changed through the mount (readdirplus must not serve it stale). */
+static void fs_changed(struct fs *fs, struct node *n)
+{
+	atomic_store(&n->changed, atomic_fetch_add(&fs->gen, 1) + 1);
 }
 
 static double fs_timeout(const struct node *n)
@@ -288,6 +295,7 @@ static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	if (ret == 0 && flags)
 		ret = backend_setattr(n->view->be, path, bf, attr, flags);
 	free(path);
+	fs_changed(fs, n);
 	if (ret == 0 && (flags & BE_SET_SIZE))
 		fs_forget_cached(fs, n);
 	if (ret == 0)
@@ -336,6 +344,8 @@ static void fs_reply_made(fuse_req_t req, struct node *parent, const char *name,
 	struct node *n;
 	struct stat st;
 	int ret = backend_getattr(parent->view->be, path, &st);
+
+	fs_changed(fs, parent);
 
 	if (ret == 0)
 		ret = fs_node_get(fs, parent, name, &n);
@@ -419,6 +429,7 @@ static void fs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int i
 		ret = is_dir ? backend_rmdir(p->view->be, path) : backend_unlink(p->view->be, path);
 	if (ret == 0)
 		fs_node_unlinked(fs, p, name);
+	fs_changed(fs, p);
 	free(path);
 	fuse_reply_err(req, -ret);
 }
@@ -450,6 +461,8 @@ static void fs_ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, f
 		ret = backend_rename(p->view->be, from, to, flags);
 	if (ret == 0)
 		ret = fs_node_renamed(fs, p, name, np, newname, flags);
+	fs_changed(fs, p);
+	fs_changed(fs, np);
 	free(from);
 	free(to);
 	fuse_reply_err(req, -ret);
@@ -602,6 +615,7 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		return;
 	}
 	fs_keep_cache(fs, f->node, &e.attr);
+	fs_changed(fs, p);
 	fs_node_attr(f->node, &e.attr);
 	e.ino = fs_nodeid(fs, f->node);
 	e.entry_timeout = fs_timeout(f->node);
@@ -680,6 +694,7 @@ static void fs_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 		return;
 	}
 	f->written = true;
+	fs_changed(fs_of(req), f->node);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -798,6 +813,7 @@ static void fs_ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 		return;
 	}
 	d->node = fs_req_node(req, ino);
+	d->gen = atomic_load(&fs->gen);
 	ret = fs_dir_read(fs, d);
 	if (ret < 0) {
 		fs_dir_free(d);
@@ -825,6 +841,8 @@ static void fs_dirent_entry(struct fs *fs, struct fs_dir *d, struct fs_dirent *d
 		return;		/* ino 0: the kernel makes no dentry for these */
 	if (!n && fs_node_get(fs, d->node, de->name, &n) < 0)
 		return;
+	if (atomic_load(&n->changed) > d->gen && fs_getattr_node(fs, n, NULL, &e->attr) < 0)
+		e->attr = de->st;	/* changed since opendir: give what it is now */
 	e->ino = fs_nodeid(fs, n);
 	e->entry_timeout = fs_timeout(n);
 	e->attr_timeout = fs_attr_timeout(n, &e->attr);

@@ -1,0 +1,36 @@
+#!/bin/bash
+# test.sh - installs what is needed, builds mlfs twice (plain, and with
+# AddressSanitizer + UndefinedBehaviorSanitizer) and runs every test in both:
+# the cmocka unit tests and the integration tests through real mounts.
+# Needs root and /dev/fuse.  Ends with one "N passed, N failed" line.
+set -u
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+
+passed=0
+failed=0
+for variant in plain asan; do
+	echo "=== build: $variant"
+	if ! scripts/build.sh "$variant"; then
+		echo "build $variant failed"
+		failed=$((failed + 1))
+		continue
+	fi
+	echo "=== tests: $variant"
+	# -V prints every runner's own lines (cmocka's [  PASSED  ] included).
+	ctest --test-dir "build/$variant" -V 2>&1 | tee "build/$variant/ctest.log" |
+		grep -vE '^[0-9]+: (Test command|Working Directory|Environment variables|Test timeout)' |
+		sed -E 's/^[0-9]+: //'
+	summary=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "build/$variant/ctest.log")
+	total=$(echo "$summary" | sed -E 's/.* out of ([0-9]+).*/\1/')
+	nfail=$(echo "$summary" | sed -E 's/.*, ([0-9]+) tests failed.*/\1/')
+	if [ -z "$total" ]; then
+		echo "ctest for $variant printed no summary"
+		failed=$((failed + 1))
+		continue
+	fi
+	passed=$((passed + total - nfail))
+	failed=$((failed + nfail))
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

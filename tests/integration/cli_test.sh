@@ -1,0 +1,79 @@
+#!/bin/bash
+# cli_test.sh - the commands and their bad input: a missing or malformed
+# config, a local root that does not exist, a mountpoint that does not exist
+# or is already mounted, daemonizing, fstab's mount -t fuse.mlfs, umount of
+# a busy mount, check, --help, --version.  Usage: cli_test.sh MLFS
+set -u
+MLFS=$1
+. "$(dirname "$0")/lib.sh"
+t_setup
+cd "$T_DIR" || exit 1
+mkdir -p data mnt
+echo hi >data/hi
+cat >good.conf <<CONF
+[mlfs]
+state_dir = state
+cache_dir = cache
+[datastore d]
+type = local
+root = data
+CONF
+M=$T_DIR/mnt
+nothing_mounted() { ! grep -q " $M " /proc/self/mounts; }
+
+same "--version" "mlfs 0.1.0" "$("$MLFS" --version)"
+check "--help names every command" sh -c "'$MLFS' --help | grep -q 'mlfs umount' && '$MLFS' --help | grep -q 'mlfs check'"
+fails "no arguments is a usage error" "usage:" "$MLFS"
+
+# --- bad input to mount: one line, non-zero, nothing mounted
+fails "a missing config" "nope.conf: No such file or directory" "$MLFS" mount nope.conf "$M"
+check "nothing mounted after a missing config" nothing_mounted
+printf '[mlfs]\nstate_dir = s\n[datastore d\ntype = local\n' >malformed.conf
+fails "a malformed config names file and line" "malformed.conf:3:" "$MLFS" mount malformed.conf "$M"
+check "nothing mounted after a malformed config" nothing_mounted
+printf '[datastore d]\ntype = local\nroot = %s/missing\n' "$T_DIR" >noroot.conf
+fails "a local root that does not exist" "noroot.conf:3: [datastore d] root: $T_DIR/missing: No such file or directory" "$MLFS" mount noroot.conf "$M"
+check "nothing mounted after a missing root" nothing_mounted
+printf '[datastore d]\ntype = nfs\naddress = 127.0.0.1\nexport = /x\n' >nfs.conf
+fails "a backend not compiled in" "nfs.conf:2: [datastore d] type: nfs backend not compiled in" "$MLFS" mount nfs.conf "$M"
+fails "a mountpoint that does not exist" "mountpoint $T_DIR/nowhere: No such file or directory" "$MLFS" mount good.conf "$T_DIR/nowhere"
+fails "a mountpoint that is a file" "not a folder" "$MLFS" mount good.conf "$T_DIR/good.conf"
+fails "an unknown FUSE option" "unknown option" "$MLFS" mount -o no_such_option good.conf "$M"
+check "nothing mounted after an unknown option" nothing_mounted
+fails "a missing mountpoint argument" "usage:" "$MLFS" mount good.conf
+
+# --- daemonized mount, already mounted, busy, umount
+check "mount daemonizes and returns" "$MLFS" mount good.conf "$M"
+same "the daemon serves the tree" hi "$(cat "$M/datastores/d/hi")"
+same "the mount is of type fuse.mlfs" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
+fails "mounting again on it fails" "already a mount point" "$MLFS" mount good.conf "$M"
+same "still one mount" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
+(cd "$M/datastores/d" && sleep 3) &
+busy=$!
+sleep 0.3
+fails "umount of a busy mount is refused" "busy" "$MLFS" umount "$M"
+same "a busy mount stays mounted" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
+wait $busy
+check "umount" "$MLFS" umount "$M"
+check "nothing left mounted after umount" nothing_mounted
+fails "umount of something not mounted" "not an mlfs mount" "$MLFS" umount "$M"
+fails "umount refuses a mount that is not FUSE" "not an mlfs mount" "$MLFS" umount /proc
+
+# --- the fstab form: for a line of type fuse.mlfs, mount(8) runs mount.fuse3,
+# which runs "mlfs CONFIG MOUNTPOINT -o OPTS" from the PATH (here: the build)
+mkdir -p bin
+ln -sf "$(readlink -f "$MLFS")" bin/mlfs
+check "mount.fuse3 (an fstab line) mounts" env PATH="$T_DIR/bin:$PATH" mount.fuse3 "$T_DIR/good.conf" "$M" -t mlfs -o ro
+same "the fstab mount serves the tree" hi "$(cat "$M/datastores/d/hi")"
+fails "-o ro passed through to the kernel" "Read-only file system" touch "$M/datastores/d/new"
+check "umount of the fstab mount" umount "$M"
+
+# --- check
+check "check accepts a good config" sh -c "'$MLFS' check good.conf | grep -qx 'good.conf: ok'"
+fails "check names the line of a bad config" "malformed.conf:3:" "$MLFS" check malformed.conf
+fails "check reports every bad file" "noroot.conf:3:" "$MLFS" check good.conf malformed.conf noroot.conf
+echo '{"name": "job"}' >job.json
+fails "check says job specs are not read by this build" "job.json: not a config file" "$MLFS" check job.json
+fails "check -c with a bad config" "malformed.conf:3:" "$MLFS" check -c malformed.conf
+
+t_finish

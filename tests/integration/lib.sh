@@ -1,0 +1,106 @@
+# lib.sh - helpers for the integration tests: a TAP-like tally, and a
+# gateway mounted in the foreground so its exit status (and, in the
+# sanitizer build, its ASan/UBSan report) is checked when it stops.
+# Sourced by the test scripts; $MLFS is the binary under test.
+
+T_PASS=0
+T_FAIL=0
+T_NAME=${0##*/}
+
+ok() {
+	T_PASS=$((T_PASS + 1))
+	echo "ok - $*"
+}
+
+not_ok() {
+	T_FAIL=$((T_FAIL + 1))
+	echo "not ok - $*"
+}
+
+# check DESCRIPTION COMMAND...: passes when COMMAND exits 0.
+check() {
+	local desc=$1
+	shift
+	if "$@" >"$T_DIR/check.out" 2>&1; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		sed 's/^/#   /' "$T_DIR/check.out" | head -20
+	fi
+}
+
+# fails DESCRIPTION ERRTEXT COMMAND...: passes when COMMAND fails and prints ERRTEXT.
+fails() {
+	local desc=$1 want=$2
+	shift 2
+	if "$@" >"$T_DIR/check.out" 2>&1; then
+		not_ok "$desc (it succeeded)"
+		sed 's/^/#   /' "$T_DIR/check.out" | head -5
+	elif grep -qF -- "$want" "$T_DIR/check.out"; then
+		ok "$desc"
+	else
+		not_ok "$desc (no '$want' in its output)"
+		sed 's/^/#   /' "$T_DIR/check.out" | head -5
+	fi
+}
+
+# same DESCRIPTION WANT GOT
+same() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1: want '$2', got '$3'"
+	fi
+}
+
+t_setup() {
+	T_DIR=$(mktemp -d /tmp/mlfs-it.XXXXXX)
+	chmod 755 "$T_DIR"
+	MOUNT_PID=
+}
+
+is_mounted() {
+	grep -q " $1 fuse.mlfs " /proc/self/mounts
+}
+
+# mount_fg CONFIG MOUNTPOINT [OPTS...]: mounts in the foreground, in the background.
+mount_fg() {
+	local conf=$1 mnt=$2
+	shift 2
+	"$MLFS" mount -f "$@" "$conf" "$mnt" 2>"$T_DIR/mount.log" &
+	MOUNT_PID=$!
+	for _ in $(seq 1 100); do
+		is_mounted "$mnt" && return 0
+		kill -0 "$MOUNT_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "# mount of $mnt did not come up:"
+	sed 's/^/#   /' "$T_DIR/mount.log"
+	return 1
+}
+
+# unmount_fg MOUNTPOINT: unmounts and checks that the daemon exited cleanly.
+unmount_fg() {
+	local status=0
+	"$MLFS" umount "$1" || fusermount3 -u "$1" || true
+	if [ -n "$MOUNT_PID" ]; then
+		wait "$MOUNT_PID" || status=$?
+		MOUNT_PID=
+	fi
+	if [ "$status" -eq 0 ] && ! grep -qE "AddressSanitizer|runtime error|LeakSanitizer" "$T_DIR/mount.log"; then
+		ok "daemon of $1 exited cleanly"
+	else
+		not_ok "daemon of $1 exited with $status"
+		sed 's/^/#   /' "$T_DIR/mount.log" | head -40
+	fi
+}
+
+t_finish() {
+	if [ -n "${MOUNT_PID:-}" ]; then
+		fusermount3 -u "$T_DIR/mnt" 2>/dev/null || true
+		wait "$MOUNT_PID" 2>/dev/null || true
+	fi
+	rm -rf "$T_DIR"
+	echo "$T_NAME: $T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]
+}

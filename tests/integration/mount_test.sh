@@ -1,0 +1,157 @@
+#!/bin/bash
+# mount_test.sh - a real gateway over local folders, driven by the commands a
+# user types: ls, stat, cat, cp, mkdir, mv, rm, truncate, ln, chmod, chown,
+# df, rsync, sqlite3, and by another uid.  Usage: mount_test.sh MLFS POSIX_CHECK
+set -u
+MLFS=$1
+POSIX_CHECK=$2
+. "$(dirname "$0")/lib.sh"
+t_setup
+cd "$T_DIR" || exit 1
+
+mkdir -p data/store/voc/train data/store/ckpt/resnet data/store/shared data/other/code mnt
+echo "hello voc" >data/store/voc/a.txt
+echo "img" >"data/store/voc/train/img 1.jpg"
+echo "weights" >data/store/ckpt/resnet/model.pt
+echo "def main(): pass" >data/other/code/train.py
+echo "top secret" >data/store/private
+chmod 600 data/store/private
+echo "for everyone" >data/store/public
+chmod 644 data/store/public
+chmod 1777 data/store/shared
+cat >mlfs.conf <<CONF
+[mlfs]
+state_dir = state
+cache_dir = cache
+
+[datastore store]
+type = local
+root = data/store
+
+[datastore other]
+type = local
+root = data/other
+
+[dataset PASCAL VOC]
+source = store:/voc
+
+[checkpoint resnet]
+source = store:/ckpt/resnet/
+
+[model detector]
+source = other:/code
+CONF
+
+mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
+M=$T_DIR/mnt
+S=$M/datastores/store
+
+# --- the tree
+same "ls shows the tree" ".mlfs checkpoints datasets datastores models" "$(ls -A "$M" | tr '\n' ' ' | sed 's/ $//')"
+same "a name with spaces is shown with underscores" "PASCAL_VOC" "$(ls "$M/datasets")"
+same "datastores are listed" "other store" "$(ls "$M/datastores" | tr '\n' ' ' | sed 's/ $//')"
+same "cat reads a dataset file" "hello voc" "$(cat "$M/datasets/PASCAL_VOC/a.txt")"
+same "a file name with a space inside a dataset" "img" "$(cat "$M/datasets/PASCAL_VOC/train/img 1.jpg")"
+same "checkpoint view" "weights" "$(cat "$M/checkpoints/resnet/model.pt")"
+same "model view" "def main(): pass" "$(cat "$M/models/detector/train.py")"
+same "stat shows the backing size" "$(stat -c %s data/store/voc/a.txt)" "$(stat -c %s "$M/datasets/PASCAL_VOC/a.txt")"
+same "stat shows the backing mode and owner" "$(stat -c '%A %U' data/store/private)" "$(stat -c '%A %U' "$S/private")"
+check "ls -l lists a datastore" ls -l "$S"
+same "find sees what the folder has" "$(cd data/store && find . | sort)" "$(cd "$S" && find . | sort)"
+check ".mlfs/stats counts the bytes read" grep -qE '^datastore\.store\.bytes_read [1-9]' "$M/.mlfs/stats"
+
+# --- writing through datastores/
+head -c 5000000 /dev/urandom >rand.bin
+check "cp into a datastore" cp rand.bin "$S/rand.bin"
+check "the copy is in the folder" cmp rand.bin data/store/rand.bin
+check "cp out of a datastore" cp "$S/rand.bin" out.bin
+check "the copy out is intact" cmp rand.bin out.bin
+check "mkdir" mkdir -p "$S/new/deeper"
+check "mkdir reached the folder" test -d data/store/new/deeper
+check "mv within a datastore" mv "$S/rand.bin" "$S/new/moved.bin"
+check "mv reached the folder" test -f data/store/new/moved.bin -a ! -e data/store/rand.bin
+check "mv across datastores (copy and delete)" mv "$S/new/moved.bin" "$M/datastores/other/moved.bin"
+check "mv across reached the other folder" cmp rand.bin data/other/moved.bin
+check "truncate" truncate -s 100 "$M/datastores/other/moved.bin"
+same "truncate reached the folder" 100 "$(stat -c %s data/other/moved.bin)"
+check "rm" rm "$M/datastores/other/moved.bin"
+check "rm reached the folder" test ! -e data/other/moved.bin
+check "rm -r" rm -r "$S/new"
+check "rm -r reached the folder" test ! -e data/store/new
+echo linked >"$S/orig"
+check "ln (hard link)" ln "$S/orig" "$S/hard"
+same "the hard link counts two" 2 "$(stat -c %h "$S/hard")"
+same "the folder has the hard link" "$(stat -c %i data/store/orig)" "$(stat -c %i data/store/hard)"
+check "ln -s" ln -s orig "$S/soft"
+same "readlink" orig "$(readlink "$S/soft")"
+same "cat through a symlink" linked "$(cat "$S/soft")"
+check "chmod" chmod 640 "$S/orig"
+same "chmod reached the folder" 640 "$(stat -c %a data/store/orig)"
+check "chown as root" chown 65534:65534 "$S/orig"
+same "chown reached the folder" "65534:65534" "$(stat -c %u:%g data/store/orig)"
+check "touch -d sets mtime" touch -d "2001-02-03 04:05:06" "$S/orig"
+same "mtime reached the folder" "$(date -d '2001-02-03 04:05:06' +%s)" "$(stat -c %Y data/store/orig)"
+check "df on the mount" df "$M"
+same "df on a datastore shows its disk" "$(df --output=size data/store | tail -1)" "$(df --output=size "$S" | tail -1)"
+echo "changed behind the mount, longer" >data/store/public.new
+mv data/store/public.new data/store/public
+sleep 1.2
+same "a change made behind the mount is seen" "changed behind the mount, longer" "$(cat "$S/public")"
+
+# --- rsync round trip
+mkdir -p src/sub
+echo one >src/one
+echo two >src/sub/two
+ln -s one src/link
+chmod 700 src/sub
+# rsync leaves alone a time already right to the second: make every time old
+touch -h -d "2010-01-01 10:00:00.123456789" src/one src/sub/two src/link src/sub src
+check "rsync -a into a datastore" rsync -a src/ "$S/rs/"
+check "rsync -a back out" rsync -a "$S/rs/" back/
+check "the round trip is identical" diff -r src back
+same "rsync sees nothing left to do" "" "$(rsync -a -n -i src/ "$S/rs/")"
+same "modes and symlinks survive" "$(cd src && find . -printf '%m %y %s %T@ %l\n' | sort)" "$(cd back && find . -printf '%m %y %s %T@ %l\n' | sort)"
+
+# --- sqlite3 on a datastore
+if command -v sqlite3 >/dev/null; then
+	check "sqlite3 creates and fills a database" sqlite3 "$S/db.sqlite" \
+		"create table t(x); begin; $(for i in $(seq 1 500); do printf 'insert into t values(%d);' "$i"; done) commit;"
+	same "sqlite3 reads it back" 500 "$(sqlite3 "$S/db.sqlite" 'select count(*) from t')"
+	same "sqlite3 integrity check" ok "$(sqlite3 "$S/db.sqlite" 'pragma integrity_check')"
+	same "sqlite3 in WAL mode" 500 "$(sqlite3 "$S/db.sqlite" 'pragma journal_mode=wal; insert into t values(0); delete from t where x=0; select count(*) from t' | tail -1)"
+	same "the folder holds a valid database" ok "$(sqlite3 data/store/db.sqlite 'pragma integrity_check')"
+else
+	not_ok "sqlite3 is installed"
+fi
+
+# --- read-only trees
+fails "write into a dataset fails with EROFS" "Read-only file system" touch "$M/datasets/PASCAL_VOC/new"
+fails "overwrite in a dataset fails with EROFS" "Read-only file system" cp rand.bin "$M/datasets/PASCAL_VOC/a.txt"
+fails "rm in a checkpoint fails with EROFS" "Read-only file system" rm "$M/checkpoints/resnet/model.pt"
+fails "mkdir in a model fails with EROFS" "Read-only file system" mkdir "$M/models/detector/x"
+fails "chmod in a dataset fails with EROFS" "Read-only file system" chmod 777 "$M/datasets/PASCAL_VOC/a.txt"
+fails "a new dataset cannot be made by mkdir" "Read-only file system" mkdir "$M/datasets/new"
+fails "a datastore cannot be removed" "Operation not permitted" rmdir "$M/datastores/other"
+same "the dataset is untouched" "hello voc" "$(cat data/store/voc/a.txt)"
+
+# --- another uid
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+fails "another uid cannot read a 0600 file" "Permission denied" as_nobody cat "$S/private"
+same "another uid reads a 0644 file" "changed behind the mount, longer" "$(as_nobody cat "$S/public")"
+fails "another uid cannot write a root folder" "Permission denied" as_nobody touch "$S/nobody-file"
+check "another uid writes into a 1777 folder" as_nobody sh -c "echo mine >'$S/shared/mine'"
+same "the new file belongs to that uid" "65534:65534" "$(stat -c %u:%g data/store/shared/mine)"
+echo "root's" >"$S/shared/rootfile"
+fails "another uid cannot remove root's file in a sticky folder" "Operation not permitted" \
+	as_nobody rm -f "$S/shared/rootfile"
+
+# --- POSIX behaviour, syscall by syscall
+check "POSIX checks pass on a datastore" "$POSIX_CHECK" "$S"
+
+# --- a second mount on the same mountpoint
+fails "a second mount on a busy mountpoint fails" "already a mount point" "$MLFS" mount mlfs.conf "$M"
+same "still exactly one mount there" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
+
+unmount_fg "$M"
+check "nothing is left mounted" sh -c "! grep -q ' $M ' /proc/self/mounts"
+t_finish

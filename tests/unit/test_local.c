@@ -1,0 +1,269 @@
+/*
+ * test_local.c - the local backend: confinement first, then each call.
+ *
+ * A scratch root holds files, a folder, and symlinks planted to escape it
+ * (to /etc, to "..", to a folder inside).  The backend must show the links
+ * as links and never follow one, nor a "..", itself.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "backend.h"
+#include "be_local.h"
+
+static char root[256];
+static char outside[300];
+static struct backend *be;
+static struct config_kv kv[2];
+static struct datastore_config ds;
+
+static void make_file(const char *rel, const char *data)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(data, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	char path[512];
+
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/mlfs-test-local.XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	snprintf(path, sizeof(path), "%s/sub", root);
+	mkdir(path, 0755);
+	make_file("a.txt", "alpha");
+	make_file("sub/b.txt", "beta");
+	snprintf(outside, sizeof(outside), "%s.outside", root);
+	mkdir(outside, 0755);
+	snprintf(path, sizeof(path), "%s/secret", outside);
+	FILE *f = fopen(path, "w");
+	fputs("secret", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/esc", root);
+	symlink(outside, path);
+	snprintf(path, sizeof(path), "%s/up", root);
+	symlink("..", path);
+	snprintf(path, sizeof(path), "%s/lnkdir", root);
+	symlink("sub", path);
+	kv[0] = (struct config_kv){ .key = "type", .value = "local", .line = 2 };
+	kv[1] = (struct config_kv){ .key = "root", .value = root, .line = 3 };
+	ds = (struct datastore_config){
+		.file = "test.conf", .name = "scratch", .line = 1, .type = "local",
+		.type_line = 2, .uid = -1, .gid = -1, .mode = -1, .timeout = -1,
+		.retries = -1, .kv = kv, .n_kv = 2,
+	};
+	return backend_create(&be, &ds, 1);
+}
+
+static int teardown(void **state)
+{
+	char cmd[700];
+
+	(void)state;
+	backend_destroy(be);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", root, outside);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_local_shows_symlinks_as_symlinks(void **state)
+{
+	struct stat st;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(backend_getattr(be, "esc", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(backend_readlink(be, "esc", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, outside);
+	assert_int_equal(backend_getattr(be, "up", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+}
+
+static void test_local_never_follows_a_symlink_in_a_path(void **state)
+{
+	struct backend_file *f = NULL;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(backend_getattr(be, "esc/secret", &st), -ELOOP);
+	assert_int_equal(backend_open(&f, be, "esc/secret", O_RDONLY), -ELOOP);
+	assert_int_equal(backend_open(&f, be, "lnkdir/b.txt", O_RDONLY), -ELOOP);
+	assert_int_equal(backend_open(&f, be, "up/etc", O_RDONLY), -ELOOP);
+	/* a symlink as the last component is not followed either */
+	assert_int_equal(backend_open(&f, be, "esc", O_RDONLY), -ELOOP);
+	assert_null(f);
+}
+
+static void test_local_refuses_dotdot(void **state)
+{
+	struct backend_file *f = NULL;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(backend_getattr(be, "..", &st), -EINVAL);
+	assert_int_equal(backend_getattr(be, "sub/../a.txt", &st), -EINVAL);
+	assert_int_equal(backend_open(&f, be, "../etc/passwd", O_RDONLY), -EINVAL);
+	assert_int_equal(backend_unlink(be, "sub/../a.txt"), -EINVAL);
+	assert_int_equal(backend_getattr(be, "a.txt", &st), 0);
+}
+
+static void test_local_changes_never_reach_through_a_symlink(void **state)
+{
+	struct stat before, after, st = { .st_mode = 0777, .st_size = 0 };
+	char secret[512];
+
+	(void)state;
+	snprintf(secret, sizeof(secret), "%s/secret", outside);
+	assert_int_equal(stat(secret, &before), 0);
+	assert_int_equal(backend_setattr(be, "esc", NULL, &st, BE_SET_MODE), -EOPNOTSUPP);
+	assert_int_equal(backend_setattr(be, "esc/secret", NULL, &st, BE_SET_MODE), -ELOOP);
+	assert_int_equal(backend_setattr(be, "esc/secret", NULL, &st, BE_SET_SIZE), -ELOOP);
+	assert_int_equal(backend_unlink(be, "esc/secret"), -ELOOP);
+	assert_int_equal(backend_rename(be, "esc/secret", "stolen", 0), -ELOOP);
+	assert_int_equal(stat(secret, &after), 0);
+	assert_int_equal(after.st_mode, before.st_mode);
+	assert_int_equal(after.st_size, before.st_size);
+}
+
+static int collect(void *payload, const char *name, const struct stat *st)
+{
+	char *names = payload;
+
+	assert_non_null(st);
+	strcat(names, name);
+	strcat(names, S_ISLNK(st->st_mode) ? "@ " : " ");
+	return 0;
+}
+
+static void test_local_readdir_lists_entries_with_attributes(void **state)
+{
+	char names[256] = "";
+
+	(void)state;
+	assert_int_equal(backend_readdir(be, "sub", collect, names), 0);
+	assert_string_equal(names, "b.txt ");
+	names[0] = '\0';
+	assert_int_equal(backend_readdir(be, "", collect, names), 0);
+	assert_non_null(strstr(names, "a.txt "));
+	assert_non_null(strstr(names, "esc@ "));
+	assert_null(strstr(names, ". "));
+	assert_int_equal(backend_readdir(be, "lnkdir", collect, names), -ELOOP);
+}
+
+static void test_local_read_write_create(void **state)
+{
+	struct backend_cred cred = { .uid = 65534, .gid = 65534 };
+	struct backend_file *f;
+	char buf[16] = { 0 };
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(backend_open(&f, be, "sub/b.txt", O_RDONLY), 0);
+	assert_int_equal(backend_pread(f, buf, sizeof(buf), 1), 3);
+	assert_string_equal(buf, "eta");
+	backend_release(f);
+	assert_int_equal(backend_create_file(&f, be, "sub/new", O_RDWR, 0640, &cred), 0);
+	assert_int_equal(backend_pwrite(f, "hello", 5, 0), 5);
+	assert_int_equal(backend_fgetattr(f, &st), 0);
+	assert_int_equal(st.st_size, 5);
+	assert_int_equal(st.st_mode & 0777, 0640);
+	if (geteuid() == 0)
+		assert_int_equal(st.st_uid, 65534);
+	backend_release(f);
+	assert_int_equal(backend_create_file(&f, be, "sub/new", O_RDWR | O_EXCL, 0640, &cred),
+			 -EEXIST);
+	assert_int_equal(be->stats.bytes_read, 3);
+	assert_int_equal(be->stats.bytes_written, 5);
+}
+
+static void test_local_namespace_calls(void **state)
+{
+	struct backend_cred cred = { .uid = 0, .gid = 0 };
+	struct stat st = { 0 };
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(backend_mkdir(be, "d", 0700, &cred), 0);
+	assert_int_equal(backend_mkdir(be, "d", 0700, &cred), -EEXIST);
+	assert_int_equal(backend_rename(be, "a.txt", "d/a.txt", 0), 0);
+	assert_int_equal(backend_link(be, "d/a.txt", "d/hard"), 0);
+	assert_int_equal(backend_getattr(be, "d/hard", &st), 0);
+	assert_int_equal(st.st_nlink, 2);
+	assert_int_equal(backend_symlink(be, "a.txt", "d/soft", &cred), 0);
+	assert_int_equal(backend_readlink(be, "d/soft", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a.txt");
+	assert_int_equal(backend_rmdir(be, "d"), -ENOTEMPTY);
+	st.st_size = 2;
+	assert_int_equal(backend_setattr(be, "d/hard", NULL, &st, BE_SET_SIZE), 0);
+	assert_int_equal(backend_getattr(be, "d/a.txt", &st), 0);
+	assert_int_equal(st.st_size, 2);
+	st.st_mode = 0600;
+	st.st_mtim.tv_sec = 1234567890;
+	st.st_mtim.tv_nsec = 0;
+	assert_int_equal(backend_setattr(be, "d/a.txt", NULL, &st, BE_SET_MODE | BE_SET_MTIME),
+			 0);
+	assert_int_equal(backend_getattr(be, "d/a.txt", &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_mtim.tv_sec, 1234567890);
+	assert_int_equal(backend_unlink(be, "d/a.txt"), 0);
+	assert_int_equal(backend_unlink(be, "d/a.txt"), -ENOENT);
+}
+
+static void test_local_validate_names_the_missing_root(void **state)
+{
+	struct config_kv bad[2] = {
+		{ .key = "type", .value = "local", .line = 2 },
+		{ .key = "root", .value = "/nonexistent/mlfs-root", .line = 7 },
+	};
+	struct datastore_config cfg = ds;
+	struct diag d;
+
+	(void)state;
+	cfg.kv = bad;
+	diag_init(&d);
+	assert_int_equal(be_local_ops.validate(&cfg, &d), -ENOENT);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.msgs[0], "test.conf:7: [datastore scratch] root: "
+			    "/nonexistent/mlfs-root: No such file or directory");
+	diag_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_local_shows_symlinks_as_symlinks, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_local_never_follows_a_symlink_in_a_path, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_local_refuses_dotdot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_changes_never_reach_through_a_symlink,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_readdir_lists_entries_with_attributes,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_read_write_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_namespace_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_validate_names_the_missing_root, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests_name("local", tests, NULL, NULL);
+}

@@ -1,0 +1,215 @@
+/*
+ * test_registry.c - the backend registry and the wrappers fs/ calls,
+ * driven through a fake backend registered behind the real contract.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "backend.h"
+#include "be_fake.h"
+#include "config.h"
+
+static int setup_group(void **state)
+{
+	(void)state;
+	return backend_register(&be_fake_ops);
+}
+
+static void test_registry_knows_every_scheme_of_the_design(void **state)
+{
+	const char *want[] = { "local", "nfs", "smb", "s3", "http", "archive" };
+	const char *const *names = backend_schemes();
+	size_t n = 0;
+
+	(void)state;
+	for (; names[n]; n++)
+		assert_string_equal(names[n], want[n]);
+	assert_int_equal(n, 6);
+}
+
+static void test_registry_tells_not_compiled_in_from_unknown(void **state)
+{
+	const struct backend_ops *ops = NULL;
+
+	(void)state;
+	assert_int_equal(backend_lookup(&ops, "local"), 0);
+	assert_string_equal(ops->scheme, "local");
+	assert_int_equal(backend_lookup(&ops, "nfs"), -ENOTSUP);
+	assert_int_equal(backend_lookup(&ops, "ftp"), -ENOENT);
+	assert_int_equal(backend_lookup(&ops, "fake"), 0);
+	assert_ptr_equal(ops, &be_fake_ops);
+}
+
+static void test_registry_checks_the_ops_version_once(void **state)
+{
+	struct backend_ops old = be_fake_ops;
+
+	(void)state;
+	old.version = BACKEND_OPS_VERSION + 1;
+	old.scheme = "fake-v2";
+	assert_int_equal(backend_register(&old), -EINVAL);
+	assert_int_equal(backend_register(&be_fake_ops), -EEXIST);
+	old = be_fake_ops;
+	old.scheme = "local";
+	assert_int_equal(backend_register(&old), -EEXIST);
+}
+
+static struct mlfs_config *parse(const char *text, struct diag *d)
+{
+	struct mlfs_config *cfg = NULL;
+
+	diag_init(d);
+	assert_int_equal(config_parse(&cfg, "reg.conf", text, strlen(text), d), 0);
+	return cfg;
+}
+
+static void test_registry_reports_types_keys_and_sources_with_lines(void **state)
+{
+	const char *text =
+		"[datastore lab]\n"			/* 1 */
+		"type = nfs\n"				/* 2 */
+		"address = 10.0.0.5\n"			/* 3 */
+		"[datastore odd]\n"			/* 4 */
+		"type = ftp\n"				/* 5 */
+		"[datastore here]\n"			/* 6 */
+		"type = local\n"			/* 7 */
+		"root = /tmp\n"				/* 8 */
+		"rooot = /tmp\n"			/* 9 */
+		"[dataset remote]\n"			/* 10 */
+		"source = s3://bucket/data/\n"		/* 11 */
+		"[dataset packed]\n"			/* 12 */
+		"source = here:/mnist.tar.gz\n";	/* 13 */
+	struct diag d;
+	struct mlfs_config *cfg = parse(text, &d);
+
+	(void)state;
+	assert_int_equal(backend_check_config(cfg, &d), -EINVAL);
+	assert_int_equal(d.n, 5);
+	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: nfs backend not compiled in");
+	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'ftp' "
+			    "(known: local, nfs, smb, s3, http)");
+	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
+	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: s3 backend not compiled in");
+	assert_string_equal(d.msgs[4], "reg.conf:13: [dataset packed] source: archive backend not compiled in");
+	config_free(cfg);
+	diag_free(&d);
+}
+
+static void test_registry_accepts_a_good_local_config(void **state)
+{
+	struct diag d;
+	struct mlfs_config *cfg = parse("[datastore t]\ntype = local\nroot = /tmp\n"
+					"[model m]\nsource = t:/models/m\n", &d);
+
+	(void)state;
+	assert_int_equal(backend_check_config(cfg, &d), 0);
+	assert_int_equal(d.n, 0);
+	config_free(cfg);
+	diag_free(&d);
+}
+
+static struct backend *make_fake(const char *type)
+{
+	struct config_kv kv = { .key = "type", .value = (char *)type, .line = 2 };
+	struct datastore_config ds = {
+		.file = "x.conf", .name = "f", .type = (char *)type, .uid = -1, .gid = -1,
+		.mode = -1, .kv = &kv, .n_kv = 1,
+	};
+	struct backend *be = NULL;
+
+	assert_int_equal(backend_create(&be, &ds, 3), 0);
+	assert_string_equal(be->name, "f");
+	assert_int_equal(be->index, 3);
+	return be;
+}
+
+static void test_wrappers_count_calls_and_errors(void **state)
+{
+	struct backend *be = make_fake("fake");
+	struct backend_file *f;
+	struct stat st;
+	char buf[8];
+
+	(void)state;
+	assert_int_equal(be_fake_add(be, "x", "12345"), 0);
+	assert_int_equal(backend_getattr(be, "x", &st), 0);
+	assert_int_equal(backend_getattr(be, "missing", &st), -ENOENT);
+	assert_int_equal(be_fake_calls(be, FAKE_GETATTR), 2);
+	assert_int_equal(be->stats.meta_ops, 2);
+	assert_int_equal(be->stats.errors, 0);	/* ENOENT is an answer, not an error */
+	be_fake_fail_next(be, FAKE_GETATTR, -EIO);
+	assert_int_equal(backend_getattr(be, "x", &st), -EIO);
+	assert_int_equal(be->stats.errors, 1);
+	assert_int_equal(backend_open(&f, be, "x", O_RDONLY), 0);
+	assert_int_equal(backend_pread(f, buf, sizeof(buf), 0), 5);
+	be_fake_fail_next(be, FAKE_PREAD, -ETIMEDOUT);
+	assert_int_equal(backend_pread(f, buf, sizeof(buf), 0), -ETIMEDOUT);
+	assert_int_equal(be->stats.bytes_read, 5);
+	assert_int_equal(be->stats.errors, 2);
+	backend_release(f);
+	backend_destroy(be);
+}
+
+static void test_wrappers_answer_for_missing_optional_methods(void **state)
+{
+	struct backend *be = make_fake("fake");
+	struct backend_cred cred = { 0 };
+	struct backend_file *f;
+	char buf[8];
+
+	(void)state;
+	assert_int_equal(be_fake_add(be, "x", "abc"), 0);
+	assert_int_equal(backend_open(&f, be, "x", O_RDWR), 0);
+	assert_int_equal(backend_pwrite(f, "z", 1, 0), -EROFS);
+	assert_int_equal(backend_flush(f), 0);
+	assert_int_equal(backend_fsync(f, 0), 0);
+	backend_release(f);
+	assert_int_equal(backend_symlink(be, "t", "l", &cred), -EROFS);
+	assert_int_equal(backend_readlink(be, "x", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(backend_create_file(&f, be, "y", O_RDWR, 0644, &cred), -EROFS);
+	backend_destroy(be);
+}
+
+static void test_wrappers_refuse_writes_to_a_read_only_backend(void **state)
+{
+	static struct backend_ops ro;
+	struct backend_file *f = NULL;
+	struct backend *be;
+
+	(void)state;
+	ro = be_fake_ops;
+	ro.scheme = "fake-ro";
+	ro.caps = 0;
+	assert_int_equal(backend_register(&ro), 0);
+	be = make_fake("fake-ro");
+	assert_int_equal(be_fake_add(be, "x", "abc"), 0);
+	assert_int_equal(backend_open(&f, be, "x", O_WRONLY), -EROFS);
+	assert_int_equal(be_fake_calls(be, FAKE_OPEN), 0);
+	assert_int_equal(backend_open(&f, be, "x", O_RDONLY), 0);
+	backend_release(f);
+	backend_destroy(be);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_registry_knows_every_scheme_of_the_design),
+		cmocka_unit_test(test_registry_tells_not_compiled_in_from_unknown),
+		cmocka_unit_test(test_registry_checks_the_ops_version_once),
+		cmocka_unit_test(test_registry_reports_types_keys_and_sources_with_lines),
+		cmocka_unit_test(test_registry_accepts_a_good_local_config),
+		cmocka_unit_test(test_wrappers_count_calls_and_errors),
+		cmocka_unit_test(test_wrappers_answer_for_missing_optional_methods),
+		cmocka_unit_test(test_wrappers_refuse_writes_to_a_read_only_backend),
+	};
+
+	return cmocka_run_group_tests_name("registry", tests, setup_group, NULL);
+}
