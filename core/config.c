@@ -26,9 +26,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +35,13 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_value.h"
 #include "ini.h"
 #include "path.h"
 
 #define CONFIG_MAX_BYTES	(16u << 20)	/* a config larger than this is a mistake */
 #define CONFIG_KEYS_MAX		16		/* keys of [mlfs], [node] or [slurm] */
 #define CONFIG_NAME_MAX		64		/* datastore names */
-#define CONFIG_VALUE_ID_MAX	4294967294L	/* (uid_t)-1 means "no change" */
 
 /* The section the parser is in. */
 enum config_section {
@@ -57,21 +55,6 @@ enum config_section {
 };
 
 #define CS_SINGLES	3	/* CS_MLFS, CS_NODE, CS_SLURM: at most once each */
-
-/* The value types of keys; config_value_types[] says how each is parsed. */
-enum config_type {
-	CT_STRING,	/* char *, strdup'd */
-	CT_PATH,	/* char *, made absolute with config_resolve_path */
-	CT_SIZE,	/* uint64_t, config_parse_size */
-	CT_EXECUTOR,	/* char *, "local" or "slurm" */
-	CT_POSITIVE,	/* long, 1 or more */
-	CT_NONNEG,	/* long, 0 or more */
-	CT_VERSION,	/* char *, MAJOR.MINOR */
-	CT_PRICE,	/* double, 0 or more */
-	CT_UID,		/* long, a number or a user name */
-	CT_GID,		/* long, a number or a group name */
-	CT_MODE,	/* long, octal, at most 07777 */
-};
 
 struct config_key {
 	const char *key;
@@ -212,284 +195,6 @@ static const char *config_source_name_problem(const char *name)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			return "holds a control character";
 	return NULL;
-}
-
-/* ---- value syntax ---- */
-
-/* A decimal number read exactly: whole + frac / scale. */
-struct config_value_decimal {
-	uint64_t whole;
-	uint64_t frac;
-	uint64_t scale;		/* 10^(fraction digits kept) */
-};
-
-/*
- * Reads DIGITS or DIGITS.DIGITS at @s.  Returns where it stopped, or NULL
- * when there is no number or the whole part overflows.  Fraction digits past
- * the 18th are read and dropped.
- */
-static const char *config_value_scan_decimal(const char *s, struct config_value_decimal *dec)
-{
-	*dec = (struct config_value_decimal){ .scale = 1 };
-	if (!isdigit((unsigned char)*s))
-		return NULL;
-	for (; isdigit((unsigned char)*s); s++)
-		if (__builtin_mul_overflow(dec->whole, 10, &dec->whole) ||
-		    __builtin_add_overflow(dec->whole, (uint64_t)(*s - '0'), &dec->whole))
-			return NULL;
-	if (*s != '.')
-		return s;
-	if (!isdigit((unsigned char)*++s))
-		return NULL;
-	for (; isdigit((unsigned char)*s); s++) {
-		if (dec->scale < 1000000000000000000ull) {
-			dec->frac = dec->frac * 10 + (uint64_t)(*s - '0');
-			dec->scale *= 10;
-		}
-	}
-	return s;
-}
-
-/* Reads an optional K, M, G or T at *s; returns the power-of-two shift. */
-static unsigned int config_value_shift(const char **s)
-{
-	const char *units = "KMGT";
-	const char *u = **s ? strchr(units, toupper((unsigned char)**s)) : NULL;
-
-	if (!u)
-		return 0;
-	(*s)++;
-	return 10 * (unsigned int)(u - units + 1);
-}
-
-int config_parse_size(const char *s, uint64_t *out)
-{
-	struct config_value_decimal dec;
-	const char *p = config_value_scan_decimal(s, &dec);
-	unsigned int shift;
-	uint64_t bytes, part;
-
-	if (!p)
-		return -EINVAL;
-	if (*p == ' ' || *p == '\t') {
-		p += strspn(p, " \t");
-		if (*p == '\0')
-			return -EINVAL;
-	}
-	shift = config_value_shift(&p);
-	if (*p && strcasecmp(p, "b") != 0 && !(shift && strcasecmp(p, "ib") == 0))
-		return -EINVAL;
-	if (shift && dec.whole > (UINT64_MAX >> shift))
-		return -EINVAL;
-	part = (uint64_t)(((unsigned __int128)dec.frac << shift) / dec.scale);
-	if (__builtin_add_overflow(dec.whole << shift, part, &bytes))
-		return -EINVAL;
-	*out = bytes;
-	return 0;
-}
-
-/* A whole number of digits only, from @min to @max. */
-static int config_value_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* ---- setting fields: one parser per value type ---- */
-
-static int config_value_string(const char *s, void *field, const char *file)
-{
-	char **f = field;
-	char *copy = strdup(s);
-
-	(void)file;
-	if (!copy)
-		return -ENOMEM;
-	free(*f);
-	*f = copy;
-	return 0;
-}
-
-static int config_value_path(const char *s, void *field, const char *file)
-{
-	char **f = field;
-	char *abs = config_resolve_path(file, s);
-
-	if (!abs)
-		return -ENOMEM;
-	free(*f);
-	*f = abs;
-	return 0;
-}
-
-static int config_value_size(const char *s, void *field, const char *file)
-{
-	(void)file;
-	return config_parse_size(s, field);
-}
-
-static int config_value_executor(const char *s, void *field, const char *file)
-{
-	if (strcmp(s, "local") != 0 && strcmp(s, "slurm") != 0)
-		return -EINVAL;
-	return config_value_string(s, field, file);
-}
-
-static int config_value_positive(const char *s, void *field, const char *file)
-{
-	(void)file;
-	return config_value_long(s, 1, LONG_MAX, field);
-}
-
-static int config_value_nonneg(const char *s, void *field, const char *file)
-{
-	(void)file;
-	return config_value_long(s, 0, LONG_MAX, field);
-}
-
-/* MAJOR.MINOR, digits only, as in "12.4". */
-static int config_value_version(const char *s, void *field, const char *file)
-{
-	const char *digits = "0123456789";
-	size_t major = strspn(s, digits);
-	size_t minor = major && s[major] == '.' ? strspn(s + major + 1, digits) : 0;
-
-	if (minor == 0 || s[major + 1 + minor] != '\0')
-		return -EINVAL;
-	return config_value_string(s, field, file);
-}
-
-static int config_value_price(const char *s, void *field, const char *file)
-{
-	struct config_value_decimal dec;
-	const char *end = config_value_scan_decimal(s, &dec);
-
-	(void)file;
-	if (!end || *end)
-		return -EINVAL;
-	*(double *)field = (double)dec.whole + (double)dec.frac / (double)dec.scale;
-	return 0;
-}
-
-static int config_value_mode(const char *s, void *field, const char *file)
-{
-	size_t n = strspn(s, "01234567");
-	long v;
-
-	(void)file;
-	if (n == 0 || s[n] != '\0')
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, NULL, 8);
-	if (errno || v > 07777)
-		return -EINVAL;
-	*(long *)field = v;
-	return 0;
-}
-
-/* The uid of user @name: 0, -EINVAL when there is none, or -ENOMEM. */
-static int config_value_user_id(const char *name, long *out)
-{
-	struct passwd pw, *res = NULL;
-	size_t size = 1024;
-	char *buf = NULL;
-	int ret;
-
-	do {
-		char *bigger = realloc(buf, size *= 4);
-
-		if (!bigger) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = bigger;
-		ret = getpwnam_r(name, &pw, buf, size, &res);
-	} while (ret == ERANGE && size < (1u << 20));
-	if (res)
-		*out = (long)pw.pw_uid;
-	free(buf);
-	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
-}
-
-/* The gid of group @name, as config_value_user_id. */
-static int config_value_group_id(const char *name, long *out)
-{
-	struct group gr, *res = NULL;
-	size_t size = 1024;
-	char *buf = NULL;
-	int ret;
-
-	do {
-		char *bigger = realloc(buf, size *= 4);
-
-		if (!bigger) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = bigger;
-		ret = getgrnam_r(name, &gr, buf, size, &res);
-	} while (ret == ERANGE && size < (1u << 20));
-	if (res)
-		*out = (long)gr.gr_gid;
-	free(buf);
-	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
-}
-
-static int config_value_uid(const char *s, void *field, const char *file)
-{
-	(void)file;
-	if (config_value_long(s, 0, CONFIG_VALUE_ID_MAX, field) == 0)
-		return 0;
-	return config_value_user_id(s, field);
-}
-
-static int config_value_gid(const char *s, void *field, const char *file)
-{
-	(void)file;
-	if (config_value_long(s, 0, CONFIG_VALUE_ID_MAX, field) == 0)
-		return 0;
-	return config_value_group_id(s, field);
-}
-
-/* How each type is parsed, and what is said when it does not parse. */
-static const struct config_value_info {
-	int (*parse)(const char *s, void *field, const char *file);
-	const char *problem;
-	const char *hint;
-} config_value_types[] = {
-	[CT_STRING] = { config_value_string, "bad value", "" },
-	[CT_PATH] = { config_value_path, "bad path", "" },
-	[CT_SIZE] = { config_value_size, "bad size", "use a number with K, M, G or T" },
-	[CT_EXECUTOR] = { config_value_executor, "unknown executor", "use local or slurm" },
-	[CT_POSITIVE] = { config_value_positive, "bad number", "use a whole number, 1 or more" },
-	[CT_NONNEG] = { config_value_nonneg, "bad number", "use a whole number, 0 or more" },
-	[CT_VERSION] = { config_value_version, "bad version", "use MAJOR.MINOR, such as 12.4" },
-	[CT_PRICE] = { config_value_price, "bad price",
-		       "use a number, 0 or more, such as 0.05" },
-	[CT_UID] = { config_value_uid, "unknown user", "use a user name or a number" },
-	[CT_GID] = { config_value_gid, "unknown group", "use a group name or a number" },
-	[CT_MODE] = { config_value_mode, "bad mode",
-		      "use octal permission bits, such as 644" },
-};
-
-static int config_value_set(enum config_type type, const char *s, void *field, const char *file)
-{
-	return config_value_types[type].parse(s, field, file);
-}
-
-static void config_value_explain(enum config_type type, const char **problem, const char **hint)
-{
-	*problem = config_value_types[type].problem;
-	*hint = config_value_types[type].hint;
 }
 
 /* ---- the keys of each section ---- */
@@ -1164,68 +869,4 @@ const struct datastore_config *config_find_datastore(const struct mlfs_config *c
 		if (strcmp(cfg->datastores[i].name, name) == 0)
 			return &cfg->datastores[i];
 	return NULL;
-}
-
-/* ---- paths ---- */
-
-/* The folder of @file, made absolute with the current directory. */
-static char *config_value_file_dir(const char *file)
-{
-	const char *slash = strrchr(file, '/');
-	char *cwd, *dir;
-	int ret;
-
-	if (file[0] == '/')
-		return strndup(file, (size_t)(slash - file));
-	cwd = getcwd(NULL, 0);
-	if (!cwd || !slash)
-		return cwd;
-	ret = asprintf(&dir, "%s/%.*s", cwd, (int)(slash - file), file);
-	free(cwd);
-	return ret < 0 ? NULL : dir;
-}
-
-/*
- * Drops empty and "." components of the absolute @path, in place.  ".." is
- * kept: resolving it without the disk would be wrong past a symlink.
- */
-static void config_value_tidy(char *path)
-{
-	char *out = path;
-	const char *p = path;
-
-	while (*p) {
-		const char *end;
-		size_t n;
-
-		p += strspn(p, "/");
-		end = strchrnul(p, '/');
-		n = (size_t)(end - p);
-		if (n > 0 && !(n == 1 && *p == '.')) {
-			*out++ = '/';
-			memmove(out, p, n);
-			out += n;
-		}
-		p = end;
-	}
-	if (out == path)
-		*out++ = '/';
-	*out = '\0';
-}
-
-char *config_resolve_path(const char *file, const char *value)
-{
-	char *dir, *path;
-
-	if (value[0] == '/')
-		return strdup(value);
-	dir = config_value_file_dir(file);
-	if (!dir)
-		return NULL;
-	if (asprintf(&path, "%s/%s", dir, value) < 0)
-		path = NULL;
-	free(dir);
-	if (path)
-		config_value_tidy(path);
-	return path;
 }
