@@ -1,0 +1,302 @@
+#!/bin/bash
+# bench_local.sh - how fast mlfs serves a local folder, next to the folder
+# itself, libfuse's passthrough_ll example and `rclone mount`.
+#
+# Everything lives on a fresh tmpfs, so no disk is measured: a 1 GiB file and
+# a folder of 10,000 small files.  Four ways to reach them are compared:
+# "direct" (the tmpfs folder itself), "mlfs" (MOUNT/datastores/bench of a
+# local datastore over it), "passthrough_ll" (libfuse's low-level example,
+# compiled here from libfuse3-dev's copy, with its default options) and
+# "rclone" (`rclone mount` of the folder as a local path, default options).
+# Each repetition mounts every FUSE filesystem afresh, so the kernel holds no
+# page, inode or dentry of it, and then times, with $EPOCHREALTIME:
+#   first read  `cat FILE >/dev/null` right after the mount;
+#   re-read     the same cat again (the FUSE page cache may serve it);
+#   listing     `ls -l FOLDER >/dev/null; find FOLDER >/dev/null`, the first
+#               listing of the 10,000-file folder since the mount.
+# "direct" is measured the same way with no mount and nothing dropped: tmpfs
+# is memory.  The four ways take turns within each repetition, so a noisy
+# neighbour spreads over all of them.  The medians of BENCH_RUNS repetitions
+# (default 5) are printed, with MB/s (10^6 bytes) for the reads, and three
+# bars from the issue, each PASS or FAIL:
+#   mlfs first read >= passthrough_ll's          (throughput ratio >= 1)
+#   mlfs re-read    >= 0.9 x direct re-read      (throughput ratio >= 0.9)
+#   mlfs listing    >= 2x as fast as rclone's    (rclone time / mlfs time >= 2)
+# It is a benchmark, not a test: it exits 0 when a bar fails, and says so.
+# It exits non-zero only when it cannot measure (a mount fails, say).
+#
+# Usage (as root, from anywhere): [BENCH_RUNS=N] scripts/bench_local.sh
+# It installs its packages (scripts/install-deps.sh --bench), builds mlfs
+# (scripts/build.sh plain), and removes every mount, process and file it made.
+set -eu
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+
+RUNS=${BENCH_RUNS:-5}
+case $RUNS in
+'' | *[!0-9]* | 0) echo "bench_local: BENCH_RUNS must be a positive integer" >&2; exit 2 ;;
+esac
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench_local: run as root (it mounts a tmpfs)" >&2
+	exit 2
+fi
+
+scripts/install-deps.sh --bench
+scripts/build.sh plain
+MLFS=$PWD/build/plain/mlfs
+PL_SRC=/usr/share/doc/libfuse3-dev/examples
+
+FILE_SIZE=$((1024 * 1024 * 1024))
+NFILES=10000
+
+scratch=$(mktemp -d /tmp/mlfs-bench.XXXXXX)
+pids=""		# processes started here that may still run
+tmpfs_mounted=0
+
+# Whether process $1 runs (a zombie, exited but not yet waited for, does not).
+alive() {
+	[ -r "/proc/$1/stat" ] && awk '{ exit $3 == "Z" }' "/proc/$1/stat" 2>/dev/null
+}
+
+# Ends process $1, started here: waits $2 tenths of a second for it to exit
+# on its own, then TERM, then KILL; reaps it and drops it from $pids.
+stop_pid() {
+	local pid=$1 grace=$2 i p keep=""
+
+	for i in $(seq "$grace"); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		kill "$pid" 2>/dev/null || true
+		for i in $(seq 50); do
+			alive "$pid" || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+	for p in $pids; do
+		[ "$p" = "$pid" ] || keep="$keep $p"
+	done
+	pids=$keep
+}
+
+is_mounted() {
+	awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts
+}
+
+cleanup() {
+	local m pid
+
+	set +e
+	for m in "$scratch"/mnt-*; do
+		[ -d "$m" ] || continue
+		if is_mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
+		fi
+	done
+	for pid in $pids; do
+		stop_pid "$pid" 0
+	done
+	if [ "$tmpfs_mounted" = 1 ]; then
+		umount "$scratch" || umount -l "$scratch"
+	fi
+	rm -rf "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mount -t tmpfs -o size=3G tmpfs "$scratch"
+tmpfs_mounted=1
+chmod 755 "$scratch"
+data=$scratch/data
+mkdir -p "$data/many" "$scratch/build" "$scratch/logs" \
+	"$scratch/mnt-mlfs" "$scratch/mnt-passthrough_ll" "$scratch/mnt-rclone"
+
+# passthrough_ll, built in the scratch folder and never kept.
+cp "$PL_SRC/passthrough_ll.c" "$PL_SRC/passthrough_helpers.h" "$scratch/build/"
+# shellcheck disable=SC2046
+gcc -O2 -Wall "$scratch/build/passthrough_ll.c" $(pkg-config --cflags --libs fuse3) \
+	-o "$scratch/build/passthrough_ll"
+
+echo "bench_local: creating a 1 GiB file and $NFILES small files on tmpfs" >&2
+head -c "$FILE_SIZE" /dev/urandom >"$data/big.bin"
+for i in $(seq -w 1 "$NFILES"); do
+	printf 'small file %s\n' "$i" >"$data/many/f$i.txt"
+done
+
+cat >"$scratch/mlfs.conf" <<CONF
+[mlfs]
+state_dir = $scratch/mlfs-state
+cache_dir = $scratch/mlfs-cache
+
+[datastore bench]
+type = local
+root = $data
+CONF
+: >"$scratch/rclone.conf"	# an empty config: no "config file not found" notice
+
+# Waits until $1 is a mount and answers, or until process $2 dies (30 s at most).
+wait_mounted() {
+	local mnt=$1 pid=$2 i
+
+	for i in $(seq 300); do
+		if is_mounted "$mnt"; then
+			stat "$mnt" >/dev/null	# waits for the FUSE handshake
+			return 0
+		fi
+		if ! alive "$pid"; then
+			echo "bench_local: the daemon for $mnt exited; its log:" >&2
+			cat "$scratch/logs/$(basename "$mnt").log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "bench_local: $mnt did not mount in 30 s" >&2
+	return 1
+}
+
+# Mounts way $1 in the foreground of a background process; sets $root to the
+# folder that shows $data there and $daemon to the process's PID.
+mount_way() {
+	local way=$1 mnt=$scratch/mnt-$1 log=$scratch/logs/mnt-$1.log
+
+	case $way in
+	mlfs)
+		"$MLFS" mount -f "$scratch/mlfs.conf" "$mnt" >"$log" 2>&1 &
+		root=$mnt/datastores/bench ;;
+	passthrough_ll)
+		"$scratch/build/passthrough_ll" -f -o source="$data" "$mnt" >"$log" 2>&1 &
+		root=$mnt ;;
+	rclone)
+		rclone mount --config "$scratch/rclone.conf" "$data" "$mnt" >"$log" 2>&1 &
+		root=$mnt ;;
+	esac
+	daemon=$!
+	pids="$pids $daemon"
+	wait_mounted "$mnt" "$daemon"
+}
+
+umount_way() {
+	local way=$1 mnt=$scratch/mnt-$1
+
+	if [ "$way" = mlfs ]; then
+		"$MLFS" umount "$mnt" >/dev/null
+	else
+		fusermount3 -u "$mnt"
+	fi
+	stop_pid "$daemon" 100	# it exits on its own once unmounted
+}
+
+# Prints the microseconds "$@" takes.
+time_us() {
+	local t0 t1
+
+	t0=${EPOCHREALTIME/./}
+	"$@"
+	t1=${EPOCHREALTIME/./}
+	echo $((t1 - t0))
+}
+
+read_file() { cat "$1" >/dev/null; }
+list_ls() { ls -l "$1" >/dev/null; }
+list_find() { find "$1" >/dev/null; }
+
+# One repetition of way $1 with its files under $2; appends to the result files.
+measure() {
+	local way=$1 root=$2 first reread ls find
+
+	first=$(time_us read_file "$root/big.bin")
+	reread=$(time_us read_file "$root/big.bin")
+	ls=$(time_us list_ls "$root/many")
+	find=$(time_us list_find "$root/many")
+	echo "$first" >>"$scratch/res-$way-first"
+	echo "$reread" >>"$scratch/res-$way-reread"
+	echo "$ls" >>"$scratch/res-$way-ls"
+	echo "$find" >>"$scratch/res-$way-find"
+	echo $((ls + find)) >>"$scratch/res-$way-list"
+	printf '  %-15s first %8.3f s  re-read %8.3f s  ls -l %7.3f s  find %7.3f s\n' "$way" \
+		"$(us_to_s "$first")" "$(us_to_s "$reread")" "$(us_to_s "$ls")" "$(us_to_s "$find")" >&2
+}
+
+us_to_s() { awk -v u="$1" 'BEGIN { printf "%.6f", u / 1e6 }'; }
+
+# Median, in seconds, of the microsecond values in file $1.
+median_s() {
+	sort -n "$1" | awk '{ v[NR] = $1 }
+		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		      printf "%.6f", m / 1e6 }'
+}
+
+WAYS="direct mlfs passthrough_ll rclone"
+for run in $(seq "$RUNS"); do
+	echo "bench_local: repetition $run of $RUNS" >&2
+	for way in $WAYS; do
+		if [ "$way" = direct ]; then
+			measure direct "$data"
+		else
+			mount_way "$way"
+			measure "$way" "$root"
+			umount_way "$way"
+		fi
+	done
+done
+
+# Results ----------------------------------------------------------------
+mbps() { awk -v s="$1" -v b="$FILE_SIZE" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+verdict() { awk -v r="$1" -v bar="$2" 'BEGIN { print (r >= bar ? "PASS" : "FAIL") }'; }
+
+declare -A med
+for way in $WAYS; do
+	for m in first reread ls find list; do
+		med[$way.$m]=$(median_s "$scratch/res-$way-$m")
+	done
+done
+
+echo
+echo "mlfs local benchmark: $RUNS repetitions, medians; 1 GiB file, $NFILES-file folder, tmpfs"
+echo "kernel $(uname -r), $(nproc) CPUs"
+echo
+printf '%-15s %10s %9s %10s %9s %9s %9s %9s\n' way "first (s)" "MB/s" "re-read" "MB/s" \
+	"ls -l" find listing
+for way in $WAYS; do
+	printf '%-15s %10.3f %9s %10.3f %9s %9.3f %9.3f %9.3f\n' "$way" \
+		"${med[$way.first]}" "$(mbps "${med[$way.first]}")" \
+		"${med[$way.reread]}" "$(mbps "${med[$way.reread]}")" \
+		"${med[$way.ls]}" "${med[$way.find]}" "${med[$way.list]}"
+done
+
+r_first=$(ratio "${med[passthrough_ll.first]}" "${med[mlfs.first]}")
+r_reread=$(ratio "${med[direct.reread]}" "${med[mlfs.reread]}")
+r_list=$(ratio "${med[rclone.list]}" "${med[mlfs.list]}")
+v_first=$(verdict "$r_first" 1)
+v_reread=$(verdict "$r_reread" 0.9)
+v_list=$(verdict "$r_list" 2)
+
+echo
+echo "bars (throughput ratios for reads, time ratio for listing):"
+printf '  %-52s %6s  (bar >= %-4s) %s\n' \
+	"first read: mlfs / passthrough_ll" "$r_first" 1 "$v_first" \
+	"re-read:    mlfs / direct" "$r_reread" 0.9 "$v_reread" \
+	"listing:    rclone time / mlfs time" "$r_list" 2 "$v_list"
+echo "for information:"
+printf '  %-52s %6s\n' \
+	"first read: mlfs / rclone" "$(ratio "${med[rclone.first]}" "${med[mlfs.first]}")" \
+	"re-read:    mlfs / rclone" "$(ratio "${med[rclone.reread]}" "${med[mlfs.reread]}")" \
+	"re-read:    mlfs / passthrough_ll" \
+	"$(ratio "${med[passthrough_ll.reread]}" "${med[mlfs.reread]}")" \
+	"listing:    passthrough_ll time / mlfs time" \
+	"$(ratio "${med[passthrough_ll.list]}" "${med[mlfs.list]}")"
+
+echo
+failed=0
+for v in "$v_first" "$v_reread" "$v_list"; do
+	[ "$v" = PASS ] || failed=$((failed + 1))
+done
+if [ "$failed" -eq 0 ]; then
+	echo "RESULT: all 3 bars pass"
+else
+	echo "RESULT: $failed of 3 bars FAIL (a benchmark: exiting 0 all the same)"
+fi
