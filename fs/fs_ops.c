@@ -26,6 +26,7 @@
 #include "path.h"
 
 #define FS_VIRTUAL_TIMEOUT 3600.0
+#define FS_MAX_READAHEAD (1u << 20)
 
 /* An open file: a backend file, or the content of a virtual one. */
 struct fs_file {
@@ -938,6 +939,11 @@ static void fs_ops_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
 	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;	/* always plus: one round trip for ls -l */
+	/*
+	 * The kernel keeps the smaller of this and the mount's readahead window,
+	 * which cmd_mount.c raised before this INIT reached us.
+	 */
+	conn->max_readahead = FS_MAX_READAHEAD;
 }
 
 const struct fuse_lowlevel_ops fs_ops = {
