@@ -47,6 +47,8 @@ M=$T_DIR/mnt
 S=$M/datastores/store
 
 # --- the tree
+dev=$(awk -v m="$M" '$5 == m {print $3}' /proc/self/mountinfo | tail -1)
+same "the mount's readahead window is 1 MiB" 1024 "$(cat "/sys/class/bdi/$dev/read_ahead_kb")"
 same "ls shows the tree" ".mlfs checkpoints datasets datastores models" "$(ls -A "$M" | tr '\n' ' ' | sed 's/ $//')"
 same "a name with spaces is shown with underscores" "PASCAL_VOC" "$(ls "$M/datasets")"
 same "datastores are listed" "other store" "$(ls "$M/datastores" | tr '\n' ' ' | sed 's/ $//')"
