@@ -937,8 +937,11 @@ static void fs_ops_init(void *userdata, struct fuse_conn_info *conn)
 	(void)userdata;
 	conn->want |= FUSE_CAP_ATOMIC_O_TRUNC & conn->capable;
 	conn->want |= FUSE_CAP_PARALLEL_DIROPS & conn->capable;
-	conn->want |= FUSE_CAP_READDIRPLUS & conn->capable;
-	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;	/* always plus: one round trip for ls -l */
+	/*
+	 * readdirplus in the kernel's adaptive mode: ls -l gets every entry's
+	 * attributes with the listing, find (which needs none) gets plain entries.
+	 */
+	conn->want |= (FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO) & conn->capable;
 	/*
 	 * The kernel keeps the smaller of this and the mount's readahead window,
 	 * which cmd_mount.c raised before this INIT reached us.

@@ -14,7 +14,7 @@
 #   re-read     the same cat again (the FUSE page cache may serve it);
 #   3rd read    once more, for information: the re-read also pays the
 #               kernel's promotion of every page to the active LRU list
-#               (pgactivate), which the tmpfs file paid when it was made;
+#               (pgactivate), which the tmpfs file paid on its first read;
 #   listing     `ls -l FOLDER >/dev/null; find FOLDER >/dev/null`, the first
 #               listing of the 10,000-file folder since the mount.
 # "direct" is measured the same way with no mount and nothing dropped: tmpfs

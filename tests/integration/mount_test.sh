@@ -100,18 +100,21 @@ mv data/store/public.new data/store/public
 sleep 1.2
 same "a change made behind the mount is seen" "changed behind the mount, longer" "$(cat "$S/public")"
 
-# --- the page cache: kept across opens while size and mtime hold, dropped when they change
+# --- the page cache: kept across opens while size and mtime hold, dropped when they change.
+# This VM's balloon may reclaim a few cached pages at any time, so "kept" is "most of it"
+# (without keep_cache an open drops every page: 0).
 resident() { fincore --bytes --noheadings --output RES "$1" | tr -d ' '; }
+mostly_resident() { [ "$(resident "$1")" -gt $(($2 / 2)) ]; }
 head -c 4194304 /dev/urandom >data/store/cached.bin
 cat "$S/cached.bin" >/dev/null
-same "a read file is in the page cache" 4194304 "$(resident "$S/cached.bin")"
+check "a read file is in the page cache" mostly_resident "$S/cached.bin" 4194304
 sleep 1.2
-same "an unchanged file keeps its pages across opens (keep_cache)" 4194304 "$(resident "$S/cached.bin")"
+check "an unchanged file keeps its pages across opens (keep_cache)" mostly_resident "$S/cached.bin" 4194304
 touch -d "2030-01-01" data/store/cached.bin
 sleep 1.2
 same "a file changed behind the mount loses its cached pages" 0 "$(resident "$S/cached.bin")"
 cat "$M/datasets/PASCAL_VOC/a.txt" >/dev/null
-same "a dataset file keeps its pages" 4096 "$(resident "$M/datasets/PASCAL_VOC/a.txt")"
+check "a dataset file keeps its pages" mostly_resident "$M/datasets/PASCAL_VOC/a.txt" 4096
 
 # --- rsync round trip
 mkdir -p src/sub
