@@ -115,6 +115,35 @@ static void be_local_close_parent(struct be_local *lb, int fd)
 		close(fd);
 }
 
+/* What a call on a last component needs besides the parent and the name. */
+struct be_local_args {
+	mode_t mode;
+	const char *target;			/* symlink */
+	const struct backend_cred *cred;	/* mkdir, symlink */
+	struct stat *st;			/* getattr */
+	char *buf;				/* readlink */
+	size_t size;
+	int flags;				/* unlink */
+};
+
+typedef int be_local_at_fn(int pfd, const char *name, struct be_local_args *a);
+
+/* Runs @fn on the parent folder of @path, opened beneath the root, and its last component. */
+static int be_local_at(struct backend *be, const char *path, be_local_at_fn *fn,
+		       struct be_local_args *a)
+{
+	struct be_local *lb = be_local(be);
+	const char *name;
+	int pfd = be_local_parent(lb, path, &name);
+	int ret;
+
+	if (pfd < 0)
+		return pfd;
+	ret = fn(pfd, name, a);
+	be_local_close_parent(lb, pfd);
+	return ret;
+}
+
 static int be_local_validate(const struct datastore_config *cfg, struct diag *d)
 {
 	int line = cfg->line;
@@ -171,21 +200,18 @@ static void be_local_destroy(struct backend *be)
 	free(lb);
 }
 
+static int be_local_do_getattr(int pfd, const char *name, struct be_local_args *a)
+{
+	return fstatat(pfd, name, a->st, AT_SYMLINK_NOFOLLOW) < 0 ? be_local_errno() : 0;
+}
+
 static int be_local_getattr(struct backend *be, const char *path, struct stat *st)
 {
-	struct be_local *lb = be_local(be);
-	const char *name;
-	int pfd, ret = 0;
+	struct be_local_args a = { .st = st };
 
 	if (path[0] == '\0')
-		return fstat(lb->root_fd, st) < 0 ? be_local_errno() : 0;
-	pfd = be_local_parent(lb, path, &name);
-	if (pfd < 0)
-		return pfd;
-	if (fstatat(pfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
-		ret = be_local_errno();
-	be_local_close_parent(lb, pfd);
-	return ret;
+		return fstat(be_local(be)->root_fd, st) < 0 ? be_local_errno() : 0;
+	return be_local_at(be, path, be_local_do_getattr, &a);
 }
 
 static int be_local_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
@@ -322,73 +348,65 @@ static int be_local_statfs(struct backend *be, const char *path, struct statvfs 
 	return fstatvfs(be_local(be)->root_fd, sv) < 0 ? be_local_errno() : 0;
 }
 
+static int be_local_do_readlink(int pfd, const char *name, struct be_local_args *a)
+{
+	ssize_t n = readlinkat(pfd, name, a->buf, a->size - 1);
+
+	if (n < 0)
+		return be_local_errno();
+	a->buf[n] = '\0';
+	return 0;
+}
+
 static int be_local_readlink(struct backend *be, const char *path, char *buf, size_t size)
 {
-	struct be_local *lb = be_local(be);
-	const char *name;
-	int pfd = be_local_parent(lb, path, &name);
-	ssize_t n;
+	struct be_local_args a = { .buf = buf, .size = size };
 
-	if (pfd < 0)
-		return pfd;
-	n = readlinkat(pfd, name, buf, size - 1);
-	if (n >= 0)
-		buf[n] = '\0';
-	else
-		n = be_local_errno();
-	be_local_close_parent(lb, pfd);
-	return n < 0 ? (int)n : 0;
+	return be_local_at(be, path, be_local_do_readlink, &a);
+}
+
+static int be_local_do_mkdir(int pfd, const char *name, struct be_local_args *a)
+{
+	if (mkdirat(pfd, name, a->mode) < 0)
+		return be_local_errno();
+	be_local_set_owner(pfd, name, a->cred);
+	return 0;
 }
 
 static int be_local_mkdir(struct backend *be, const char *path, mode_t mode,
 			  const struct backend_cred *cred)
 {
-	struct be_local *lb = be_local(be);
-	const char *name;
-	int pfd = be_local_parent(lb, path, &name);
-	int ret = 0;
+	struct be_local_args a = { .mode = mode, .cred = cred };
 
-	if (pfd < 0)
-		return pfd;
-	if (mkdirat(pfd, name, mode) < 0)
-		ret = be_local_errno();
-	else
-		be_local_set_owner(pfd, name, cred);
-	be_local_close_parent(lb, pfd);
-	return ret;
+	return be_local_at(be, path, be_local_do_mkdir, &a);
+}
+
+static int be_local_do_symlink(int pfd, const char *name, struct be_local_args *a)
+{
+	if (symlinkat(a->target, pfd, name) < 0)
+		return be_local_errno();
+	be_local_set_owner(pfd, name, a->cred);
+	return 0;
 }
 
 static int be_local_symlink(struct backend *be, const char *target, const char *path,
 			    const struct backend_cred *cred)
 {
-	struct be_local *lb = be_local(be);
-	const char *name;
-	int pfd = be_local_parent(lb, path, &name);
-	int ret = 0;
+	struct be_local_args a = { .target = target, .cred = cred };
 
-	if (pfd < 0)
-		return pfd;
-	if (symlinkat(target, pfd, name) < 0)
-		ret = be_local_errno();
-	else
-		be_local_set_owner(pfd, name, cred);
-	be_local_close_parent(lb, pfd);
-	return ret;
+	return be_local_at(be, path, be_local_do_symlink, &a);
+}
+
+static int be_local_do_unlink(int pfd, const char *name, struct be_local_args *a)
+{
+	return unlinkat(pfd, name, a->flags) < 0 ? be_local_errno() : 0;
 }
 
 static int be_local_unlinkat(struct backend *be, const char *path, int flags)
 {
-	struct be_local *lb = be_local(be);
-	const char *name;
-	int pfd = be_local_parent(lb, path, &name);
-	int ret = 0;
+	struct be_local_args a = { .flags = flags };
 
-	if (pfd < 0)
-		return pfd;
-	if (unlinkat(pfd, name, flags) < 0)
-		ret = be_local_errno();
-	be_local_close_parent(lb, pfd);
-	return ret;
+	return be_local_at(be, path, be_local_do_unlink, &a);
 }
 
 static int be_local_unlink(struct backend *be, const char *path)
@@ -436,7 +454,10 @@ static int be_local_link(struct backend *be, const char *from, const char *to)
 	return be_local_two(be, from, to, 1, 0);
 }
 
-/* chmod, chown and utimens through an O_PATH descriptor, which never follows. */
+/*
+ * chmod, chown and utimens through a descriptor: an open file's, or an
+ * O_PATH one, which never follows (@is_link: it is a symlink's own).
+ */
 static int be_local_setattr_fd(int fd, int is_link, const struct stat *st, unsigned int to_set)
 {
 	char proc[64];
@@ -481,33 +502,6 @@ static int be_local_truncate(struct be_local *lb, const char *path, off_t size)
 	return ret;
 }
 
-/* The same changes through an open file. */
-static int be_local_fsetattr(int fd, const struct stat *st, unsigned int to_set)
-{
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
-
-	if ((to_set & BE_SET_SIZE) && ftruncate(fd, st->st_size) < 0)
-		return be_local_errno();
-	if ((to_set & BE_SET_MODE) && fchmod(fd, st->st_mode & 07777) < 0)
-		return be_local_errno();
-	if ((to_set & (BE_SET_UID | BE_SET_GID)) &&
-	    fchown(fd, (to_set & BE_SET_UID) ? st->st_uid : (uid_t)-1,
-		   (to_set & BE_SET_GID) ? st->st_gid : (gid_t)-1) < 0)
-		return be_local_errno();
-	if (to_set & BE_SET_ATIME)
-		ts[0] = st->st_atim;
-	if (to_set & BE_SET_MTIME)
-		ts[1] = st->st_mtim;
-	if (to_set & BE_SET_ATIME_NOW)
-		ts[0].tv_nsec = UTIME_NOW;
-	if (to_set & BE_SET_MTIME_NOW)
-		ts[1].tv_nsec = UTIME_NOW;
-	if ((to_set & (BE_SET_ATIME | BE_SET_MTIME | BE_SET_ATIME_NOW | BE_SET_MTIME_NOW)) &&
-	    futimens(fd, ts) < 0)
-		return be_local_errno();
-	return 0;
-}
-
 static int be_local_setattr(struct backend *be, const char *path, struct backend_file *f,
 			    const struct stat *st, unsigned int to_set)
 {
@@ -515,8 +509,11 @@ static int be_local_setattr(struct backend *be, const char *path, struct backend
 	struct stat cur;
 	int fd, ret = 0;
 
-	if (f)
-		return be_local_fsetattr(be_local_fd(f), st, to_set);
+	if (f) {
+		if ((to_set & BE_SET_SIZE) && ftruncate(be_local_fd(f), st->st_size) < 0)
+			return be_local_errno();
+		return be_local_setattr_fd(be_local_fd(f), 0, st, to_set & ~BE_SET_SIZE);
+	}
 	if (to_set & BE_SET_SIZE) {
 		ret = be_local_truncate(lb, path, st->st_size);
 		if (ret < 0 || !(to_set & ~BE_SET_SIZE))

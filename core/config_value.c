@@ -7,7 +7,7 @@
  * exponent), decimals read exactly without the locale or floating point,
  * overflow refused.  config.c knows what each key means; this file only
  * whether a value is well formed, and what to tell the user when it is not.
- * No static mutable state.
+ * No static mutable state of its own.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -209,52 +209,31 @@ static int config_value_mode(const char *s, void *field, const char *file)
 	return 0;
 }
 
-/* The uid of user @name: 0, -EINVAL when there is none, or -ENOMEM. */
+/*
+ * The uid of user @name, or the gid of group @name: 0, -EINVAL when there
+ * is none, or -ENOMEM.  getpwnam and getgrnam keep their answer in static
+ * storage: configs are read before any thread starts.
+ */
 static int config_value_user_id(const char *name, long *out)
 {
-	struct passwd pw, *res = NULL;
-	size_t size = 1024;
-	char *buf = NULL;
-	int ret;
+	struct passwd *pw;
 
-	do {
-		char *bigger = realloc(buf, size *= 4);
-
-		if (!bigger) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = bigger;
-		ret = getpwnam_r(name, &pw, buf, size, &res);
-	} while (ret == ERANGE && size < (1u << 20));
-	if (res)
-		*out = (long)pw.pw_uid;
-	free(buf);
-	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
+	errno = 0;
+	pw = getpwnam(name);
+	if (pw)
+		*out = (long)pw->pw_uid;
+	return pw ? 0 : errno == ENOMEM ? -ENOMEM : -EINVAL;
 }
 
-/* The gid of group @name, as config_value_user_id. */
 static int config_value_group_id(const char *name, long *out)
 {
-	struct group gr, *res = NULL;
-	size_t size = 1024;
-	char *buf = NULL;
-	int ret;
+	struct group *gr;
 
-	do {
-		char *bigger = realloc(buf, size *= 4);
-
-		if (!bigger) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = bigger;
-		ret = getgrnam_r(name, &gr, buf, size, &res);
-	} while (ret == ERANGE && size < (1u << 20));
-	if (res)
-		*out = (long)gr.gr_gid;
-	free(buf);
-	return res ? 0 : ret == ENOMEM ? -ENOMEM : -EINVAL;
+	errno = 0;
+	gr = getgrnam(name);
+	if (gr)
+		*out = (long)gr->gr_gid;
+	return gr ? 0 : errno == ENOMEM ? -ENOMEM : -EINVAL;
 }
 
 static int config_value_uid(const char *s, void *field, const char *file)
