@@ -59,6 +59,26 @@ check "nothing left mounted after umount" nothing_mounted
 fails "umount of something not mounted" "not an mlfs mount" "$MLFS" umount "$M"
 fails "umount refuses a mount that is not FUSE" "not an mlfs mount" "$MLFS" umount /proc
 
+# --- signals and a dead daemon
+mount_fg good.conf "$M" || not_ok "foreground mount came up"
+kill -TERM "$MOUNT_PID"
+status=0
+wait "$MOUNT_PID" || status=$?
+MOUNT_PID=
+same "SIGTERM unmounts and exits 0" 0 "$status"
+check "nothing left mounted after SIGTERM" nothing_mounted
+"$MLFS" mount good.conf "$M"
+daemon=$(pgrep -f "mlfs mount good.conf $M" | head -1)
+kill -KILL "$daemon"
+sleep 0.3
+fails "a killed daemon leaves a dead mount" "Transport endpoint is not connected" ls "$M"
+fails "mount over a dead mount says what to do" "mlfs umount" "$MLFS" mount good.conf "$M"
+check "umount clears a dead mount" "$MLFS" umount "$M"
+check "and the mountpoint is usable again" "$MLFS" mount good.conf "$M"
+fails "another user cannot unmount root's mount" "" setpriv --reuid=65534 --regid=65534 --clear-groups "$MLFS" umount "$M"
+same "root's mount is still there" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
+check "umount" "$MLFS" umount "$M"
+
 # --- the fstab form: for a line of type fuse.mlfs, mount(8) runs mount.fuse3,
 # which runs "mlfs CONFIG MOUNTPOINT -o OPTS" from the PATH (here: the build)
 mkdir -p bin

@@ -32,6 +32,13 @@ root = data/store
 type = local
 root = data/other
 
+[datastore owned]
+type = local
+root = data/store/voc
+uid = 65534
+gid = 65534
+mode = 600
+
 [dataset PASCAL VOC]
 source = store:/voc
 
@@ -51,7 +58,7 @@ dev=$(awk -v m="$M" '$5 == m {print $3}' /proc/self/mountinfo | tail -1)
 same "the mount's readahead window is 1 MiB" 1024 "$(cat "/sys/class/bdi/$dev/read_ahead_kb")"
 same "ls shows the tree" ".mlfs checkpoints datasets datastores models" "$(ls -A "$M" | tr '\n' ' ' | sed 's/ $//')"
 same "a name with spaces is shown with underscores" "PASCAL_VOC" "$(ls "$M/datasets")"
-same "datastores are listed" "other store" "$(ls "$M/datastores" | tr '\n' ' ' | sed 's/ $//')"
+same "datastores are listed" "other owned store" "$(ls "$M/datastores" | tr '\n' ' ' | sed 's/ $//')"
 same "cat reads a dataset file" "hello voc" "$(cat "$M/datasets/PASCAL_VOC/a.txt")"
 same "a file name with a space inside a dataset" "img" "$(cat "$M/datasets/PASCAL_VOC/train/img 1.jpg")"
 same "checkpoint view" "weights" "$(cat "$M/checkpoints/resnet/model.pt")"
@@ -162,6 +169,13 @@ same "the new file belongs to that uid" "65534:65534" "$(stat -c %u:%g data/stor
 echo "root's" >"$S/shared/rootfile"
 fails "another uid cannot remove root's file in a sticky folder" "Operation not permitted" \
 	as_nobody rm -f "$S/shared/rootfile"
+
+same "a datastore's uid, gid and mode are what is shown" "-rw------- 65534 65534" \
+	"$(stat -c '%A %u %g' "$M/datastores/owned/a.txt")"
+same "folders add x where r is set" "drwx------" "$(stat -c %A "$M/datastores/owned/train")"
+same "the owner the config names reads the file" "hello voc" "$(as_nobody cat "$M/datastores/owned/a.txt")"
+fails "root's other users are held to the shown mode" "Permission denied" \
+	setpriv --reuid=1000 --regid=1000 --clear-groups cat "$M/datastores/owned/a.txt"
 
 # --- POSIX behaviour, syscall by syscall
 check "POSIX checks pass on a datastore" "$POSIX_CHECK" "$S"
