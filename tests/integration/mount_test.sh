@@ -180,6 +180,34 @@ fails "root's other users are held to the shown mode" "Permission denied" \
 # --- POSIX behaviour, syscall by syscall
 check "POSIX checks pass on a datastore" "$POSIX_CHECK" "$S"
 
+# --- many processes at once: creates, renames of files and folders, listings, removals
+# race each other for 3 seconds (the sanitizer build checks the daemon at unmount)
+mkdir -p "$S/race"
+racers=
+for w in 1 2 3; do
+	(
+		end=$((SECONDS + 3))
+		i=0
+		while [ $SECONDS -lt $end ]; do
+			i=$((i + 1))
+			d=$S/race/d$((i % 4))
+			mkdir -p "$d/sub" 2>/dev/null
+			{ echo "$i" >"$d/f$w"; } 2>/dev/null
+			mv "$d/f$w" "$S/race/d$(((i + 1) % 4))/g$w" 2>/dev/null
+			mv "$d" "$S/race/t$w" 2>/dev/null && mv "$S/race/t$w" "$d" 2>/dev/null
+			ls -lR "$S/race" >/dev/null 2>&1
+			rm -rf "$S/race/d$(((i + 2) % 4))" 2>/dev/null
+		done
+	) &
+	racers="$racers $!"
+done
+# shellcheck disable=SC2086
+wait $racers
+sleep 1.2
+same "after the race the mount shows what the folder holds" \
+	"$(cd data/store/race && find . | sort)" "$(cd "$S/race" && find . | sort)"
+check "the daemon still answers" ls "$S"
+
 # --- a second mount on the same mountpoint
 fails "a second mount on a busy mountpoint fails" "already a mount point" "$MLFS" mount mlfs.conf "$M"
 same "still exactly one mount there" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
