@@ -49,7 +49,13 @@ static int mount_add_opts(struct mount_args *a, const char *opts)
 	return 0;
 }
 
-/* Parses [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT in any order.  0 or 2 (usage). */
+static const char mount_usage[] =
+	"usage: mlfs mount [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT\n"
+	"  -f       stay in the foreground\n"
+	"  -d       print every FUSE request (implies -f)\n"
+	"  -o OPTS  FUSE mount options, comma-separated (ro, allow_other, ...)\n";
+
+/* Parses [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT in any order: 0, 1 (help shown) or 2 (usage). */
 static int mount_parse_args(struct mount_args *a, int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -68,8 +74,11 @@ static int mount_parse_args(struct mount_args *a, int argc, char **argv)
 			}
 			if (mount_add_opts(a, opts) < 0)
 				return 2;
+		} else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			printf("%s", mount_usage);
+			return 1;
 		} else if (arg[0] == '-') {
-			fprintf(stderr, "mlfs mount: unknown option '%s'\n", arg);
+			fprintf(stderr, "mlfs mount: unknown option '%s'\n%s", arg, mount_usage);
 			return 2;
 		} else if (!a->config) {
 			a->config = arg;
@@ -81,7 +90,7 @@ static int mount_parse_args(struct mount_args *a, int argc, char **argv)
 		}
 	}
 	if (!a->mountpoint) {
-		fprintf(stderr, "usage: mlfs mount [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT\n");
+		fputs(mount_usage, stderr);
 		return 2;
 	}
 	return 0;
@@ -275,7 +284,7 @@ static int mount_serve(struct fs *fs, const struct mount_args *a)
 		goto out_unmount;
 	if (!a->foreground)
 		log_to_syslog();
-	log_info("serving %s at %s", fs->cfg->file, a->mountpoint);
+	log_info("serving %s at %s", fs->cfg->file, a->realmount);
 	status = mount_loop(se) < 0 ? 1 : 0;
 out_unmount:
 	fuse_session_unmount(se);
@@ -296,8 +305,10 @@ int cmd_mount(int argc, char **argv)
 	int status = mount_parse_args(&a, argc, argv);
 	int ret;
 
-	if (status)
+	if (status) {
+		status = status == 1 ? 0 : status;
 		goto out;
+	}
 	log_init("mlfs", a.debug ? MLFS_LOG_DEBUG : MLFS_LOG_INFO);
 	status = 1;
 	if (cmd_load_config(&cfg, a.config) < 0 || mount_check_mountpoint(a.mountpoint) < 0 ||
