@@ -555,4 +555,5 @@ const struct backend_ops be_local_ops = {
 	.rmdir = be_local_rmdir,
 	.rename = be_local_rename,
 	.setattr = be_local_setattr,
+	.local_fd = be_local_fd,
 };

@@ -32,18 +32,48 @@ struct mount_args {
 	const char *config;
 	const char *mountpoint;
 	char *realmount;	/* the mountpoint, canonical, resolved before mounting */
+	bool nopassthrough;	/* -o nopassthrough: every read and write through the daemon */
 };
 
 /* Kernel readahead for the mount: one 1 MiB request at a time, not 128 KiB. */
 #define MOUNT_READAHEAD_KB 1024
 
-static int mount_add_opts(struct mount_args *a, const char *opts)
+/* Takes mlfs's own options out of @opts (in place); the rest go to libfuse. */
+static void mount_take_own_opts(struct mount_args *a, char *opts)
 {
-	char *joined;
+	char *out = opts, *save = NULL;
+
+	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		if (strcmp(o, "nopassthrough") == 0) {
+			a->nopassthrough = true;
+			continue;
+		}
+		if (out != opts)
+			*out++ = ',';
+		memmove(out, o, strlen(o));
+		out += strlen(o);
+	}
+	*out = '\0';
+}
+
+static int mount_add_opts(struct mount_args *a, const char *given)
+{
+	char *joined, *opts = strdup(given);
+
+	if (!opts)
+		return -ENOMEM;
+	mount_take_own_opts(a, opts);
+	if (opts[0] == '\0') {
+		free(opts);
+		return 0;
+	}
 
 	if (a->opts ? asprintf(&joined, "%s,%s", a->opts, opts) < 0
-		    : !(joined = strdup(opts)))
+		    : !(joined = strdup(opts))) {
+		free(opts);
 		return -ENOMEM;
+	}
+	free(opts);
 	free(a->opts);
 	a->opts = joined;
 	return 0;
@@ -53,7 +83,8 @@ static const char mount_usage[] =
 	"usage: mlfs mount [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT\n"
 	"  -f       stay in the foreground\n"
 	"  -d       print every FUSE request (implies -f)\n"
-	"  -o OPTS  FUSE mount options, comma-separated (ro, allow_other, ...)\n";
+	"  -o OPTS  FUSE mount options, comma-separated (ro, allow_other, ...), and\n"
+	"           nopassthrough: serve local files through mlfs, not the kernel\n";
 
 /* Parses [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT in any order: 0, 1 (help shown) or 2 (usage). */
 static int mount_parse_args(struct mount_args *a, int argc, char **argv)
@@ -280,6 +311,8 @@ static int mount_serve(struct fs *fs, const struct mount_args *a)
 		goto out_signals;
 	}
 	mount_tune_readahead(a->realmount);
+	if (!a->nopassthrough && fs_passthrough_setup(fs, se) < 0)
+		log_warn("FUSE passthrough not set up; reads and writes go through mlfs");
 	if (fuse_daemonize(a->foreground) < 0)
 		goto out_unmount;
 	if (!a->foreground)

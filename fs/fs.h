@@ -65,6 +65,10 @@ struct node {
 	atomic_uint_fast64_t changed;	/* fs->gen when last changed through the mount */
 	/* Guarded by fs->cache_lock: */
 	struct fs_file *opens;	/* open files of the node (fs_ops.c) */
+	unsigned int pt_users;	/* opens served by the kernel from backing_fd */
+	unsigned int cached_users;	/* opens served through the daemon */
+	int backing_id;		/* while pt_users > 0 (fs_passthrough.c) */
+	int backing_fd;
 	bool seen;		/* size and mtime when the kernel last cached it */
 	off_t seen_size;
 	struct timespec seen_mtime;
@@ -82,6 +86,11 @@ struct fs {
 	time_t started;
 	atomic_uint_fast64_t open_files;
 	atomic_uint_fast64_t gen;	/* bumped by every change made through the mount */
+
+	/* FUSE passthrough (fs_passthrough.c) */
+	int pt_fd;			/* the session's /dev/fuse descriptor */
+	atomic_uint_fast64_t pt_init_unique;	/* the INIT request, when it offered passthrough */
+	atomic_bool passthrough;	/* negotiated with the kernel */
 
 	pthread_rwlock_t lock;		/* the shape of the tree: parent, name, hash */
 	struct node **hash;		/* guarded by lock */
@@ -113,6 +122,24 @@ int fs_node_renamed(struct fs *fs, struct node *parent, const char *name,
 /* Makes the attributes the kernel sees from the backend's. */
 void fs_node_attr(const struct node *n, struct stat *st);
 void fs_vnode_attr(struct fs *fs, const struct node *n, struct stat *st);
+
+/* fs_passthrough.c */
+struct fuse_session;
+struct fuse_req;
+struct fuse_file_info;
+/* Hooks the session's I/O to negotiate passthrough; call after mounting. */
+int fs_passthrough_setup(struct fs *fs, struct fuse_session *se);
+/*
+ * Decides how an open of @n is served, and counts it: the backing id (> 0)
+ * for the kernel to serve it from the local file @fd, or 0 to serve it
+ * through the daemon (passthrough off, no @fd, or other opens of @n are).
+ */
+int fs_passthrough_get(struct fs *fs, struct node *n, int fd, bool readonly);
+/* Uncounts an open that fs_passthrough_get answered @backing_id. */
+void fs_passthrough_put(struct fs *fs, struct node *n, int backing_id);
+/* fuse_reply_open for a file the kernel serves from backing file @backing_id. */
+int fs_passthrough_reply_open(struct fuse_req *req, const struct fuse_file_info *fi,
+			      int backing_id);
 
 /* fs_stats.c */
 int fs_stats_content(struct fs *fs, char **buf, size_t *len);

@@ -35,6 +35,7 @@ struct fs_file {
 	char *buf;			/* virtual content */
 	size_t len;
 	bool written;
+	int backing_id;			/* > 0: the kernel reads and writes it itself */
 	struct fs_file *onext, *oprev;	/* node->opens, guarded by fs->cache_lock */
 };
 
@@ -513,6 +514,11 @@ static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
 	free(path);
 	if (ret < 0)
 		return ret;
+	f->backing_id = fs_passthrough_get(fs, n, backend_local_fd(f->bf), n->view->readonly);
+	if (f->backing_id > 0) {
+		atomic_fetch_add(&n->view->be->stats.passthrough_opens, 1);
+		return 0;
+	}
 	if (n->view->readonly)
 		fi->keep_cache = 1;
 	else if (backend_fgetattr(f->bf, &st) == 0)
@@ -552,6 +558,8 @@ static void fs_release_file(struct fs *fs, struct fs_file *f)
 	struct stat st;
 
 	fs_file_closing(fs, f);
+	if (f->bf)
+		fs_passthrough_put(fs, f->node, f->backing_id);
 	if (f->bf && f->written && backend_fgetattr(f->bf, &st) == 0)
 		fs_keep_cache(fs, f->node, &st);	/* our own writes are in the kernel's cache */
 	backend_release(f->bf);
@@ -563,9 +571,13 @@ static void fs_release_file(struct fs *fs, struct fs_file *f)
 static void fs_reply_open(fuse_req_t req, struct fs *fs, struct fs_file *f,
 			  struct fuse_file_info *fi)
 {
+	int ret;
+
 	fs_file_opened(fs, f);
 	fi->fh = (uint64_t)(uintptr_t)f;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	ret = f->backing_id > 0 ? fs_passthrough_reply_open(req, fi, f->backing_id)
+				: fuse_reply_open(req, fi);
+	if (ret == -ENOENT)
 		fs_release_file(fs, f);
 }
 
@@ -615,6 +627,7 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	fs_passthrough_get(fs, f->node, -1, false);	/* served through the daemon */
 	fs_keep_cache(fs, f->node, &e.attr);
 	fs_changed(fs, p);
 	fs_node_attr(f->node, &e.attr);

@@ -26,6 +26,7 @@ static void fs_stats_backend(FILE *out, struct backend *be)
 		{ "reads", &s->reads },
 		{ "writes", &s->writes },
 		{ "opens", &s->opens },
+		{ "passthrough_opens", &s->passthrough_opens },
 		{ "meta_ops", &s->meta_ops },
 		{ "errors", &s->errors },
 	};

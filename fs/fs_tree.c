@@ -466,6 +466,7 @@ int fs_create(struct fs **out, struct mlfs_config *cfg)
 	fs->nviews = cfg->n_datastores + cfg->n_sources;
 	fs->nvnodes = FS_V_COUNT + fs->nviews;
 	fs->hash_size = 1024;
+	fs->pt_fd = -1;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->cache_lock, NULL);
 	fs->backends = calloc(cfg->n_datastores + 1, sizeof(*fs->backends));

@@ -49,6 +49,7 @@ struct backend_stats {
 	atomic_uint_fast64_t reads;
 	atomic_uint_fast64_t writes;
 	atomic_uint_fast64_t opens;
+	atomic_uint_fast64_t passthrough_opens;	/* opens the kernel then served itself */
 	atomic_uint_fast64_t meta_ops;	/* getattr, readdir, namespace changes */
 	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
 };
@@ -116,6 +117,12 @@ struct backend_ops {
 	/* With @f (an open file of @path) the change is made through it and @path may be NULL. */
 	int (*setattr)(struct backend *be, const char *path, struct backend_file *f,
 		       const struct stat *st, unsigned int to_set);
+	/*
+	 * A descriptor of the open file in this node's kernel, which the kernel
+	 * may then read and write directly (FUSE passthrough); borrowed, valid
+	 * until release.  Only for backends whose files are local files.
+	 */
+	int (*local_fd)(struct backend_file *f);
 	/* append only; bump BACKEND_OPS_VERSION */
 };
 
@@ -238,6 +245,11 @@ static inline void backend_release(struct backend_file *f)
 {
 	if (f)
 		f->be->ops->release(f);
+}
+
+static inline int backend_local_fd(struct backend_file *f)
+{
+	return f->be->ops->local_fd ? f->be->ops->local_fd(f) : -ENOTSUP;
 }
 
 static inline int backend_statfs(struct backend *be, const char *path, struct statvfs *sv)

@@ -67,7 +67,7 @@ is_mounted() {
 mount_fg() {
 	local conf=$1 mnt=$2
 	shift 2
-	"$MLFS" mount -f "$@" "$conf" "$mnt" 2>"$T_DIR/mount.log" &
+	"$MLFS" mount -f "$@" "$conf" "$mnt" 2>"$T_DIR/mount.${mnt##*/}.log" &
 	MOUNT_PID=$!
 	for _ in $(seq 1 100); do
 		is_mounted "$mnt" && return 0
@@ -75,7 +75,7 @@ mount_fg() {
 		sleep 0.05
 	done
 	echo "# mount of $mnt did not come up:"
-	sed 's/^/#   /' "$T_DIR/mount.log"
+	sed 's/^/#   /' "$T_DIR/mount.${mnt##*/}.log"
 	return 1
 }
 
@@ -87,11 +87,12 @@ unmount_fg() {
 		wait "$MOUNT_PID" || status=$?
 		MOUNT_PID=
 	fi
-	if [ "$status" -eq 0 ] && ! grep -qE "AddressSanitizer|runtime error|LeakSanitizer" "$T_DIR/mount.log"; then
+	local log="$T_DIR/mount.${1##*/}.log"
+	if [ "$status" -eq 0 ] && ! grep -qE "AddressSanitizer|runtime error|LeakSanitizer" "$log"; then
 		ok "daemon of $1 exited cleanly"
 	else
 		not_ok "daemon of $1 exited with $status"
-		sed 's/^/#   /' "$T_DIR/mount.log" | head -40
+		sed 's/^/#   /' "$log" | head -40
 	fi
 }
 

@@ -67,7 +67,9 @@ same "stat shows the backing size" "$(stat -c %s data/store/voc/a.txt)" "$(stat 
 same "stat shows the backing mode and owner" "$(stat -c '%A %U' data/store/private)" "$(stat -c '%A %U' "$S/private")"
 check "ls -l lists a datastore" ls -l "$S"
 same "find sees what the folder has" "$(cd data/store && find . | sort)" "$(cd "$S" && find . | sort)"
-check ".mlfs/stats counts the bytes read" grep -qE '^datastore\.store\.bytes_read [1-9]' "$M/.mlfs/stats"
+check ".mlfs/stats counts the opens" grep -qE '^datastore\.store\.opens [1-9]' "$M/.mlfs/stats"
+check "local files are served by the kernel (FUSE passthrough)" \
+	grep -qE '^datastore\.store\.passthrough_opens [1-9]' "$M/.mlfs/stats"
 
 # --- writing through datastores/
 head -c 5000000 /dev/urandom >rand.bin
@@ -107,21 +109,34 @@ mv data/store/public.new data/store/public
 sleep 1.2
 same "a change made behind the mount is seen" "changed behind the mount, longer" "$(cat "$S/public")"
 
-# --- the page cache: kept across opens while size and mtime hold, dropped when they change.
-# This VM's balloon may reclaim a few cached pages at any time, so "kept" is "most of it"
-# (without keep_cache an open drops every page: 0).
+# --- without passthrough every read goes through mlfs and the kernel's FUSE page cache:
+# kept across opens while size and mtime hold, dropped when they change.  This VM's balloon
+# may reclaim a few cached pages at any time, so "kept" is "most of it" (without keep_cache
+# an open drops every page: 0).
+MAIN_PID=$MOUNT_PID
+mkdir -p "$T_DIR/mnt2"
+M2=$T_DIR/mnt2
+mount_fg mlfs.conf "$M2" -o nopassthrough || not_ok "a mount with -o nopassthrough came up"
+S2=$M2/datastores/store
 resident() { fincore --bytes --noheadings --output RES "$1" | tr -d ' '; }
 mostly_resident() { [ "$(resident "$1")" -gt $(($2 / 2)) ]; }
 head -c 4194304 /dev/urandom >data/store/cached.bin
-cat "$S/cached.bin" >/dev/null
-check "a read file is in the page cache" mostly_resident "$S/cached.bin" 4194304
+check "nopassthrough: reads come through mlfs" cmp data/store/cached.bin "$S2/cached.bin"
+check "nopassthrough: .mlfs/stats counts the bytes read" \
+	grep -qE '^datastore\.store\.bytes_read [1-9]' "$M2/.mlfs/stats"
+check "nopassthrough: no open is served by the kernel" \
+	grep -qE '^datastore\.store\.passthrough_opens 0$' "$M2/.mlfs/stats"
+check "a read file is in the page cache" mostly_resident "$S2/cached.bin" 4194304
 sleep 1.2
-check "an unchanged file keeps its pages across opens (keep_cache)" mostly_resident "$S/cached.bin" 4194304
+check "an unchanged file keeps its pages across opens (keep_cache)" mostly_resident "$S2/cached.bin" 4194304
 touch -d "2030-01-01" data/store/cached.bin
 sleep 1.2
-same "a file changed behind the mount loses its cached pages" 0 "$(resident "$S/cached.bin")"
-cat "$M/datasets/PASCAL_VOC/a.txt" >/dev/null
-check "a dataset file keeps its pages" mostly_resident "$M/datasets/PASCAL_VOC/a.txt" 4096
+same "a file changed behind the mount loses its cached pages" 0 "$(resident "$S2/cached.bin")"
+cat "$M2/datasets/PASCAL_VOC/a.txt" >/dev/null
+check "a dataset file keeps its pages" mostly_resident "$M2/datasets/PASCAL_VOC/a.txt" 4096
+check "POSIX checks pass without passthrough" "$POSIX_CHECK" "$S2"
+unmount_fg "$M2"
+MOUNT_PID=$MAIN_PID
 
 # --- rsync round trip
 mkdir -p src/sub
