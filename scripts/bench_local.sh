@@ -3,22 +3,26 @@
 # itself, libfuse's passthrough_ll example and `rclone mount`.
 #
 # Everything lives on a fresh tmpfs, so no disk is measured: a 1 GiB file and
-# a folder of 10,000 small files.  Four ways to reach them are compared:
+# a folder of 10,000 small files.  Five ways to reach them are compared:
 # "direct" (the tmpfs folder itself), "mlfs" (MOUNT/datastores/bench of a
-# local datastore over it), "passthrough_ll" (libfuse's low-level example,
+# local datastore over it, as mounted by default: the kernel serves the
+# files itself, FUSE passthrough, where it can), "mlfs-nopt" (the same with
+# -o nopassthrough: every read through mlfs and the FUSE page cache, the
+# path every non-local backend takes), "passthrough_ll" (libfuse's low-level example,
 # compiled here from libfuse3-dev's copy, with its default options) and
 # "rclone" (`rclone mount` of the folder as a local path, default options).
 # Each repetition mounts every FUSE filesystem afresh, so the kernel holds no
 # page, inode or dentry of it, and then times, with $EPOCHREALTIME:
 #   first read  `cat FILE >/dev/null` right after the mount;
-#   re-read     the same cat again (the FUSE page cache may serve it);
-#   3rd read    once more, for information: the re-read also pays the
-#               kernel's promotion of every page to the active LRU list
-#               (pgactivate), which the tmpfs file paid on its first read;
+#   re-read     the same cat again (a page cache may serve it);
+#   3rd read    once more, for information: through the FUSE page cache the
+#               re-read also pays the kernel's promotion of every page to the
+#               active LRU list (pgactivate), which the tmpfs file paid on its
+#               first read;
 #   listing     `ls -l FOLDER >/dev/null; find FOLDER >/dev/null`, the first
 #               listing of the 10,000-file folder since the mount.
 # "direct" is measured the same way with no mount and nothing dropped: tmpfs
-# is memory.  The four ways take turns within each repetition, so a noisy
+# is memory.  The five ways take turns within each repetition, so a noisy
 # neighbour spreads over all of them.  Before each of them, 1.2 GiB is
 # written to the tmpfs and deleted again ("pre-touch"): on a VM whose free
 # memory goes back to the hypervisor (virtio-balloon free page reporting), a
@@ -120,7 +124,7 @@ tmpfs_mounted=1
 chmod 755 "$scratch"
 data=$scratch/data
 mkdir -p "$data/many" "$scratch/build" "$scratch/logs" \
-	"$scratch/mnt-mlfs" "$scratch/mnt-passthrough_ll" "$scratch/mnt-rclone"
+	"$scratch/mnt-mlfs" "$scratch/mnt-mlfs-nopt" "$scratch/mnt-passthrough_ll" "$scratch/mnt-rclone"
 
 # passthrough_ll, built in the scratch folder and never kept.
 cp "$PL_SRC/passthrough_ll.c" "$PL_SRC/passthrough_helpers.h" "$scratch/build/"
@@ -174,6 +178,9 @@ mount_way() {
 	mlfs)
 		"$MLFS" mount -f "$scratch/mlfs.conf" "$mnt" >"$log" 2>&1 &
 		root=$mnt/datastores/bench ;;
+	mlfs-nopt)
+		"$MLFS" mount -f -o nopassthrough "$scratch/mlfs.conf" "$mnt" >"$log" 2>&1 &
+		root=$mnt/datastores/bench ;;
 	passthrough_ll)
 		"$scratch/build/passthrough_ll" -f -o source="$data" "$mnt" >"$log" 2>&1 &
 		root=$mnt ;;
@@ -189,7 +196,7 @@ mount_way() {
 umount_way() {
 	local way=$1 mnt=$scratch/mnt-$1
 
-	if [ "$way" = mlfs ]; then
+	if [ "$way" = mlfs ] || [ "$way" = mlfs-nopt ]; then
 		"$MLFS" umount "$mnt" >/dev/null
 	else
 		fusermount3 -u "$mnt"
@@ -247,7 +254,7 @@ median_s() {
 		      printf "%.6f", m / 1e6 }'
 }
 
-WAYS="direct mlfs passthrough_ll rclone"
+WAYS="direct mlfs mlfs-nopt passthrough_ll rclone"
 for run in $(seq "$RUNS"); do
 	echo "bench_local: repetition $run of $RUNS" >&2
 	for way in $WAYS; do
@@ -308,6 +315,10 @@ printf '  %-52s %6s\n' \
 	"re-read:    mlfs / passthrough_ll" \
 	"$(ratio "${med[passthrough_ll.reread]}" "${med[mlfs.reread]}")" \
 	"3rd read:   mlfs / direct" "$(ratio "${med[direct.third]}" "${med[mlfs.third]}")" \
+	"first read: mlfs -o nopassthrough / passthrough_ll" \
+	"$(ratio "${med[passthrough_ll.first]}" "${med[mlfs-nopt.first]}")" \
+	"re-read:    mlfs -o nopassthrough / direct" \
+	"$(ratio "${med[direct.reread]}" "${med[mlfs-nopt.reread]}")" \
 	"listing:    passthrough_ll time / mlfs time" \
 	"$(ratio "${med[passthrough_ll.list]}" "${med[mlfs.list]}")"
 
