@@ -366,7 +366,9 @@ static struct backend_cred fs_cred(fuse_req_t req)
 	return (struct backend_cred){ .uid = ctx->uid, .gid = ctx->gid };
 }
 
-static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+/* Makes a folder, or a symlink to @target when it is not NULL, and replies with its entry. */
+static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		    const char *target)
 {
 	struct node *p = fs_req_node(req, parent);
 	struct backend_cred cred = fs_cred(req);
@@ -374,7 +376,8 @@ static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 	int ret = fs_new_path(fs_of(req), p, name, &path);
 
 	if (ret == 0)
-		ret = backend_mkdir(p->view->be, path, mode, &cred);
+		ret = target ? backend_symlink(p->view->be, target, path, &cred)
+			     : backend_mkdir(p->view->be, path, mode, &cred);
 	if (ret == 0)
 		fs_reply_made(req, p, name, path);
 	else
@@ -382,20 +385,14 @@ static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 	free(path);
 }
 
+static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fs_make(req, parent, name, mode, NULL);
+}
+
 static void fs_ops_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
-	struct node *p = fs_req_node(req, parent);
-	struct backend_cred cred = fs_cred(req);
-	char *path = NULL;
-	int ret = fs_new_path(fs_of(req), p, name, &path);
-
-	if (ret == 0)
-		ret = backend_symlink(p->view->be, target, path, &cred);
-	if (ret == 0)
-		fs_reply_made(req, p, name, path);
-	else
-		fuse_reply_err(req, -ret);
-	free(path);
+	fs_make(req, parent, name, 0, target);
 }
 
 static void fs_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
