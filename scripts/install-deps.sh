@@ -5,7 +5,7 @@
 set -eu
 
 packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
-	rsync sqlite3 util-linux util-linux-extra mount procps"
+	rsync sqlite3 util-linux util-linux-extra mount procps man-db"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages rclone hyperfine"
 fi

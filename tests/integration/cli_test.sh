@@ -88,6 +88,12 @@ same "the fstab mount serves the tree" hi "$(cat "$M/datastores/d/hi")"
 fails "-o ro passed through to the kernel" "Read-only file system" touch "$M/datastores/d/new"
 check "umount of the fstab mount" umount "$M"
 
+# --- install: the binary and its manual page
+check "cmake --install installs mlfs and mlfs(1)" \
+	cmake --install "$(dirname "$(readlink -f "$MLFS")")" --prefix "$T_DIR/inst"
+check "the installed binary runs" "$T_DIR/inst/bin/mlfs" --version
+check "the installed manual page reads" sh -c "man -l '$T_DIR/inst/share/man/man1/mlfs.1' | grep -q 'mlfs mount'"
+
 # --- check
 check "check accepts a good config" sh -c "'$MLFS' check good.conf | grep -qx 'good.conf: ok'"
 fails "check names the line of a bad config" "malformed.conf:3:" "$MLFS" check malformed.conf
