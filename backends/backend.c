@@ -185,9 +185,16 @@ static void backend_check_scheme(const char *scheme, const struct source_config 
 			 source_section[src->kind], src->name, scheme);
 }
 
-static void backend_check_source(const struct source_config *src, const char *file,
+static void backend_check_source(const struct mlfs_config *cfg, const struct source_config *src,
 				 struct diag *d)
 {
+	const char *file = cfg->file;
+	const struct datastore_config *ds;
+	const struct backend_ops *ops;
+
+	if (src->datastore && (ds = config_find_datastore(cfg, src->datastore)) &&
+	    backend_lookup(&ops, ds->type) == 0 && ops->validate_source)
+		ops->validate_source(ds, src, d);
 	if (src->url_scheme) {
 		const char *s = src->url_scheme;
 
@@ -210,7 +217,7 @@ int backend_check_config(const struct mlfs_config *cfg, struct diag *d)
 			ops->validate(ds, d);
 	}
 	for (size_t i = 0; i < cfg->n_sources; i++)
-		backend_check_source(&cfg->sources[i], cfg->file, d);
+		backend_check_source(cfg, &cfg->sources[i], d);
 	return d->n > before ? -EINVAL : 0;
 }
 

@@ -214,6 +214,34 @@ static int be_local_getattr(struct backend *be, const char *path, struct stat *s
 	return be_local_at(be, path, be_local_do_getattr, &a);
 }
 
+static const char *const be_local_source_section[] = {
+	[SOURCE_DATASET] = "dataset",
+	[SOURCE_CHECKPOINT] = "checkpoint",
+	[SOURCE_MODEL] = "model",
+};
+
+/*
+ * A source must exist beneath the root, reached without a symlink: the
+ * mount would never follow one to get there either.
+ */
+static int be_local_validate_source(const struct datastore_config *cfg,
+				    const struct source_config *src, struct diag *d)
+{
+	struct backend *be;
+	struct stat st;
+	int ret = be_local_create(&be, cfg);
+
+	if (ret < 0)
+		return ret;	/* the root itself: be_local_validate says why */
+	ret = be_local_getattr(be, src->path, &st);
+	if (ret < 0)
+		diag_add(d, cfg->file, src->source_line, "[%s %s] source: %s: %s",
+			 be_local_source_section[src->kind], src->name, src->source,
+			 ret == -ELOOP ? "a symlink on the way (never followed)" : strerror(-ret));
+	be_local_destroy(be);
+	return ret;
+}
+
 static int be_local_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
 			    void *payload)
 {
@@ -535,6 +563,7 @@ const struct backend_ops be_local_ops = {
 	.scheme = "local",
 	.caps = BE_CAP_WRITE | BE_CAP_OWNERS,
 	.validate = be_local_validate,
+	.validate_source = be_local_validate_source,
 	.create = be_local_create,
 	.destroy = be_local_destroy,
 	.getattr = be_local_getattr,

@@ -85,6 +85,9 @@ struct backend_ops {
 
 	/* Checks a datastore section offline; adds "file:line: ..." to @d. Optional. */
 	int (*validate)(const struct datastore_config *cfg, struct diag *d);
+	/* Checks offline that @src, a source in this datastore, can be shown. Optional. */
+	int (*validate_source)(const struct datastore_config *cfg, const struct source_config *src,
+			       struct diag *d);
 	int (*create)(struct backend **out, const struct datastore_config *cfg);
 	void (*destroy)(struct backend *be);
 

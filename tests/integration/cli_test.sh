@@ -36,6 +36,9 @@ fails "a local root that does not exist" "noroot.conf:3: [datastore d] root: $T_
 check "nothing mounted after a missing root" nothing_mounted
 printf '[datastore d]\ntype = nfs\naddress = 127.0.0.1\nexport = /x\n' >nfs.conf
 fails "a backend not compiled in" "nfs.conf:2: [datastore d] type: nfs backend not compiled in" "$MLFS" mount nfs.conf "$M"
+printf '[datastore d]\ntype = local\nroot = %s/data\n[dataset typo]\nsource = d:/hj\n' "$T_DIR" >typo.conf
+fails "a dataset whose folder is not there" "typo.conf:5: [dataset typo] source: d:/hj: No such file or directory" "$MLFS" mount typo.conf "$M"
+check "nothing mounted after a missing dataset" nothing_mounted
 fails "a mountpoint that does not exist" "mountpoint $T_DIR/nowhere: No such file or directory" "$MLFS" mount good.conf "$T_DIR/nowhere"
 fails "a mountpoint that is a file" "not a folder" "$MLFS" mount good.conf "$T_DIR/good.conf"
 fails "an unknown FUSE option" "unknown option" "$MLFS" mount -o no_such_option good.conf "$M"

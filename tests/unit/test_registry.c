@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "backend.h"
@@ -92,28 +95,70 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 
 	(void)state;
 	assert_int_equal(backend_check_config(cfg, &d), -EINVAL);
-	assert_int_equal(d.n, 5);
+	assert_int_equal(d.n, 6);
 	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: nfs backend not compiled in");
 	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'ftp' "
 			    "(known: local, nfs, smb, s3, http)");
 	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
 	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: s3 backend not compiled in");
-	assert_string_equal(d.msgs[4], "reg.conf:13: [dataset packed] source: archive backend not compiled in");
+	assert_string_equal(d.msgs[4], "reg.conf:13: [dataset packed] source: here:/mnist.tar.gz: "
+			    "No such file or directory");
+	assert_string_equal(d.msgs[5], "reg.conf:13: [dataset packed] source: archive backend not compiled in");
 	config_free(cfg);
 	diag_free(&d);
 }
 
 static void test_registry_accepts_a_good_local_config(void **state)
 {
+	char root[] = "/tmp/mlfs-test-reg.XXXXXX";
+	char text[512], path[600];
 	struct diag d;
-	struct mlfs_config *cfg = parse("[datastore t]\ntype = local\nroot = /tmp\n"
-					"[model m]\nsource = t:/models/m\n", &d);
+	struct mlfs_config *cfg;
 
 	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "%s/models", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/models/m", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(text, sizeof(text), "[datastore t]\ntype = local\nroot = %s\n"
+		 "[model m]\nsource = t:/models/m\n", root);
+	cfg = parse(text, &d);
 	assert_int_equal(backend_check_config(cfg, &d), 0);
 	assert_int_equal(d.n, 0);
 	config_free(cfg);
 	diag_free(&d);
+	snprintf(path, sizeof(path), "rm -rf '%s'", root);
+	assert_int_equal(system(path), 0);
+}
+
+static void test_registry_reports_a_local_source_that_is_missing_or_behind_a_symlink(void **state)
+{
+	char root[] = "/tmp/mlfs-test-reg.XXXXXX";
+	char text[512], path[600];
+	struct diag d;
+	struct mlfs_config *cfg;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "%s/real", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/link", root);
+	assert_int_equal(symlink("real", path), 0);
+	snprintf(text, sizeof(text), "[datastore t]\ntype = local\nroot = %s\n"
+		 "[dataset gone]\nsource = t:/nowhere\n"
+		 "[dataset linked]\nsource = t:/link/x\n", root);
+	cfg = parse(text, &d);
+	assert_int_equal(backend_check_config(cfg, &d), -EINVAL);
+	assert_int_equal(d.n, 2);
+	assert_string_equal(d.msgs[0], "reg.conf:5: [dataset gone] source: t:/nowhere: "
+			    "No such file or directory");
+	assert_string_equal(d.msgs[1], "reg.conf:7: [dataset linked] source: t:/link/x: "
+			    "a symlink on the way (never followed)");
+	config_free(cfg);
+	diag_free(&d);
+	snprintf(path, sizeof(path), "rm -rf '%s'", root);
+	assert_int_equal(system(path), 0);
 }
 
 static struct backend *make_fake(const char *type)
@@ -206,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_registry_checks_the_ops_version_once),
 		cmocka_unit_test(test_registry_reports_types_keys_and_sources_with_lines),
 		cmocka_unit_test(test_registry_accepts_a_good_local_config),
+		cmocka_unit_test(test_registry_reports_a_local_source_that_is_missing_or_behind_a_symlink),
 		cmocka_unit_test(test_wrappers_count_calls_and_errors),
 		cmocka_unit_test(test_wrappers_answer_for_missing_optional_methods),
 		cmocka_unit_test(test_wrappers_refuse_writes_to_a_read_only_backend),
