@@ -169,10 +169,28 @@ static void fs_reply_noent(fuse_req_t req, double timeout)
 	fuse_reply_entry(req, &e);
 }
 
+/*
+ * Replies with the entry of @name in @parent, whose backend attributes are
+ * @st when @ret (the result of getting them) is 0, adding a kernel reference.
+ */
+static void fs_reply_child(fuse_req_t req, struct fs *fs, struct node *parent,
+			   const char *name, int ret, struct stat *st)
+{
+	struct node *n;
+
+	if (ret == 0)
+		ret = fs_node_get(fs, parent, name, &n);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fs_node_attr(n, st);
+	fs_reply_entry(req, fs, n, st);
+}
+
 static void fs_lookup_backend(fuse_req_t req, struct fs *fs, struct node *parent,
 			      const char *name)
 {
-	struct node *n;
 	struct stat st;
 	char *path;
 	int ret = path_check_name(name);
@@ -185,18 +203,10 @@ static void fs_lookup_backend(fuse_req_t req, struct fs *fs, struct node *parent
 	}
 	ret = backend_getattr(parent->view->be, path, &st);
 	free(path);
-	if (ret == -ENOENT) {
+	if (ret == -ENOENT)
 		fs_reply_noent(req, fs_timeout(parent));
-		return;
-	}
-	if (ret == 0)
-		ret = fs_node_get(fs, parent, name, &n);
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return;
-	}
-	fs_node_attr(n, &st);
-	fs_reply_entry(req, fs, n, &st);
+	else
+		fs_reply_child(req, fs, parent, name, ret, &st);
 }
 
 static void fs_ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -343,20 +353,11 @@ static void fs_reply_made(fuse_req_t req, struct node *parent, const char *name,
 			  const char *path)
 {
 	struct fs *fs = fs_of(req);
-	struct node *n;
 	struct stat st;
 	int ret = backend_getattr(parent->view->be, path, &st);
 
 	fs_changed(fs, parent);
-
-	if (ret == 0)
-		ret = fs_node_get(fs, parent, name, &n);
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return;
-	}
-	fs_node_attr(n, &st);
-	fs_reply_entry(req, fs, n, &st);
+	fs_reply_child(req, fs, parent, name, ret, &st);
 }
 
 static struct backend_cred fs_cred(fuse_req_t req)

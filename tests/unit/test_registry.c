@@ -108,19 +108,36 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	diag_free(&d);
 }
 
+/* Makes the scratch root of a local datastore with the folders @dirs in it. */
+static void make_root(char *root, const char *const *dirs)
+{
+	char path[600];
+
+	assert_non_null(mkdtemp(root));
+	for (; *dirs; dirs++) {
+		snprintf(path, sizeof(path), "%s/%s", root, *dirs);
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+}
+
+static void remove_root(const char *root)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_registry_accepts_a_good_local_config(void **state)
 {
+	static const char *const dirs[] = { "models", "models/m", NULL };
 	char root[] = "/tmp/mlfs-test-reg.XXXXXX";
-	char text[512], path[600];
+	char text[512];
 	struct diag d;
 	struct mlfs_config *cfg;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "%s/models", root);
-	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/models/m", root);
-	assert_int_equal(mkdir(path, 0755), 0);
+	make_root(root, dirs);
 	snprintf(text, sizeof(text), "[datastore t]\ntype = local\nroot = %s\n"
 		 "[model m]\nsource = t:/models/m\n", root);
 	cfg = parse(text, &d);
@@ -128,21 +145,19 @@ static void test_registry_accepts_a_good_local_config(void **state)
 	assert_int_equal(d.n, 0);
 	config_free(cfg);
 	diag_free(&d);
-	snprintf(path, sizeof(path), "rm -rf '%s'", root);
-	assert_int_equal(system(path), 0);
+	remove_root(root);
 }
 
 static void test_registry_reports_a_local_source_that_is_missing_or_behind_a_symlink(void **state)
 {
+	static const char *const dirs[] = { "real", NULL };
 	char root[] = "/tmp/mlfs-test-reg.XXXXXX";
 	char text[512], path[600];
 	struct diag d;
 	struct mlfs_config *cfg;
 
 	(void)state;
-	assert_non_null(mkdtemp(root));
-	snprintf(path, sizeof(path), "%s/real", root);
-	assert_int_equal(mkdir(path, 0755), 0);
+	make_root(root, dirs);
 	snprintf(path, sizeof(path), "%s/link", root);
 	assert_int_equal(symlink("real", path), 0);
 	snprintf(text, sizeof(text), "[datastore t]\ntype = local\nroot = %s\n"
@@ -157,8 +172,7 @@ static void test_registry_reports_a_local_source_that_is_missing_or_behind_a_sym
 			    "a symlink on the way (never followed)");
 	config_free(cfg);
 	diag_free(&d);
-	snprintf(path, sizeof(path), "rm -rf '%s'", root);
-	assert_int_equal(system(path), 0);
+	remove_root(root);
 }
 
 static struct backend *make_fake(const char *type)
