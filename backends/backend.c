@@ -73,7 +73,7 @@ static const struct backend_ops *backend_find_extra(const char *scheme)
 
 int backend_register(const struct backend_ops *ops)
 {
-	if (!ops || ops->version != BACKEND_OPS_VERSION || !ops->scheme || !ops->create ||
+	if (!ops || ops->version < 1 || ops->version > BACKEND_OPS_VERSION || !ops->scheme || !ops->create ||
 	    !ops->destroy || !ops->getattr || !ops->readdir || !ops->open || !ops->pread ||
 	    !ops->release || !ops->statfs)
 		return -EINVAL;
@@ -210,8 +210,13 @@ int backend_check_config(const struct mlfs_config *cfg, struct diag *d)
 
 	for (size_t i = 0; i < cfg->n_datastores; i++) {
 		const struct datastore_config *ds = &cfg->datastores[i];
-		const struct backend_ops *ops = backend_check_type(ds, d);
+		const struct backend_ops *ops = NULL;
 
+		/* An implicit datastore's type is its source's scheme, reported there. */
+		if (ds->implicit && backend_lookup(&ops, ds->type) < 0)
+			continue;
+		if (!ds->implicit)
+			ops = backend_check_type(ds, d);
 		backend_check_keys(ds, d);
 		if (ops && ops->validate)
 			ops->validate(ds, d);

@@ -696,6 +696,131 @@ static void config_check_refs(struct config_parser *p)
 		config_error(p, store_line, "[mlfs] store: no datastore named '%s'", cfg->store);
 }
 
+/* ---- what follows from the whole file ---- */
+
+static int config_kv_add(struct datastore_config *ds, const char *key, const char *value,
+			 int line)
+{
+	struct config_kv *kv = reallocarray(ds->kv, ds->n_kv + 1, sizeof(*kv));
+
+	if (!kv)
+		return -ENOMEM;
+	ds->kv = kv;
+	kv += ds->n_kv;
+	kv->key = strdup(key);
+	kv->value = strdup(value);
+	kv->line = line;
+	if (!kv->key || !kv->value) {
+		free(kv->key);
+		free(kv->value);
+		return -ENOMEM;
+	}
+	ds->n_kv++;
+	return 0;
+}
+
+/* The configured s3 datastore of @bucket, whose endpoint and keys an s3:// URL borrows. */
+static const struct datastore_config *config_s3_of_bucket(const struct mlfs_config *cfg,
+							  const char *bucket)
+{
+	for (size_t i = 0; i < cfg->n_datastores; i++) {
+		const struct datastore_config *ds = &cfg->datastores[i];
+		const char *b = config_get(ds, "bucket", NULL);
+
+		if (!ds->implicit && ds->type && strcmp(ds->type, "s3") == 0 && b &&
+		    strcmp(b, bucket) == 0)
+			return ds;
+	}
+	return NULL;
+}
+
+/* The keys of the datastore behind an s3://BUCKET/PATH or http(s):// source. */
+static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const struct source_config *src)
+{
+	const char *rest = src->source + strlen(src->url_scheme) + 3;	/* past "://" */
+	const struct datastore_config *like;
+	char *bucket;
+	int ret = 0;
+
+	if (strcmp(ds->type, "s3") != 0)
+		return config_kv_add(ds, "url", src->source, src->source_line);
+	bucket = strndup(rest, strcspn(rest, "/"));
+	if (!bucket)
+		return -ENOMEM;
+	like = config_s3_of_bucket(cfg, bucket);
+	for (size_t i = 0; like && ret == 0 && i < like->n_kv; i++)
+		if (strcmp(like->kv[i].key, "bucket") != 0 && strcmp(like->kv[i].key, "root") != 0 &&
+		    strcmp(like->kv[i].key, "type") != 0)
+			ret = config_kv_add(ds, like->kv[i].key, like->kv[i].value,
+					    src->source_line);
+	if (ret == 0)
+		ret = config_kv_add(ds, "bucket", bucket, src->source_line);
+	if (ret == 0)
+		ret = config_kv_add(ds, "root", rest + strlen(bucket), src->source_line);
+	free(bucket);
+	return ret;
+}
+
+/*
+ * Gives an s3:// or http(s):// source its own datastore, "KIND:NAME", whose
+ * root is the URL: an s3:// URL of a bucket that a configured datastore
+ * serves borrows its endpoint and credentials.  nfs:// and smb:// sources
+ * wait for their backends.
+ */
+static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
+{
+	static const char *const kind[] = { "dataset", "checkpoint", "model" };
+	const char *type = strcmp(src->url_scheme, "s3") == 0 ? "s3" : "http";
+	struct datastore_config *ds;
+	char *name;
+
+	if (asprintf(&name, "%s:%s", kind[src->kind], src->shown) < 0)
+		return -ENOMEM;
+	ds = reallocarray(cfg->datastores, cfg->n_datastores + 1, sizeof(*ds));
+	if (!ds) {
+		free(name);
+		return -ENOMEM;
+	}
+	cfg->datastores = ds;
+	ds += cfg->n_datastores++;
+	*ds = (struct datastore_config){ .file = cfg->file, .name = name, .line = src->line,
+		.type = strdup(type), .type_line = src->source_line, .uid = -1, .gid = -1,
+		.mode = -1, .timeout = -1, .retries = -1, .implicit = true };
+	src->datastore = strdup(name);
+	src->path = strdup("");
+	if (!ds->type || !src->datastore || !src->path)
+		return -ENOMEM;
+	return config_url_keys(cfg, ds, src);
+}
+
+/* Fills what follows from the whole file: implicit datastores, inherited values. */
+static int config_finish(struct mlfs_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_sources; i++) {
+		struct source_config *src = &cfg->sources[i];
+		int ret;
+
+		if (!src->url_scheme || src->datastore ||
+		    (strcmp(src->url_scheme, "s3") != 0 && strncmp(src->url_scheme, "http", 4) != 0))
+			continue;
+		ret = config_add_url_datastore(cfg, src);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < cfg->n_datastores; i++) {
+		struct datastore_config *ds = &cfg->datastores[i];
+
+		ds->state_dir = cfg->state_dir;
+		ds->cache_dir = cfg->cache_dir;
+		if (ds->timeout < 0)
+			ds->timeout = cfg->timeout;
+		if (ds->retries < 0)
+			ds->retries = cfg->retries;
+	}
+	return 0;
+}
+
 /* ---- the whole file ---- */
 
 /* A config with every default set; *out is set even on failure. */
@@ -737,6 +862,8 @@ int config_parse(struct mlfs_config **out, const char *file, const char *text,
 		ret = -ENOMEM;
 	if (ret == 0 && p.n_errs)
 		ret = -EINVAL;
+	if (ret == 0)
+		ret = config_finish(p.cfg);
 	config_flush_errors(&p, d);
 	if (ret == -ENOMEM)
 		diag_add(d, file, 0, "%s", strerror(ENOMEM));

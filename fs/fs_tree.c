@@ -397,6 +397,16 @@ static int fs_view_init(struct view *v, struct backend *be, const char *name,
 	return path_shown_name(&v->name, name) < 0 || !v->root ? -ENOMEM : 0;
 }
 
+/* The number of datastores shown under datastores/ (implicit ones are not). */
+static size_t fs_shown_datastores(const struct mlfs_config *cfg)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < cfg->n_datastores; i++)
+		n += !cfg->datastores[i].implicit;
+	return n;
+}
+
 static int fs_build_views(struct fs *fs)
 {
 	struct mlfs_config *cfg = fs->cfg;
@@ -405,28 +415,29 @@ static int fs_build_views(struct fs *fs)
 		[SOURCE_CHECKPOINT] = FS_V_CHECKPOINTS,
 		[SOURCE_MODEL] = FS_V_MODELS,
 	};
+	size_t nshown = 0;
 
 	for (size_t i = 0; i < cfg->n_datastores; i++)
-		if (fs_view_init(&fs->views[i], fs->backends[i], cfg->datastores[i].name, "",
+		if (!cfg->datastores[i].implicit &&
+		    fs_view_init(&fs->views[nshown++], fs->backends[i], cfg->datastores[i].name, "",
 				 false, &cfg->datastores[i]) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < cfg->n_sources; i++) {
 		const struct source_config *src = &cfg->sources[i];
 		size_t b = 0;
 
-		/* URL sources are refused by backend_check_config until their backends exist. */
+		/* nfs:// and smb:// sources are refused by backend_check_config until their backends exist. */
 		if (!src->datastore)
 			return -ENOTSUP;
 		while (strcmp(cfg->datastores[b].name, src->datastore) != 0)
 			b++;
-		if (fs_view_init(&fs->views[cfg->n_datastores + i], fs->backends[b], src->name,
+		if (fs_view_init(&fs->views[nshown + i], fs->backends[b], src->name,
 				 src->path, true, &cfg->datastores[b]) < 0)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < fs->nviews; i++) {
 		struct node *top = &fs->vnodes[FS_V_COUNT + i];
-		int dir = i < cfg->n_datastores ? FS_V_DATASTORES
-						: dirs[cfg->sources[i - cfg->n_datastores].kind];
+		int dir = i < nshown ? FS_V_DATASTORES : dirs[cfg->sources[i - nshown].kind];
 
 		top->kind = NODE_BACKEND;
 		top->permanent = true;
@@ -463,7 +474,7 @@ int fs_create(struct fs **out, struct mlfs_config *cfg)
 		return -ENOMEM;
 	fs->cfg = cfg;
 	fs->started = time(NULL);
-	fs->nviews = cfg->n_datastores + cfg->n_sources;
+	fs->nviews = fs_shown_datastores(cfg) + cfg->n_sources;
 	fs->nvnodes = FS_V_COUNT + fs->nviews;
 	fs->hash_size = 1024;
 	fs->pt_fd = -1;

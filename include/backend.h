@@ -27,11 +27,21 @@
 #include "config.h"
 #include "diag.h"
 
-#define BACKEND_OPS_VERSION 1
+#define BACKEND_OPS_VERSION 2
 
 /* Capabilities, in backend_ops.caps. */
 #define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
 #define BE_CAP_OWNERS	(1u << 1)	/* st_uid, st_gid and modes are real */
+#define BE_CAP_REMOTE	(1u << 2)	/* reads are worth the shared disk cache (cache.h) */
+
+/*
+ * An open flag of mlfs's own, beside the O_* flags passed to open: the file
+ * is opened under a read-only source tree (datasets/, checkpoints/, models/),
+ * where what the backend already knows of it (from a listing or an earlier
+ * HEAD) is trusted for the mount's lifetime.  Without it a remote backend
+ * revalidates at open (DESIGN §8).  No O_* flag of Linux uses this bit.
+ */
+#define BE_O_TRUST	0x40000000
 
 /* What backend_setattr changes (its own flags; fs/ maps FUSE's to these). */
 #define BE_SET_MODE		(1u << 0)
@@ -52,6 +62,11 @@ struct backend_stats {
 	atomic_uint_fast64_t passthrough_opens;	/* opens the kernel then served itself */
 	atomic_uint_fast64_t meta_ops;	/* getattr, readdir, namespace changes */
 	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
+	/* The shared disk cache (cache.h), for BE_CAP_REMOTE backends: */
+	atomic_uint_fast64_t cache_hits;	/* reads served whole from the cache */
+	atomic_uint_fast64_t cache_misses;	/* reads that had to fetch */
+	atomic_uint_fast64_t cache_bytes_hit;	/* bytes served from the cache */
+	atomic_uint_fast64_t cache_bytes_fetched;	/* bytes fetched into the cache */
 };
 
 struct backend {
@@ -126,6 +141,17 @@ struct backend_ops {
 	 * until release.  Only for backends whose files are local files.
 	 */
 	int (*local_fd)(struct backend_file *f);
+
+	/* Version 2 from here on. */
+	/*
+	 * The identity of the open file's content for the shared disk cache:
+	 * one line naming the source (endpoint and bucket, base URL), then the
+	 * path, then the version (an ETag, else size and mtime), '\n'-separated,
+	 * NUL-terminated in @buf.  Two opens get the same key only when they
+	 * would read the same bytes.  Returns the length, -ENOTSUP when this
+	 * file must not be cached, -ENAMETOOLONG when @size is too small.
+	 */
+	int (*cache_key)(struct backend_file *f, char *buf, size_t size);
 	/* append only; bump BACKEND_OPS_VERSION */
 };
 
@@ -253,6 +279,13 @@ static inline void backend_release(struct backend_file *f)
 static inline int backend_local_fd(struct backend_file *f)
 {
 	return f->be->ops->local_fd ? f->be->ops->local_fd(f) : -ENOTSUP;
+}
+
+static inline int backend_cache_key(struct backend_file *f, char *buf, size_t size)
+{
+	if (f->be->ops->version < 2 || !f->be->ops->cache_key)
+		return -ENOTSUP;
+	return f->be->ops->cache_key(f, buf, size);
 }
 
 static inline int backend_statfs(struct backend *be, const char *path, struct statvfs *sv)

@@ -36,6 +36,11 @@ struct datastore_config {
 	long mode;		/* permission bits for files; dirs add x where r is set */
 	long timeout;		/* seconds, -1 when not set */
 	long retries;		/* -1 when not set */
+	/* Made by mlfs for a URL source (named "dataset:NAME" etc.), not shown in datastores/. */
+	bool implicit;
+	/* Borrowed from struct mlfs_config, for backends that stage or cache. */
+	const char *state_dir;
+	const char *cache_dir;
 	/* Every key of the section, in file order, common keys included. */
 	struct config_kv *kv;
 	size_t n_kv;
@@ -55,8 +60,10 @@ struct source_config {
 	int line;
 	char *source;		/* value of `source` as written */
 	int source_line;
-	/* Parsed source: a datastore and a path inside it, or a URL. */
-	char *datastore;	/* NULL for a URL */
+	/* Parsed source: a datastore and a path inside it, or a URL.  A URL
+	 * source of a compiled-in scheme also gets an implicit datastore, named
+	 * here, whose root is the URL (config_load makes it). */
+	char *datastore;	/* NULL for a URL without an implicit datastore */
 	char *path;		/* canonical backend path ("" = root) for DATASTORE:/path */
 	char *url_scheme;	/* "s3", "http", "https", "nfs", "smb" for a URL; else NULL */
 };

@@ -1,14 +1,38 @@
 #!/bin/bash
-# install-deps.sh - installs every Debian package mlfs's build and tests need.
-# Idempotent: does nothing when all are there.  Run as root on Debian 12.
-# With --bench it also installs what scripts/bench_local.sh compares against.
+# install-deps.sh - installs every Debian package mlfs's build and tests need,
+# and the npm test server for S3 (@20minutes/s3rver, which checks SigV4
+# signatures) under build/tools/.  Idempotent: does nothing when all are
+# there.  Run as root on Debian 12.  With --bench it also installs what the
+# benchmarks compare against (rclone, s3fs, hyperfine, and s3rver 3.7.1,
+# which the S3 peers can talk to: docs/benchmarks.md says why).
 set -eu
+cd "$(dirname "$0")/.."
 
 packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
-	rsync sqlite3 util-linux util-linux-extra mount procps man-db"
+	rsync sqlite3 util-linux util-linux-extra mount procps man-db
+	libcurl4-openssl-dev libssl-dev libxml2-dev libjansson-dev
+	nginx awscli curl"
 if [ "${1:-}" = "--bench" ]; then
-	packages="$packages rclone hyperfine"
+	packages="$packages rclone hyperfine s3fs"
 fi
+# Node.js may come from elsewhere than Debian (it does on these machines).
+if ! command -v npm >/dev/null; then
+	packages="$packages nodejs npm"
+fi
+
+# npm_tool DIR PACKAGE: installs an npm package into build/tools/DIR once.
+npm_tool() {
+	[ -e "build/tools/$1/node_modules/$2/package.json" ] && return 0
+	mkdir -p "build/tools/$1"
+	echo "install-deps: npm install $2 into build/tools/$1" >&2
+	(cd "build/tools/$1" && npm install --no-audit --no-fund --loglevel=error "$2" >/dev/null)
+}
+npm_tools() {
+	npm_tool s3rver5 @20minutes/s3rver@5.0.0
+	if [ "${1:-}" = "--bench" ]; then
+		npm_tool s3rver3 s3rver@3.7.1
+	fi
+}
 
 missing=
 for p in $packages; do
@@ -16,7 +40,10 @@ for p in $packages; do
 		missing="$missing $p"
 	fi
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+	npm_tools "${1:-}"
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing packages:$missing; run this script as root" >&2
@@ -32,3 +59,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+npm_tools "${1:-}"

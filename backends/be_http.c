@@ -1,0 +1,1 @@
+/* be_http.c - being written. */

@@ -1,0 +1,1 @@
+/* be_s3.c - being written. */

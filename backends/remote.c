@@ -1,0 +1,1 @@
+/* remote.c - being written. */

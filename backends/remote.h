@@ -1,0 +1,119 @@
+/*
+ * remote.h - HTTP(S) requests for the remote backends (s3, http), over libcurl.
+ *
+ * One struct remote per backend: it owns a pool of curl easy handles that
+ * share one connection cache, DNS cache and TLS sessions, so connections are
+ * reused across requests and across FUSE threads.  remote_do() performs one
+ * request to completion: connect and stall timeouts, bounded retries with
+ * jittered exponential backoff on transport errors (timeouts, resets,
+ * refused connections), 5xx and 429, and one mapping of curl codes and HTTP
+ * statuses to errno (remote_errno).  No request waits longer than
+ * (retries + 1) x timeout plus the backoff in between, so no FUSE call hangs.
+ *
+ * What it does not do: build URLs or sign anything itself beyond handing
+ * curl the SigV4 parameters; parse bodies; log secrets (the password and
+ * session token are never logged).
+ */
+#ifndef MLFS_REMOTE_H
+#define MLFS_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct remote;
+
+struct remote_opts {
+	const char *name;	/* for log lines: the datastore's name */
+	long timeout;		/* seconds: connect, and the longest stall of a transfer; <= 0: 30 */
+	long retries;		/* retries after the first try; < 0: 3 */
+	/* SigV4 (S3): "aws:amz:REGION:s3", with the key id and secret; NULL: no signing. */
+	const char *sigv4;
+	const char *user;
+	const char *password;
+	const char *session_token;	/* sent as x-amz-security-token when not NULL */
+};
+
+int remote_create(struct remote **out, const struct remote_opts *opts);
+void remote_destroy(struct remote *r);
+
+enum remote_method {
+	REMOTE_GET,
+	REMOTE_HEAD,
+	REMOTE_PUT,
+	REMOTE_POST,
+	REMOTE_DELETE,
+};
+
+/*
+ * Receives response body bytes as they arrive; returns 0, or a negated
+ * errno that aborts the request (remote_do then returns it, no retry).
+ */
+typedef int remote_sink_fn(void *arg, const void *data, size_t len);
+
+struct remote_req {
+	enum remote_method method;
+	const char *url;		/* complete and already percent-encoded */
+	const char *const *headers;	/* NULL-terminated "Name: value" lines, or NULL */
+	/* A ranged GET when range_len > 0: bytes range_off .. range_off + range_len - 1. */
+	off_t range_off;
+	size_t range_len;
+	/* The request body (PUT, POST): from memory when body != NULL, else from
+	 * body_fd at body_off when body_fd >= 0; body_len bytes either way.
+	 * Set body_fd to -1 when there is no body. */
+	const void *body;
+	int body_fd;
+	off_t body_off;
+	size_t body_len;
+	/* Where a 2xx response body goes, one of: */
+	void *buf;			/* a caller buffer of buf_size bytes (ranged reads) */
+	size_t buf_size;
+	remote_sink_fn *sink;		/* a callback */
+	void *sink_arg;
+	/* ... or neither: the body is kept in resp->body, at most max_body bytes
+	 * (<= 0: 16 MiB); a longer body fails the request with -EFBIG. */
+	size_t max_body;
+};
+
+struct remote_resp {
+	long status;			/* the last HTTP status; 0 when none came */
+	char *body;			/* malloc'd, NUL-terminated; also holds an error body (<= 64 KiB) */
+	size_t body_len;
+	size_t received;		/* body bytes put in buf or given to sink */
+	char etag[256];			/* ETag header as sent, quotes kept; "" when none */
+	int64_t content_length;		/* -1 when not sent */
+	int64_t total_size;		/* the total of Content-Range: bytes a-b/TOTAL; -1 */
+	time_t last_modified;		/* -1 when not sent */
+	char content_type[128];
+};
+
+/*
+ * Performs @req, retrying as described at the top; a ranged GET that failed
+ * after delivering bytes resumes after them.  Returns 0 when the final answer
+ * was 2xx (redirects are followed), else a negated errno from remote_errno()
+ * with resp->status and resp->body telling the rest.  Fills @resp in either
+ * case; free it with remote_resp_free().
+ */
+int remote_do(struct remote *r, const struct remote_req *req, struct remote_resp *resp);
+void remote_resp_free(struct remote_resp *resp);
+
+/*
+ * Maps a curl code (CURLcode as int; 0 when the transfer completed) and an
+ * HTTP status to an errno (positive; 0 for success): 404/410 -> ENOENT,
+ * 401/403 -> EACCES, 400 -> EINVAL, 405/501 -> ENOTSUP, 409 -> EEXIST,
+ * 412 -> ESTALE, 413 -> EFBIG, 416 -> ERANGE (callers read it as EOF),
+ * 429/503 -> EAGAIN, 507 -> ENOSPC, other 5xx -> EIO; curl timeouts ->
+ * ETIMEDOUT, refused/reset/DNS/TLS/other transport errors -> EIO, a sink's
+ * abort -> the sink's errno.
+ */
+int remote_errno(int curl_code, long status);
+
+/* Whether remote_do retries an answer (curl code, status). */
+bool remote_retryable(int curl_code, long status);
+
+/* Percent-encodes @s as RFC 3986 unreserved (A-Za-z0-9-._~), keeping '/' when @keep_slash. */
+char *remote_escape(const char *s, bool keep_slash);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * cache.h - the shared on-disk cache of remote files (DESIGN §8).
+ *
+ * Blocks of remote files are kept under cache_dir, shared by every mlfs
+ * process of the node (gateways, `mlfs job`s), kept across restarts, and
+ * evicted least-recently-used to stay under cache_size.  An object is named
+ * by its key (backend.h, cache_key: source, path, version), so a changed
+ * object gets a new name and is never served stale.
+ *
+ * A reader opens one cache_file per open of a remote file and reads through
+ * it; a block that is missing is fetched through the caller's fetch function
+ * (the backend's pread), written to the cache, then served.  Read-ahead is
+ * adaptive: it starts small, doubles while reads stay sequential, and drops
+ * back on a seek; read-ahead fetches run in the background.  A block that
+ * several threads or processes miss at once is fetched once.
+ *
+ * Once every block of an object is present, cache_file_fd() gives the data
+ * file, so the kernel can read it directly (FUSE passthrough).
+ */
+#ifndef MLFS_CACHE_H
+#define MLFS_CACHE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cache;
+struct cache_file;
+
+/* Counters a caller owns (one per backend) and cache_file_open is given. */
+struct cache_stats {
+	atomic_uint_fast64_t hits;		/* reads served wholly from the cache */
+	atomic_uint_fast64_t misses;		/* reads that waited for a fetch */
+	atomic_uint_fast64_t bytes_hit;		/* bytes of reads served from the cache */
+	atomic_uint_fast64_t bytes_fetched;	/* bytes fetched and stored */
+};
+
+/* Counters of the whole cache, as seen by this process. */
+struct cache_info {
+	uint64_t max_bytes;		/* cache_size */
+	uint64_t used_bytes;		/* last known use on disk, all processes */
+	uint64_t evictions;		/* objects this process evicted */
+	uint64_t evicted_bytes;
+	uint64_t bypassed;		/* opens too large to cache, read directly */
+};
+
+/*
+ * Reads @len bytes of the object at @off into @buf.  Returns the bytes read
+ * (fewer only at the end of the object) or a negated errno.  Called from
+ * the reading thread and from the cache's read-ahead threads.
+ */
+typedef ssize_t cache_fetch_fn(void *arg, void *buf, size_t len, off_t off);
+
+/*
+ * Opens (creating when missing) the cache in folder @dir, which may be in use
+ * by other processes, holding at most @max_bytes.  Returns 0 or a negated
+ * errno.
+ */
+int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
+void cache_destroy(struct cache *c);
+void cache_get_info(struct cache *c, struct cache_info *info);
+
+/*
+ * Opens object @key of @size bytes for reading; @stats is borrowed for the
+ * file's lifetime; @fetch and @arg are how missing blocks are read, and must
+ * stay valid until cache_file_close returns (it waits for read-ahead).
+ * An object too large for the cache (over a quarter of max_bytes) is read
+ * straight through @fetch, uncached.  Returns 0 or a negated errno.
+ */
+int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,
+		    struct cache_stats *stats, cache_fetch_fn *fetch, void *arg);
+ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off);
+/* The data file when every block is present (borrowed, valid until close), else -1. */
+int cache_file_fd(struct cache_file *f);
+void cache_file_close(struct cache_file *f);
+
+#endif
