@@ -1,5 +1,5 @@
 /*
- * ini.h - a small INI reader, private to core/ (config.c is its one user).
+ * ini.h - a small INI reader (config.c; the s3 backend reads ~/.aws/credentials with it).
  *
  * Turns text into a stream of events, one per meaningful line, each with its
  * line number.  It knows only the syntax (sections, `key = value`, comments,
