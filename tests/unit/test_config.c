@@ -24,7 +24,7 @@
 
 #include "config.h"
 #include "diag.h"
-#include "../../core/ini.h"
+#include "ini.h"
 
 /* ---- helpers ---- */
 
