@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "backend.h"
+#include "be_http.h"
 #include "be_local.h"
+#include "be_s3.h"
 
 struct backend_scheme {
 	const char *scheme;
@@ -40,8 +42,8 @@ static const struct backend_scheme backend_builtin[] = {
 	{ "local", &be_local_ops, local_keys },
 	{ "nfs", NULL, nfs_keys },
 	{ "smb", NULL, smb_keys },
-	{ "s3", NULL, s3_keys },
-	{ "http", NULL, http_keys },
+	{ "s3", &be_s3_ops, s3_keys },
+	{ "http", &be_http_ops, http_keys },
 	{ "archive", NULL, no_keys },
 };
 

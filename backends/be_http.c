@@ -1,1 +1,681 @@
-/* be_http.c - being written. */
+/*
+ * be_http.c - a read-only datastore over plain HTTP(S): a web folder with an
+ * index page, or a single file URL.
+ *
+ * The idea: a URL ending in '/' is a folder whose listing (nginx or Apache
+ * autoindex, HTML or nginx's JSON) names its files and subfolders; any other
+ * URL is one file, shown as the only entry of the backend's root under its
+ * percent-decoded name.  Files are read with ranged GETs straight into the
+ * caller's buffer, never buffered whole; attributes come from a HEAD or from
+ * the listing.  Every request goes through remote.c (pooled connections,
+ * timeouts, bounded retries) with the datastore's timeout and retries.
+ *
+ * Folder or file?  A listing marks folders with a trailing '/'.  For a HEAD
+ * of a path not seen in a listing, the URL curl ended on after redirects
+ * decides: nginx and Apache answer ".../sub" with a redirect to ".../sub/",
+ * so an effective URL ending in '/' is a folder.  A text/html answer that
+ * was not redirected is confirmed by a second HEAD of the URL with '/'
+ * appended: a folder answers it on a URL ending in '/', a page named "sub"
+ * answers 404 (or a URL without the '/').  Anything else is a file.
+ *
+ * A metadata cache (path -> folder or file, size, mtime, ETag) keeps getattr
+ * off the network: entries are fresh for BE_HTTP_TTL seconds; one made by a
+ * HEAD is remembered past that for opens with BE_O_TRUST (datasets/ and
+ * friends trust what this mount has already seen); other opens HEAD again.
+ * The cache is bounded: when full it is emptied.
+ *
+ * A server that ignores Range (200 with the whole body) is caught by
+ * remote.c: a read from offset 0 keeps the first bytes, any other read fails
+ * with EIO and one log line.  A strong ETag is sent as If-Match, so bytes of
+ * a newer version are never mixed into a file opened as an older one.
+ *
+ * What it does not do: write (no write ops: the wrappers answer EROFS),
+ * follow links in pages beyond one folder level, or parse anything but
+ * autoindex-style pages.  A file whose size no server header gives reads as
+ * empty.
+ *
+ * Threading: the metadata cache is guarded by cache_lock, never held across
+ * a request; struct remote keeps its own pool; open files are immutable.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+
+#include "be_http.h"
+#include "log.h"
+#include "remote.h"
+
+#define BE_HTTP_TTL		5		/* seconds a listed or HEADed attribute is fresh */
+#define BE_HTTP_BUCKETS		4096
+#define BE_HTTP_CACHE_MAX	65536		/* entries */
+#define BE_HTTP_LISTING_MAX	(64u << 20)	/* bytes of one index page */
+
+/* What is known of one path. */
+struct be_http_meta {
+	bool is_dir;
+	bool size_known;
+	bool from_head;		/* made by a HEAD in this mount (trusted by BE_O_TRUST opens) */
+	int64_t size;
+	time_t mtime;		/* -1: unknown */
+	char etag[256];		
+};
+
+struct be_http_node {
+	struct be_http_node *next;
+	time_t fresh_until;	/* CLOCK_MONOTONIC seconds */
+	struct be_http_meta m;
+	char path[];
+};
+
+struct be_http {
+	struct backend base;
+	struct remote *remote;
+	char *root;		/* the URL: a folder ending in '/', or the one file */
+	char *file;		/* the file's name in the root folder; NULL for a folder URL */
+	time_t created;		/* the mtime of folders nobody dates */
+	pthread_mutex_t cache_lock;
+	struct be_http_node *buckets[BE_HTTP_BUCKETS];	/* guarded by cache_lock */
+	size_t n_cached;				/* guarded by cache_lock */
+};
+
+struct be_http_file {
+	struct backend_file base;
+	char *url;
+	char *path;
+	struct be_http_meta m;
+};
+
+static struct be_http *be_http(struct backend *be)
+{
+	return (struct be_http *)be;
+}
+
+static struct be_http_file *be_http_file(struct backend_file *f)
+{
+	return (struct be_http_file *)f;
+}
+
+/* ---- URLs ---- */
+
+
+/* The URL of @path: a folder's ends in '/'.  NULL on ENOMEM. */
+static char *be_http_url(const struct be_http *hb, const char *path, bool dir)
+{
+	char *esc, *url;
+
+	if (hb->file || path[0] == '\0')
+		return strdup(hb->root);
+	esc = remote_escape(path, true);
+	if (!esc)
+		return NULL;
+	if (asprintf(&url, "%s%s%s", hb->root, esc, dir ? "/" : "") < 0)
+		url = NULL;
+	free(esc);
+	return url;
+}
+
+/* ---- the metadata cache ---- */
+
+static time_t be_http_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static struct be_http_node **be_http_bucket(struct be_http *hb, const char *path)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return &hb->buckets[h % BE_HTTP_BUCKETS];
+}
+
+/* Empties the cache; cache_lock held. */
+static void be_http_cache_clear(struct be_http *hb)
+{
+	for (size_t i = 0; i < BE_HTTP_BUCKETS; i++) {
+		while (hb->buckets[i]) {
+			struct be_http_node *n = hb->buckets[i];
+
+			hb->buckets[i] = n->next;
+			free(n);
+		}
+	}
+	hb->n_cached = 0;
+}
+
+/*
+ * Copies the cached attributes of @path into @m: fresh ones, or, with
+ * @head_ok, any made by a HEAD however old.  0 or -ENOENT.
+ */
+static int be_http_cache_get(struct be_http *hb, const char *path, struct be_http_meta *m,
+			     bool head_ok)
+{
+	time_t now = be_http_now();
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&hb->cache_lock);
+	for (struct be_http_node *n = *be_http_bucket(hb, path); n; n = n->next) {
+		if (strcmp(n->path, path) != 0)
+			continue;
+		if (n->fresh_until > now || (head_ok && n->m.from_head)) {
+			*m = n->m;
+			ret = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&hb->cache_lock);
+	return ret;
+}
+
+/* A listing does not overwrite a HEAD's richer record of an unchanged file. */
+static void be_http_cache_update(struct be_http_node *n, const struct be_http_meta *m)
+{
+	bool same = n->m.from_head && !m->from_head && n->m.is_dir == m->is_dir &&
+		    (!m->size_known || n->m.size == m->size);
+
+	if (!same)
+		n->m = *m;
+	n->fresh_until = be_http_now() + BE_HTTP_TTL;
+}
+
+static void be_http_cache_put(struct be_http *hb, const char *path, const struct be_http_meta *m)
+{
+	struct be_http_node **b, *n;
+	size_t len = strlen(path);
+
+	pthread_mutex_lock(&hb->cache_lock);
+	b = be_http_bucket(hb, path);
+	for (n = *b; n; n = n->next)
+		if (strcmp(n->path, path) == 0)
+			break;
+	if (n) {
+		be_http_cache_update(n, m);
+	} else if ((n = malloc(sizeof(*n) + len + 1))) {
+		if (hb->n_cached >= BE_HTTP_CACHE_MAX)
+			be_http_cache_clear(hb);
+		memcpy(n->path, path, len + 1);
+		n->m = *m;
+		n->fresh_until = be_http_now() + BE_HTTP_TTL;
+		n->next = *b;
+		*b = n;
+		hb->n_cached++;
+	}
+	pthread_mutex_unlock(&hb->cache_lock);
+}
+
+/* ---- attributes ---- */
+
+/* An inode number for @path: the server has none, and 0 for all makes find see loops. */
+static ino_t be_http_ino(const char *path)
+{
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a, 64 bits */
+
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (ino_t)(h ? h : 1);
+}
+
+static void be_http_stat(const struct be_http *hb, const char *path,
+			 const struct be_http_meta *m, struct stat *st)
+{
+	time_t t = m->mtime >= 0 ? m->mtime : hb->created;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = be_http_ino(path);
+	st->st_mode = m->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+	st->st_nlink = m->is_dir ? 2 : 1;
+	st->st_size = m->is_dir ? 0 : m->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = t;
+}
+
+static void be_http_meta_from_resp(struct be_http_meta *m, const struct remote_resp *resp)
+{
+	*m = (struct be_http_meta){ .mtime = resp->last_modified, .from_head = true };
+	snprintf(m->etag, sizeof(m->etag), "%s", resp->etag);
+	if (resp->total_size >= 0) {
+		m->size_known = true;
+		m->size = resp->total_size;
+	} else if (resp->content_length >= 0) {
+		m->size_known = true;
+		m->size = resp->content_length;
+	}
+}
+
+static bool be_http_ends_in_slash(const char *url)
+{
+	size_t len = url ? strcspn(url, "?#") : 0;
+
+	return len > 0 && url[len - 1] == '/';
+}
+
+/* Whether @url + "/" answers as a folder (see the top comment). */
+static bool be_http_confirm_dir(struct be_http *hb, const char *url)
+{
+	struct remote_req req = { .method = REMOTE_HEAD, .body_fd = -1 };
+	struct remote_resp resp;
+	char *dir;
+	bool is_dir;
+
+	if (asprintf(&dir, "%s/", url) < 0)
+		return false;
+	req.url = dir;
+	is_dir = remote_do(hb->remote, &req, &resp) == 0 &&
+		 be_http_ends_in_slash(resp.effective_url);
+	remote_resp_free(&resp);
+	free(dir);
+	return is_dir;
+}
+
+/* A GET of byte 0, for servers that refuse HEAD or give no Content-Length. */
+static int be_http_probe(struct be_http *hb, const char *url, struct be_http_meta *m)
+{
+	char byte;
+	struct remote_req req = { .method = REMOTE_GET, .url = url, .body_fd = -1,
+				  .range_len = 1, .buf = &byte, .buf_size = 1 };
+	struct remote_resp resp;
+	int ret = remote_do(hb->remote, &req, &resp);
+
+	if (ret == 0 || ret == -ERANGE) {
+		be_http_meta_from_resp(m, &resp);
+		if (ret == -ERANGE || (resp.range_ignored && resp.content_length < 0 &&
+				       resp.received == 0)) {
+			m->size_known = true;	/* 416 to bytes=0-0: empty */
+			m->size = 0;
+		}
+		ret = 0;
+	}
+	remote_resp_free(&resp);
+	return ret;
+}
+
+/* HEADs @url: what it is, its size, mtime and ETag. */
+static int be_http_head(struct be_http *hb, const char *url, struct be_http_meta *m)
+{
+	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1 };
+	struct remote_resp resp;
+	int ret = remote_do(hb->remote, &req, &resp);
+
+	if (ret == -ENOTSUP || ret == -EACCES) {	/* HEAD refused: try a GET */
+		remote_resp_free(&resp);
+		return be_http_probe(hb, url, m);
+	}
+	if (ret == 0) {
+		be_http_meta_from_resp(m, &resp);
+		m->is_dir = be_http_ends_in_slash(resp.effective_url) ||
+			    (strncasecmp(resp.content_type, "text/html", 9) == 0 &&
+			     !be_http_ends_in_slash(url) && be_http_confirm_dir(hb, url));
+		if (!m->is_dir && !m->size_known)
+			ret = be_http_probe(hb, url, m);
+	}
+	remote_resp_free(&resp);
+	return ret;
+}
+
+/* Checks that @path can exist here: -ENOENT for anything but the file of a file URL. */
+static int be_http_check_path(const struct be_http *hb, const char *path)
+{
+	return hb->file && path[0] && strcmp(path, hb->file) != 0 ? -ENOENT : 0;
+}
+
+/* How be_http_meta may use the cache. */
+enum be_http_want {
+	BE_HTTP_FRESH,		/* getattr: a fresh entry will do */
+	BE_HTTP_TRUST,		/* a BE_O_TRUST open: any HEAD this mount made will do */
+	BE_HTTP_REVALIDATE,	/* any other open: HEAD again */
+};
+
+/* Attributes of @path, from the cache as @want allows, else from a HEAD. */
+static int be_http_meta(struct be_http *hb, const char *path, struct be_http_meta *m,
+			enum be_http_want want)
+{
+	char *url;
+	int ret = be_http_check_path(hb, path);
+
+	if (ret < 0)
+		return ret;
+	if (path[0] == '\0') {
+		*m = (struct be_http_meta){ .is_dir = true, .mtime = -1 };
+		return 0;
+	}
+	if (want != BE_HTTP_REVALIDATE &&
+	    be_http_cache_get(hb, path, m, want == BE_HTTP_TRUST) == 0 &&
+	    (want == BE_HTTP_FRESH || m->from_head))
+		return 0;
+	url = be_http_url(hb, path, false);
+	if (!url)
+		return -ENOMEM;
+	ret = be_http_head(hb, url, m);
+	free(url);
+	if (ret == 0)
+		be_http_cache_put(hb, path, m);
+	return ret == -ERANGE ? -EIO : ret;
+}
+
+static int be_http_getattr(struct backend *be, const char *path, struct stat *st)
+{
+	struct be_http *hb = be_http(be);
+	struct be_http_meta m;
+	int ret = be_http_meta(hb, path, &m, BE_HTTP_FRESH);
+
+	if (ret == 0)
+		be_http_stat(hb, path, &m, st);
+	return ret;
+}
+
+/* ---- readdir ---- */
+
+/* GETs and parses the listing of folder @path. */
+static int be_http_fetch_listing(struct be_http *hb, const char *path,
+				 struct be_http_listing *l)
+{
+	struct remote_req req = { .method = REMOTE_GET, .body_fd = -1,
+				  .max_body = BE_HTTP_LISTING_MAX };
+	struct remote_resp resp;
+	char *url = be_http_url(hb, path, true);
+	int ret;
+
+	if (!url)
+		return -ENOMEM;
+	req.url = url;
+	ret = remote_do(hb->remote, &req, &resp);
+	if (ret == 0 && resp.effective_url && !be_http_ends_in_slash(resp.effective_url))
+		ret = -ENOTDIR;	/* redirected to a file */
+	if (ret == 0)
+		ret = be_http_parse_listing(l, resp.body ? resp.body : "", resp.body_len,
+					    resp.content_type);
+	if (ret == -EIO)
+		log_err("%s: %s: not a folder listing this backend can read", hb->base.name,
+			path[0] ? path : "/");
+	remote_resp_free(&resp);
+	free(url);
+	return ret;
+}
+
+static void be_http_entry_meta(const struct be_http_entry *e, struct be_http_meta *m)
+{
+	*m = (struct be_http_meta){ .is_dir = e->is_dir, .size_known = e->size_known,
+				    .size = e->size, .mtime = e->mtime };
+}
+
+/* Caches what the listing says of each entry and passes it on. */
+static int be_http_fill_listing(struct be_http *hb, const char *path,
+				const struct be_http_listing *l, backend_fill_fn *fill,
+				void *payload)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct be_http_entry *e = &l->e[i];
+		struct be_http_meta m;
+		struct stat st;
+		char *child;
+		int ret;
+
+		be_http_entry_meta(e, &m);
+		if (asprintf(&child, "%s%s%s", path, path[0] ? "/" : "", e->name) < 0)
+			return -ENOMEM;
+		be_http_cache_put(hb, child, &m);
+		be_http_stat(hb, child, &m, &st);
+		free(child);
+		ret = fill(payload, e->name, e->is_dir || e->size_known ? &st : NULL);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int be_http_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
+			   void *payload)
+{
+	struct be_http *hb = be_http(be);
+	struct be_http_listing l;
+	struct be_http_meta m;
+	struct stat st;
+	int ret;
+
+	if (hb->file) {		/* a file URL: its root holds that one file, HEADed */
+		if (path[0])
+			return strcmp(path, hb->file) == 0 ? -ENOTDIR : -ENOENT;
+		ret = be_http_meta(hb, hb->file, &m, BE_HTTP_FRESH);
+		if (ret < 0)
+			return ret;
+		be_http_stat(hb, hb->file, &m, &st);
+		return fill(payload, hb->file, &st);
+	}
+	ret = be_http_fetch_listing(hb, path, &l);
+	if (ret < 0)
+		return ret == -ERANGE ? -EIO : ret;
+	ret = be_http_fill_listing(hb, path, &l, fill, payload);
+	be_http_listing_free(&l);
+	return ret;
+}
+
+/* ---- reading ---- */
+
+static int be_http_open(struct backend_file **out, struct backend *be, const char *path,
+			int flags)
+{
+	struct be_http *hb = be_http(be);
+	struct be_http_file *f;
+	struct be_http_meta m;
+	int ret = be_http_meta(hb, path, &m,
+			       flags & BE_O_TRUST ? BE_HTTP_TRUST : BE_HTTP_REVALIDATE);
+
+	if (ret < 0)
+		return ret;
+	if (m.is_dir)
+		return -EISDIR;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->base.be = be;
+	f->m = m;
+	f->url = be_http_url(hb, path, false);
+	f->path = strdup(path);
+	if (!f->url || !f->path) {
+		free(f->url);
+		free(f->path);
+		free(f);
+		return -ENOMEM;
+	}
+	*out = &f->base;
+	return 0;
+}
+
+static void be_http_release(struct backend_file *bf)
+{
+	struct be_http_file *f = be_http_file(bf);
+
+	if (!f)
+		return;
+	free(f->url);
+	free(f->path);
+	free(f);
+}
+
+/* Ranged GET of @len bytes at @off into @buf; If-Match pins the version opened. */
+static ssize_t be_http_get(struct be_http *hb, struct be_http_file *f, void *buf, size_t len,
+			   off_t off)
+{
+	char if_match[sizeof(f->m.etag) + 16];
+	const char *headers[2] = { NULL, NULL };
+	struct remote_req req = { .method = REMOTE_GET, .url = f->url, .body_fd = -1,
+				  .range_off = off, .range_len = len, .buf = buf,
+				  .buf_size = len, .headers = headers };
+	struct remote_resp resp;
+	ssize_t ret;
+
+	if (f->m.etag[0] == '"') {	/* a strong ETag; a weak one never matches */
+		snprintf(if_match, sizeof(if_match), "If-Match: %s", f->m.etag);
+		headers[0] = if_match;
+	}
+	ret = remote_do(hb->remote, &req, &resp);
+	if (ret == 0)
+		ret = (ssize_t)resp.received;
+	else if (ret == -ERANGE)
+		ret = 0;	/* the file shrank under us: its end */
+	else if (ret == -ESTALE)
+		log_err("%s: %s: changed on the server since it was opened", hb->base.name,
+			f->path);
+	remote_resp_free(&resp);
+	return ret;
+}
+
+static ssize_t be_http_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
+{
+	struct be_http_file *f = be_http_file(bf);
+
+	if (off < 0)
+		return -EINVAL;
+	if (f->m.size_known) {
+		if (off >= f->m.size)
+			return 0;
+		if ((int64_t)len > f->m.size - off)
+			len = (size_t)(f->m.size - off);
+	}
+	if (len == 0)
+		return 0;
+	return be_http_get(be_http(bf->be), f, buf, len, off);
+}
+
+static int be_http_fgetattr(struct backend_file *bf, struct stat *st)
+{
+	be_http_stat(be_http(bf->be), be_http_file(bf)->path, &be_http_file(bf)->m, st);
+	return 0;
+}
+
+static int be_http_cache_key(struct backend_file *bf, char *buf, size_t size)
+{
+	struct be_http_file *f = be_http_file(bf);
+	int n;
+
+	/* Named by the file's own URL, so a datastore and a file URL source share it. */
+	if (!f->m.size_known)
+		return -ENOTSUP;	/* nothing to tell one version from another */
+	if (f->m.etag[0])
+		n = snprintf(buf, size, "http\n%s\n%s", f->url, f->m.etag);
+	else
+		n = snprintf(buf, size, "http\n%s\n%lld:%lld", f->url, (long long)f->m.size,
+			     (long long)f->m.mtime);
+	if (n < 0)
+		return -EIO;
+	return (size_t)n >= size ? -ENAMETOOLONG : n;
+}
+
+static int be_http_statfs(struct backend *be, const char *path, struct statvfs *sv)
+{
+	(void)be;
+	(void)path;
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = sv->f_frsize = 4096;
+	sv->f_blocks = 1ull << 32;	/* 16 TiB, made up: the server does not say */
+	sv->f_files = 1ull << 24;
+	sv->f_namemax = BE_HTTP_NAME_MAX;
+	sv->f_flag = ST_RDONLY;
+	return 0;
+}
+
+/* ---- setup ---- */
+
+static void be_http_diag(const struct datastore_config *cfg, struct diag *d, int line,
+			 const char *msg)
+{
+	const char *colon = strchr(cfg->name, ':');
+
+	if (cfg->implicit && colon)	/* "dataset:NAME" made from a source URL */
+		diag_add(d, cfg->file, line, "[%.*s %s] source: %s", (int)(colon - cfg->name),
+			 cfg->name, colon + 1, msg);
+	else
+		diag_add(d, cfg->file, line, "[datastore %s] url: %s", cfg->name, msg);
+}
+
+static int be_http_validate(const struct datastore_config *cfg, struct diag *d)
+{
+	int line = cfg->line;
+	const char *url = config_get(cfg, "url", &line);
+	char *root, *file;
+
+	if (!url) {
+		be_http_diag(cfg, d, line, "missing (http://HOST/FOLDER/ or http://HOST/FILE)");
+		return -EINVAL;
+	}
+	if (be_http_split_url(url, &root, &file) < 0) {
+		/* The URL itself is not repeated: it may hold a password. */
+		be_http_diag(cfg, d, line, "not an http:// or https:// URL with a host and, "
+			     "for a file, a usable last component");
+		return -EINVAL;
+	}
+	free(root);
+	free(file);
+	return 0;
+}
+
+static int be_http_create(struct backend **out, const struct datastore_config *cfg)
+{
+	const char *url = config_get(cfg, "url", NULL);
+	struct remote_opts opts = { .name = cfg->name, .timeout = cfg->timeout,
+				    .retries = cfg->retries };
+	struct be_http *hb;
+	int ret;
+
+	if (!url)
+		return -EINVAL;
+	hb = calloc(1, sizeof(*hb));
+	if (!hb)
+		return -ENOMEM;
+	pthread_mutex_init(&hb->cache_lock, NULL);
+	hb->created = time(NULL);
+	be_http_list_init();
+	ret = be_http_split_url(url, &hb->root, &hb->file);
+	if (ret == 0)
+		ret = remote_create(&hb->remote, &opts);
+	if (ret < 0) {
+		free(hb->root);
+		free(hb->file);
+		pthread_mutex_destroy(&hb->cache_lock);
+		free(hb);
+		return ret;
+	}
+	*out = &hb->base;
+	return 0;
+}
+
+static void be_http_destroy(struct backend *be)
+{
+	struct be_http *hb = be_http(be);
+
+	remote_destroy(hb->remote);
+	be_http_cache_clear(hb);
+	pthread_mutex_destroy(&hb->cache_lock);
+	free(hb->root);
+	free(hb->file);
+	free(hb);
+}
+
+const struct backend_ops be_http_ops = {
+	.version = BACKEND_OPS_VERSION,
+	.scheme = "http",
+	.caps = BE_CAP_REMOTE,
+	.validate = be_http_validate,
+	.create = be_http_create,
+	.destroy = be_http_destroy,
+	.getattr = be_http_getattr,
+	.readdir = be_http_readdir,
+	.open = be_http_open,
+	.pread = be_http_pread,
+	.release = be_http_release,
+	.statfs = be_http_statfs,
+	.fgetattr = be_http_fgetattr,
+	.cache_key = be_http_cache_key,
+};

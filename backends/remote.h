@@ -87,6 +87,12 @@ struct remote_resp {
 	int64_t total_size;		/* the total of Content-Range: bytes a-b/TOTAL; -1 */
 	time_t last_modified;		/* -1 when not sent */
 	char content_type[128];
+	/* Added after the first version: */
+	char *effective_url;		/* malloc'd: the URL last asked, after redirects; or NULL */
+	/* A ranged GET answered 200 with the whole body: from offset 0 the first
+	 * range_len bytes were kept (and the request succeeded); from any other
+	 * offset the request failed with -EIO. */
+	bool range_ignored;
 };
 
 /*

@@ -1,1 +1,919 @@
-/* cache.c - being written. */
+/*
+ * cache.c - the shared on-disk cache of remote files (cache.h, DESIGN §8).
+ *
+ * What: an object (one version of one remote file) is named by the hex
+ * SHA-256 of its key and kept as two files in DIR/objects/<first 2 hex>/:
+ *   <hash>.data  sparse, exactly the object's size, its bytes at their own
+ *                offsets and nothing else, so the kernel can read it
+ *                directly (FUSE passthrough) once it is complete;
+ *   <hash>.map   a header (magic, block size, size, boot id, the full key to
+ *                detect a collision), then one byte per 1 MiB block: 1 once
+ *                the block's data is written.
+ * A block's data is written (pwrite) before its map byte is set, and readers
+ * check the byte before they read the data, so a process that dies midway
+ * leaves only unmarked blocks.  A map with a bad header, a wrong key or a
+ * wrong size is treated as absent and replaced (while another process holds
+ * it, the open reads uncached instead).  After a reboot only objects whose
+ * data was fdatasync'd once complete (at the first close after that: the
+ * header's DURABLE flag) are trusted: a partial object from an earlier boot
+ * may have lost data its map claims, so it is fetched again.
+ *
+ * Several mlfs processes share the folder, so every lock is a kernel lock
+ * that dies with its holder:
+ *  - Creating and deleting an object's files happens under flock(LOCK_EX)
+ *    of its shard folder (a brief lock, 1/256 of the objects).  Files are
+ *    written under temporary names and renamed into place, data first.
+ *  - Pinning: each open holds flock(LOCK_SH) on the map for its lifetime; the
+ *    evictor takes flock(LOCK_EX|LOCK_NB) and skips an object in use.  An
+ *    opener checks after LOCK_SH that the map is still linked, else retries.
+ *  - Single flight: a fetcher takes an OFD write lock (F_OFD_SETLK[W]) on
+ *    the map bytes of the blocks it fetches, re-checks them under the lock,
+ *    fetches what is still missing, writes, marks and unlocks.  OFD locks
+ *    belong to an open file description, so each fetch opens its own: threads
+ *    of one process exclude each other exactly as processes do.  A reader
+ *    waits for blocks in ascending order; read-ahead never waits (it skips a
+ *    block someone else is fetching), so no cycle can form.
+ *  - Usage: a shared 8-byte counter in DIR/usage, mmap'd and bumped with
+ *    atomic adds as blocks are written; it only triggers eviction.  The one
+ *    evictor at a time (flock DIR/evict.lock, non-blocking: others just go
+ *    on) scans the objects, sums their allocated blocks, deletes the least
+ *    recently used unpinned ones until under 90% of max_bytes, and stores
+ *    the true sum back.  LRU is the map's mtime, touched at each open.  The
+ *    scan runs in the thread whose fetch crossed the limit, mostly a
+ *    read-ahead thread; it also sweeps orphaned data files and old
+ *    temporary files a crash left behind.
+ * Objects over a quarter of max_bytes bypass the cache (read through fetch).
+ *
+ * Read-ahead: per open file the window starts at 256 KiB, doubles with each
+ * sequential read up to 32 MiB and drops back on a seek.  The blocks ahead
+ * are queued in whole 4 MiB chunks, aligned, for a pool of background
+ * threads per struct cache, so up to four large fetches are in flight while
+ * the reader is served from blocks already present (the window keeps eight
+ * chunks ahead).  A reader that reaches a block being fetched waits for it;
+ * one that reaches a block still queued fetches it itself.  A read-ahead
+ * error is dropped; the reader that needs the block returns the error.
+ *
+ * What not: the cache folder must be on a local filesystem with OFD locks
+ * (not NFS); it is shared only between processes of one uid (root): the
+ * folder is 0700 and files 0600.  The usage counter is approximate between
+ * scans.  Nothing is checksummed: a disk that corrupts data is not detected.
+ *
+ * Threading: every function may be called from any thread.  struct cache's
+ * queue is guarded by qlock; a cache_file's read-ahead state by its lock
+ * (taken before qlock, never after); map bytes are read and set with atomic
+ * builtins on a shared mapping.  No lock is held across a fetch except the
+ * OFD byte locks of the blocks being fetched.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "cache.h"
+#include "log.h"
+
+#include "cache_int.h"
+
+/* ---- small helpers ---- */
+
+int cache_errno(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+static void cache_hash(const char *key, char out[CACHE_HASH_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_Digest(key, strlen(key), md, &n, EVP_sha256(), NULL);
+	for (unsigned int i = 0; i < n && i < CACHE_HASH_LEN / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	out[CACHE_HASH_LEN] = '\0';
+}
+
+/* DIR/objects/ab[/<hash><suffix>]; @hash NULL gives the shard folder. */
+void cache_path(struct cache *c, char *buf, size_t size, int shard, const char *hash,
+		       const char *suffix)
+{
+	if (hash)
+		snprintf(buf, size, "%s/objects/%02x/%s%s", c->dir, shard, hash, suffix);
+	else
+		snprintf(buf, size, "%s/objects/%02x", c->dir, shard);
+}
+
+static void cache_read_boot_id(char out[40])
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, 39) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	memset(out + (n > 0 ? n : 0), 0, 40 - (n > 0 ? (size_t)n : 0));
+}
+
+static ssize_t cache_pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t cache_pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int64_t cache_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Calls @fetch until @len bytes or the end of the object.  Returns bytes or -errno. */
+static ssize_t cache_fetch_all(struct cache_file *f, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = f->fetch(f->arg, (char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Opens @path and takes flock @op on it, retrying EINTR.  Returns the fd or -errno. */
+int cache_open_locked(const char *path, int flags, int op)
+{
+	int fd = open(path, flags | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, op) < 0) {
+		int err = errno;
+
+		if (err == EINTR)
+			continue;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* ---- map bytes and OFD block locks ---- */
+
+static bool cache_block_present(struct cache_file *f, uint64_t b)
+{
+	return __atomic_load_n(&f->map[f->hdr_len + b], __ATOMIC_ACQUIRE) == 1;
+}
+
+static bool cache_range_present(struct cache_file *f, uint64_t b0, uint64_t b1)
+{
+	for (uint64_t b = b0; b < b1; b++)
+		if (!cache_block_present(f, b))
+			return false;
+	return true;
+}
+
+/* Locks (F_WRLCK) or unlocks (F_UNLCK) map bytes of blocks [b0, b1) on @fd. */
+static int cache_lock_blocks(struct cache_file *f, int fd, uint64_t b0, uint64_t b1,
+			     short type, bool wait)
+{
+	struct flock fl = {
+		.l_type = type, .l_whence = SEEK_SET,
+		.l_start = (off_t)(f->hdr_len + b0), .l_len = (off_t)(b1 - b0),
+	};
+
+	while (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/* ---- creating, validating and opening an object ---- */
+
+static size_t cache_hdr_len(const char *key)
+{
+	return sizeof(struct cache_map_hdr) + strlen(key);
+}
+
+/* Whether the mapped map file @m of @len bytes describes this object and may be trusted. */
+static bool cache_map_valid(struct cache_file *f, const unsigned char *m, size_t len,
+			    const char *key)
+{
+	struct cache_map_hdr h;
+	size_t klen = strlen(key);
+
+	if (len != f->hdr_len + f->nblocks)
+		return false;
+	memcpy(&h, m, sizeof(h));
+	if (memcmp(h.magic, CACHE_MAGIC, 8) != 0 || h.block_size != CACHE_BLOCK ||
+	    h.key_len != klen || h.size != f->size || memcmp(m + sizeof(h), key, klen) != 0)
+		return false;
+	/* After a reboot, marked blocks are only known to be on disk if synced. */
+	return (h.flags & CACHE_DURABLE) || memcmp(h.boot_id, f->c->boot_id, 40) == 0;
+}
+
+/* Writes a new temporary file in shard folder @dir; @hdr NULL makes the data file. */
+static int cache_write_tmp(struct cache_file *f, const char *dir, const char *key,
+			   char *tmp, size_t size, bool map)
+{
+	struct cache_map_hdr h = { .magic = CACHE_MAGIC, .block_size = CACHE_BLOCK,
+				   .key_len = (uint32_t)strlen(key), .size = f->size };
+	off_t len = map ? (off_t)(f->hdr_len + f->nblocks) : (off_t)f->size;
+	int fd, ret = 0;
+
+	memcpy(h.boot_id, f->c->boot_id, sizeof(h.boot_id));
+	snprintf(tmp, size, "%s/.tmp.XXXXXX", dir);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (map && (cache_pwrite_all(fd, &h, sizeof(h), 0) < 0 ||
+		    cache_pwrite_all(fd, key, h.key_len, sizeof(h)) < 0))
+		ret = cache_errno();
+	if (ret == 0 && ftruncate(fd, len) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret < 0)
+		unlink(tmp);
+	return ret;
+}
+
+/* Creates the object's files, data first, under the shard lock held by the caller. */
+static int cache_create_files(struct cache_file *f, const char *dir, const char *key)
+{
+	char dtmp[PATH_MAX], mtmp[PATH_MAX], path[PATH_MAX];
+	int ret;
+
+	ret = cache_write_tmp(f, dir, key, dtmp, sizeof(dtmp), false);
+	if (ret < 0)
+		return ret;
+	ret = cache_write_tmp(f, dir, key, mtmp, sizeof(mtmp), true);
+	if (ret < 0) {
+		unlink(dtmp);
+		return ret;
+	}
+	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".data");
+	ret = rename(dtmp, path) < 0 ? -errno : 0;
+	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".map");
+	if (ret == 0 && rename(mtmp, path) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		unlink(dtmp);
+		unlink(mtmp);
+	}
+	return ret;
+}
+
+/* Whether the object's map at @path and its data file are present and valid. */
+static bool cache_map_ok_at(struct cache_file *f, const char *path, const char *key)
+{
+	char data[PATH_MAX];
+	struct stat st;
+	void *m;
+	bool ok;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && (size_t)st.st_size == f->hdr_len + f->nblocks;
+	m = ok ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	ok = m != MAP_FAILED && cache_map_valid(f, m, (size_t)st.st_size, key);
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)st.st_size);
+	close(fd);
+	cache_path(f->c, data, sizeof(data), f->shard, f->hash, ".data");
+	return ok && stat(data, &st) == 0 && (uint64_t)st.st_size == f->size;
+}
+
+/*
+ * Makes sure a valid map and data file exist for the object, replacing a bad
+ * one that nobody holds.  Returns 0 (caller retries the open), -EBUSY (a bad
+ * map is in use: read uncached) or -errno.
+ */
+static int cache_make_object(struct cache_file *f, const char *key)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	int dfd, mfd, ret = 0;
+
+	cache_path(f->c, dir, sizeof(dir), f->shard, NULL, NULL);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	dfd = cache_open_locked(dir, O_RDONLY | O_DIRECTORY, LOCK_EX);
+	if (dfd < 0)
+		return dfd;
+	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".map");
+	if (cache_map_ok_at(f, path, key))
+		goto out_unlock;
+	mfd = cache_open_locked(path, O_RDONLY, LOCK_EX | LOCK_NB);
+	if (mfd == -EWOULDBLOCK) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	if (mfd >= 0) {
+		log_warn("cache: replacing bad or stale object %s", f->hash);
+		unlink(path);
+		close(mfd);
+	}
+	ret = cache_create_files(f, dir, key);
+out_unlock:
+	close(dfd);
+	return ret;
+}
+
+/* Maps the map file, validates it and opens the data file.  0, -EAGAIN if bad, -errno. */
+static int cache_file_attach(struct cache_file *f, const char *key)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (fstat(f->map_fd, &st) < 0)
+		return -errno;
+	if (st.st_nlink == 0 || (size_t)st.st_size != f->hdr_len + f->nblocks)
+		return -EAGAIN;
+	f->map_len = (size_t)st.st_size;
+	f->map = mmap(NULL, f->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f->map_fd, 0);
+	if (f->map == MAP_FAILED) {
+		f->map = NULL;
+		return -errno;
+	}
+	if (!cache_map_valid(f, f->map, f->map_len, key))
+		return -EAGAIN;
+	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".data");
+	f->data_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (f->data_fd < 0)
+		return errno == ENOENT ? -EAGAIN : -errno;
+	if (fstat(f->data_fd, &st) < 0 || (uint64_t)st.st_size != f->size)
+		return -EAGAIN;
+	futimens(f->map_fd, NULL);		/* most recently used */
+	return 0;
+}
+
+static void cache_file_detach(struct cache_file *f)
+{
+	if (f->map)
+		munmap(f->map, f->map_len);
+	if (f->data_fd >= 0)
+		close(f->data_fd);
+	if (f->map_fd >= 0)
+		close(f->map_fd);
+	f->map = NULL;
+	f->data_fd = f->map_fd = -1;
+}
+
+/* Opens the object's files and pins them; creates or replaces them as needed. */
+static int cache_file_attach_retrying(struct cache_file *f, const char *key)
+{
+	char path[PATH_MAX];
+	int ret = -EAGAIN;
+
+	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".map");
+	for (int tries = 0; tries < 16 && ret == -EAGAIN; tries++) {
+		f->map_fd = cache_open_locked(path, O_RDWR, LOCK_SH);
+		if (f->map_fd >= 0)
+			ret = cache_file_attach(f, key);
+		else
+			ret = f->map_fd == -ENOENT ? -EAGAIN : f->map_fd;
+		if (ret == 0)
+			return 0;
+		cache_file_detach(f);
+		if (ret == -EAGAIN) {
+			ret = cache_make_object(f, key);
+			ret = ret < 0 ? ret : -EAGAIN;
+		}
+	}
+	return ret;
+}
+
+/* ---- fetching ---- */
+
+/*
+ * Fetches blocks [b0, b1), whose OFD locks the caller holds and which it
+ * found missing, writes them and marks them present.  Returns 0 or -errno.
+ */
+static int cache_fetch_run(struct cache_file *f, uint64_t b0, uint64_t b1)
+{
+	off_t off = (off_t)(b0 * CACHE_BLOCK);
+	size_t len = (size_t)(b1 - b0) * CACHE_BLOCK;
+	ssize_t n;
+	void *buf;
+
+	if ((uint64_t)off + len > f->size)
+		len = (size_t)(f->size - (uint64_t)off);
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	n = cache_fetch_all(f, buf, len, off);
+	if (n >= 0 && (size_t)n != len)
+		n = -EIO;			/* the object is shorter than its size */
+	if (n >= 0)
+		n = cache_pwrite_all(f->data_fd, buf, len, off);
+	free(buf);
+	if (n < 0)
+		return (int)n;
+	for (uint64_t b = b0; b < b1; b++)
+		__atomic_store_n(&f->map[f->hdr_len + b], 1, __ATOMIC_RELEASE);
+	atomic_fetch_add(&f->stats->bytes_fetched, len);
+	return 0;
+}
+
+static bool cache_file_complete(struct cache_file *f)
+{
+	return !memchr(f->map + f->hdr_len, 0, f->nblocks);
+}
+
+/*
+ * Once complete, makes the object survive a reboot: data synced, then
+ * flagged.  Called at close, where the sync delays no reader.
+ */
+static void cache_file_make_durable(struct cache_file *f)
+{
+	struct cache_map_hdr *h = (struct cache_map_hdr *)f->map;
+
+	if ((__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & CACHE_DURABLE) ||
+	    !cache_file_complete(f) || fdatasync(f->data_fd) < 0)
+		return;
+	__atomic_or_fetch(&h->flags, CACHE_DURABLE, __ATOMIC_RELEASE);
+}
+
+/* Locks block @b if still missing: 1 (locked, caller fetches), 0 (present or skipped), -errno. */
+static int cache_file_take(struct cache_file *f, int fd, uint64_t b, bool wait)
+{
+	int ret;
+
+	if (cache_block_present(f, b))
+		return 0;
+	ret = cache_lock_blocks(f, fd, b, b + 1, F_WRLCK, wait);
+	if (ret < 0)
+		return wait ? ret : 0;
+	if (!cache_block_present(f, b))
+		return 1;
+	cache_lock_blocks(f, fd, b, b + 1, F_UNLCK, false);
+	return 0;
+}
+
+/* Fetches the locked run [b0, b1) and unlocks it; adds its bytes to *@bytes. */
+static int cache_file_flush(struct cache_file *f, int fd, uint64_t b0, uint64_t b1,
+			    uint64_t *bytes)
+{
+	int ret = cache_fetch_run(f, b0, b1);
+
+	cache_lock_blocks(f, fd, b0, b1, F_UNLCK, false);
+	if (ret == 0)
+		*bytes += (b1 - b0) * CACHE_BLOCK;
+	return ret;
+}
+
+/*
+ * Fills the missing blocks of [b0, b1).  @wait: a reader, which waits for
+ * blocks someone else is fetching and fails with the fetch's error; else
+ * read-ahead, which skips them.  Locks are taken in ascending order on a
+ * description of the map file of its own, so other threads' locks count.
+ */
+static int cache_file_fill(struct cache_file *f, uint64_t b0, uint64_t b1, bool wait)
+{
+	uint64_t run = b1, bytes = 0;	/* run: first block of the locked run, b1 if none */
+	char path[64];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->map_fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (uint64_t b = b0; b < b1 && ret >= 0; b++) {
+		if (run != b1 && b - run == CACHE_RUN_MAX) {
+			ret = cache_file_flush(f, fd, run, b, &bytes);
+			run = b1;
+		}
+		if (ret >= 0)
+			ret = cache_file_take(f, fd, b, wait);
+		if (ret == 1 && run == b1)
+			run = b;
+		else if (ret != 1 && run != b1) {
+			int r = cache_file_flush(f, fd, run, b, &bytes);
+
+			ret = ret < 0 ? ret : r;
+			run = b1;
+		}
+	}
+	if (ret >= 0 && run != b1)
+		ret = cache_file_flush(f, fd, run, b1, &bytes);
+	close(fd);			/* releases any lock still held after an error */
+	if (bytes)
+		cache_usage_add(f->c, bytes);
+	if (ret >= 0 && wait && !cache_range_present(f, b0, b1))
+		ret = -EIO;
+	return ret < 0 ? ret : 0;
+}
+
+/* ---- read-ahead ---- */
+
+static void cache_task_done(struct cache_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	if (--f->pending == 0)
+		pthread_cond_broadcast(&f->idle);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void *cache_worker(void *arg)
+{
+	struct cache *c = arg;
+	struct cache_task *t;
+
+	for (;;) {
+		pthread_mutex_lock(&c->qlock);
+		while (!c->head && !c->stopping)
+			pthread_cond_wait(&c->qcond, &c->qlock);
+		t = c->head;
+		if (t) {
+			c->head = t->next;
+			if (!c->head)
+				c->tail = NULL;
+		}
+		pthread_mutex_unlock(&c->qlock);
+		if (!t)
+			return NULL;
+		if (!atomic_load(&t->f->closing))
+			cache_file_fill(t->f, t->b0, t->b1, false);	/* errors dropped */
+		cache_task_done(t->f);
+		free(t);
+	}
+}
+
+/* Queues read-ahead of blocks [b0, b1).  Called with f->lock held. */
+static void cache_file_queue(struct cache_file *f, uint64_t b0, uint64_t b1)
+{
+	struct cache *c = f->c;
+	struct cache_task *t;
+
+	if (cache_range_present(f, b0, b1) || !(t = malloc(sizeof(*t))))
+		return;
+	*t = (struct cache_task){ .f = f, .b0 = b0, .b1 = b1 };
+	f->pending++;
+	pthread_mutex_lock(&c->qlock);
+	if (c->tail)
+		c->tail->next = t;
+	else
+		c->head = t;
+	c->tail = t;
+	pthread_cond_signal(&c->qcond);
+	pthread_mutex_unlock(&c->qlock);
+}
+
+/*
+ * Grows the window on a sequential read of [off, end), resets it on a seek,
+ * and queues the blocks up to end + window not yet queued, in whole chunks
+ * (else a steady reader would queue one block per few reads).  FUSE
+ * may deliver a sequential reader's requests slightly out of order, so a
+ * read near where the last one ended still counts as sequential.
+ */
+static void cache_file_readahead(struct cache_file *f, uint64_t off, uint64_t end)
+{
+	uint64_t from, to, queued;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->next_off && off + CACHE_SEQ_SLACK >= f->next_off &&
+	    off <= f->next_off + CACHE_SEQ_SLACK) {
+		f->window = f->window * 2 > CACHE_RA_MAX ? CACHE_RA_MAX : f->window * 2;
+		if (end > f->next_off)
+			f->next_off = end;
+	} else {
+		f->window = CACHE_RA_MIN;
+		f->ra_end = end;
+		f->next_off = end;
+	}
+	from = (end - 1) / CACHE_BLOCK + 1;		/* the first block after this read */
+	queued = (f->ra_end + CACHE_BLOCK - 1) / CACHE_BLOCK;
+	if (queued > from)
+		from = queued;
+	to = end + f->window < f->size ? end + f->window : f->size;
+	to = (to + CACHE_BLOCK - 1) / CACHE_BLOCK;
+	if (to < f->nblocks)		/* whole chunks only: few large fetches */
+		to = to / CACHE_RA_CHUNK * CACHE_RA_CHUNK;
+	for (uint64_t b = from; b < to; b = (b / CACHE_RA_CHUNK + 1) * CACHE_RA_CHUNK) {
+		uint64_t e = (b / CACHE_RA_CHUNK + 1) * CACHE_RA_CHUNK;
+
+		cache_file_queue(f, b, e < to ? e : to);
+	}
+	if (to * CACHE_BLOCK > f->ra_end)
+		f->ra_end = to * CACHE_BLOCK;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* ---- the cache ---- */
+
+static int cache_open_usage(struct cache *c, bool *created)
+{
+	char path[PATH_MAX];
+	void *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/usage", c->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	*created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, sizeof(uint64_t)) < 0 && *created) {
+		close(fd);
+		return -errno;
+	}
+	m = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -errno;
+	c->usage = m;
+	return 0;
+}
+
+static int cache_make_dirs(const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/objects", dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int cache_start_threads(struct cache *c)
+{
+	for (; c->n_threads < CACHE_THREADS; c->n_threads++) {
+		int ret = pthread_create(&c->threads[c->n_threads], NULL, cache_worker, c);
+
+		if (ret)
+			return -ret;
+	}
+	return 0;
+}
+
+int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+	bool created = false;
+	int ret;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->qlock, NULL);
+	pthread_cond_init(&c->qcond, NULL);
+	c->max_bytes = max_bytes;
+	cache_read_boot_id(c->boot_id);
+	c->dir = strdup(dir);
+	ret = c->dir ? cache_make_dirs(dir) : -ENOMEM;
+	if (ret == 0)
+		ret = cache_open_usage(c, &created);
+	if (ret == 0)
+		ret = cache_start_threads(c);
+	if (ret < 0) {
+		log_err("cache %s: %s", dir, strerror(-ret));
+		cache_destroy(c);
+		return ret;
+	}
+	if (created)		/* a new counter: learn what is already there */
+		cache_evict(c);
+	*out = c;
+	return 0;
+}
+
+void cache_destroy(struct cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->qlock);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->qcond);
+	pthread_mutex_unlock(&c->qlock);
+	for (int i = 0; i < c->n_threads; i++)
+		pthread_join(c->threads[i], NULL);
+	if (c->usage)
+		munmap(c->usage, sizeof(uint64_t));
+	pthread_cond_destroy(&c->qcond);
+	pthread_mutex_destroy(&c->qlock);
+	free(c->dir);
+	free(c);
+}
+
+void cache_get_info(struct cache *c, struct cache_info *info)
+{
+	info->max_bytes = c->max_bytes;
+	info->used_bytes = __atomic_load_n(c->usage, __ATOMIC_RELAXED);
+	info->evictions = atomic_load(&c->evictions);
+	info->evicted_bytes = atomic_load(&c->evicted_bytes);
+	info->bypassed = atomic_load(&c->bypassed);
+}
+
+/* ---- files ---- */
+
+static struct cache_file *cache_file_new(struct cache *c, const char *key, uint64_t size,
+					 struct cache_stats *stats, cache_fetch_fn *fetch,
+					 void *arg)
+{
+	struct cache_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	*f = (struct cache_file){
+		.c = c, .stats = stats, .fetch = fetch, .arg = arg, .size = size,
+		.nblocks = (size + CACHE_BLOCK - 1) / CACHE_BLOCK, .hdr_len = cache_hdr_len(key),
+		.map_fd = -1, .data_fd = -1, .ro_fd = -1, .window = CACHE_RA_MIN,
+	};
+	atomic_init(&f->closing, false);
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->idle, NULL);
+	cache_hash(key, f->hash);
+	f->shard = (int)strtol((char[3]){ f->hash[0], f->hash[1], '\0' }, NULL, 16);
+	return f;
+}
+
+int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,
+		    struct cache_stats *stats, cache_fetch_fn *fetch, void *arg)
+{
+	struct cache_file *f;
+	int ret = 0;
+
+	*out = NULL;
+	if (strlen(key) > CACHE_KEY_MAX)
+		return -ENAMETOOLONG;
+	f = cache_file_new(c, key, size, stats, fetch, arg);
+	if (!f)
+		return -ENOMEM;
+	if (size > c->max_bytes / 4)
+		f->bypass = true;
+	else
+		ret = cache_file_attach_retrying(f, key);
+	if (ret == -EBUSY || ret == -EAGAIN) {
+		log_warn("cache: object %s unusable (%s), reading uncached", f->hash,
+			 strerror(-ret));
+		f->bypass = true;
+		ret = 0;
+	}
+	if (ret < 0) {
+		cache_file_close(f);
+		return ret;
+	}
+	if (f->bypass)
+		atomic_fetch_add(&c->bypassed, 1);
+	*out = f;
+	return 0;
+}
+
+static ssize_t cache_file_read_through(struct cache_file *f, void *buf, size_t len, off_t off)
+{
+	ssize_t n;
+
+	if ((uint64_t)off >= f->size)
+		return 0;
+	if (len > f->size - (uint64_t)off)
+		len = (size_t)(f->size - (uint64_t)off);
+	n = cache_fetch_all(f, buf, len, off);
+	if (n >= 0)
+		atomic_fetch_add(&f->stats->misses, 1);
+	return n;
+}
+
+ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off)
+{
+	uint64_t b0, b1, end;
+	bool hit;
+	ssize_t n;
+
+	if (off < 0)
+		return -EINVAL;
+	if (f->bypass)
+		return cache_file_read_through(f, buf, len, off);
+	if ((uint64_t)off >= f->size || len == 0)
+		return 0;
+	end = len > f->size - (uint64_t)off ? f->size : (uint64_t)off + len;
+	b0 = (uint64_t)off / CACHE_BLOCK;
+	b1 = (end - 1) / CACHE_BLOCK + 1;
+	cache_file_readahead(f, (uint64_t)off, end);
+	hit = cache_range_present(f, b0, b1);
+	if (!hit) {
+		int ret = cache_file_fill(f, b0, b1, true);
+
+		if (ret == -ENOSPC || ret == -EDQUOT) {	/* our disk, not the remote */
+			cache_evict(f->c);
+			return cache_file_read_through(f, buf, len, off);
+		}
+		if (ret < 0)
+			return ret;
+	}
+	n = cache_pread_all(f->data_fd, buf, (size_t)(end - (uint64_t)off), off);
+	if (n < 0)
+		return n;
+	atomic_fetch_add(hit ? &f->stats->hits : &f->stats->misses, 1);
+	if (hit)
+		atomic_fetch_add(&f->stats->bytes_hit, (uint64_t)n);
+	return n;
+}
+
+int cache_file_fd(struct cache_file *f)
+{
+	char path[64];
+	int fd;
+
+	if (f->bypass)
+		return -1;
+	pthread_mutex_lock(&f->lock);
+	if (f->ro_fd < 0 && cache_file_complete(f)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->data_fd);
+		f->ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	fd = f->ro_fd;
+	pthread_mutex_unlock(&f->lock);
+	return fd;
+}
+
+/* Takes @f's queued read-ahead off the queue, so close waits only for running fetches. */
+static void cache_file_unqueue(struct cache_file *f)
+{
+	struct cache *c = f->c;
+	struct cache_task **p, *t, *prev = NULL, *dropped = NULL;
+
+	pthread_mutex_lock(&c->qlock);
+	for (p = &c->head; (t = *p);) {
+		if (t->f != f) {
+			prev = t;
+			p = &t->next;
+			continue;
+		}
+		*p = t->next;
+		t->next = dropped;
+		dropped = t;
+	}
+	c->tail = prev;
+	pthread_mutex_unlock(&c->qlock);
+	for (; dropped; dropped = t) {
+		t = dropped->next;
+		cache_task_done(f);
+		free(dropped);
+	}
+}
+
+void cache_file_close(struct cache_file *f)
+{
+	if (!f)
+		return;
+	atomic_store(&f->closing, true);
+	cache_file_unqueue(f);
+	pthread_mutex_lock(&f->lock);
+	while (f->pending > 0)
+		pthread_cond_wait(&f->idle, &f->lock);
+	pthread_mutex_unlock(&f->lock);
+	if (f->map)
+		cache_file_make_durable(f);
+	if (f->ro_fd >= 0)
+		close(f->ro_fd);
+	cache_file_detach(f);
+	pthread_cond_destroy(&f->idle);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "cache.h"
 #include "config.h"
 
 enum node_kind {
@@ -80,6 +81,7 @@ struct fs {
 	size_t nbackends;
 	struct view *views;
 	size_t nviews;
+	struct cache *cache;		/* the shared disk cache; NULL without remote backends */
 	struct node *root;
 	struct node *vnodes;		/* every virtual node and view top, one allocation */
 	size_t nvnodes;

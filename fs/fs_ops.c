@@ -36,6 +36,7 @@ struct fs_file {
 	size_t len;
 	bool written;
 	int backing_id;			/* > 0: the kernel reads and writes it itself */
+	struct cache_file *cf;		/* reads of a remote file go through the disk cache */
 	struct fs_file *onext, *oprev;	/* node->opens, guarded by fs->cache_lock */
 };
 
@@ -495,6 +496,35 @@ static int fs_open_virtual(struct fs *fs, struct node *n, struct fs_file *f,
 	return n->content(fs, &f->buf, &f->len);
 }
 
+static ssize_t fs_cache_fetch(void *arg, void *buf, size_t len, off_t off)
+{
+	return backend_pread(arg, buf, len, off);
+}
+
+/*
+ * Puts the disk cache between the reader and a remote file.  A backend that
+ * cannot name the content (no cache_key) is read directly.  Once the whole
+ * object is in the cache the kernel may read the cached file itself.
+ */
+static int fs_open_cached(struct fs *fs, struct fs_file *f)
+{
+	struct backend *be = f->bf->be;
+	char key[PATH_MAX + 1024];
+	struct stat st;
+	int ret = backend_cache_key(f->bf, key, sizeof(key));
+
+	if (ret == -ENOTSUP)
+		return 0;
+	if (ret >= 0)
+		ret = backend_fgetattr(f->bf, &st);
+	if (ret >= 0)
+		ret = cache_file_open(fs->cache, &f->cf, key, (uint64_t)st.st_size,
+				      &be->stats.cache, fs_cache_fetch, f->bf);
+	if (ret < 0)
+		backend_release(f->bf);
+	return ret;
+}
+
 static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
 			   struct fuse_file_info *fi)
 {
@@ -508,11 +538,19 @@ static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
 	ret = fs_node_path(fs, n, NULL, &path);
 	if (ret < 0)
 		return ret;
-	ret = backend_open(&f->bf, n->view->be, path, fi->flags);
+	ret = backend_open(&f->bf, n->view->be, path,
+			   fi->flags | (n->view->readonly ? BE_O_TRUST : 0));
 	free(path);
 	if (ret < 0)
 		return ret;
-	f->backing_id = fs_passthrough_get(fs, n, backend_local_fd(f->bf), n->view->readonly);
+	if (!writing && (n->view->be->ops->caps & BE_CAP_REMOTE) && fs->cache) {
+		ret = fs_open_cached(fs, f);
+		if (ret < 0)
+			return ret;
+	}
+	f->backing_id = fs_passthrough_get(fs, n, f->cf ? cache_file_fd(f->cf)
+							 : backend_local_fd(f->bf),
+					   n->view->readonly);
 	if (f->backing_id > 0) {
 		atomic_fetch_add(&n->view->be->stats.passthrough_opens, 1);
 		return 0;
@@ -560,6 +598,7 @@ static void fs_release_file(struct fs *fs, struct fs_file *f)
 		fs_passthrough_put(fs, f->node, f->backing_id);
 	if (f->bf && f->written && backend_fgetattr(f->bf, &st) == 0)
 		fs_keep_cache(fs, f->node, &st);	/* our own writes are in the kernel's cache */
+	cache_file_close(f->cf);	/* before the backend file its read-ahead uses */
 	backend_release(f->bf);
 	free(f->buf);
 	free(f);
@@ -687,7 +726,12 @@ static void fs_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	buf = fs_thread_buf(size);
-	n = buf ? backend_pread(f->bf, buf, size, off) : -ENOMEM;
+	if (!buf)
+		n = -ENOMEM;
+	else if (f->cf)
+		n = cache_file_read(f->cf, buf, size, off);
+	else
+		n = backend_pread(f->bf, buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -762,9 +806,12 @@ static int fs_dir_add(struct fs_dir *d, const char *name, const struct stat *st,
 static int fs_dir_fill(void *payload, const char *name, const struct stat *st)
 {
 	struct fs_dir *d = payload;
-	struct stat kst = *st;
+	struct stat kst = { 0 };	/* st_mode 0: attributes unknown (DT_UNKNOWN) */
 
-	fs_node_attr(d->node, &kst);
+	if (st) {
+		kst = *st;
+		fs_node_attr(d->node, &kst);
+	}
 	return fs_dir_add(d, name, &kst, NULL);
 }
 
@@ -851,6 +898,8 @@ static void fs_dirent_entry(struct fs *fs, struct fs_dir *d, struct fs_dirent *d
 	e->attr = de->st;
 	if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0)
 		return;		/* ino 0: the kernel makes no dentry for these */
+	if (!n && de->st.st_mode == 0)
+		return;		/* the listing gave no attributes: the kernel looks it up */
 	if (!n && fs_node_get(fs, d->node, de->name, &n) < 0)
 		return;
 	if (atomic_load(&n->changed) > d->gen && fs_getattr_node(fs, n, NULL, &e->attr) < 0)

@@ -3,7 +3,9 @@
  *
  * One "name value" pair per line, in the manner of /proc/meminfo, so both
  * a person (cat) and a script (awk) read it: the mount's uptime and open
- * files, then each datastore's counters as "datastore.NAME.COUNTER N".
+ * files, the shared disk cache as "cache.COUNTER N", then each datastore's
+ * counters as "datastore.NAME.COUNTER N" (a URL source's own datastore is
+ * named "dataset:NAME", "checkpoint:NAME" or "model:NAME").
  * Made fresh at each open; the counters are atomics bumped by backend.h.
  */
 #define _GNU_SOURCE
@@ -31,10 +33,39 @@ static void fs_stats_backend(FILE *out, struct backend *be)
 		{ "errors", &s->errors },
 	};
 
+	const struct {
+		const char *name;
+		const atomic_uint_fast64_t *value;
+	} cached[] = {
+		{ "cache_hits", &s->cache.hits },
+		{ "cache_misses", &s->cache.misses },
+		{ "cache_bytes_hit", &s->cache.bytes_hit },
+		{ "cache_bytes_fetched", &s->cache.bytes_fetched },
+	};
+
 	fprintf(out, "datastore.%s.type %s\n", be->name, be->ops->scheme);
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 		fprintf(out, "datastore.%s.%s %llu\n", be->name, counters[i].name,
 			(unsigned long long)atomic_load(counters[i].value));
+	for (size_t i = 0; (be->ops->caps & BE_CAP_REMOTE) && i < sizeof(cached) / sizeof(cached[0]);
+	     i++)
+		fprintf(out, "datastore.%s.%s %llu\n", be->name, cached[i].name,
+			(unsigned long long)atomic_load(cached[i].value));
+}
+
+/* The whole disk cache: what this process knows of it. */
+static void fs_stats_cache(FILE *out, struct cache *c)
+{
+	struct cache_info info;
+
+	if (!c)
+		return;
+	cache_get_info(c, &info);
+	fprintf(out, "cache.max_bytes %llu\n", (unsigned long long)info.max_bytes);
+	fprintf(out, "cache.used_bytes %llu\n", (unsigned long long)info.used_bytes);
+	fprintf(out, "cache.evictions %llu\n", (unsigned long long)info.evictions);
+	fprintf(out, "cache.evicted_bytes %llu\n", (unsigned long long)info.evicted_bytes);
+	fprintf(out, "cache.bypassed %llu\n", (unsigned long long)info.bypassed);
 }
 
 int fs_stats_content(struct fs *fs, char **buf, size_t *len)
@@ -49,6 +80,7 @@ int fs_stats_content(struct fs *fs, char **buf, size_t *len)
 	fprintf(out, "mount.passthrough %d\n", atomic_load(&fs->passthrough) ? 1 : 0);
 	fprintf(out, "mount.datastores %zu\n", fs->nbackends);
 	fprintf(out, "mount.views %zu\n", fs->nviews);
+	fs_stats_cache(out, fs->cache);
 	for (size_t i = 0; i < fs->nbackends; i++)
 		fs_stats_backend(out, fs->backends[i]);
 	return fclose(out) == 0 ? 0 : -ENOMEM;

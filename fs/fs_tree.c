@@ -450,6 +450,25 @@ static int fs_build_views(struct fs *fs)
 	return 0;
 }
 
+/*
+ * Opens the shared disk cache when a backend is remote.  A cache that cannot
+ * be opened (a full or read-only disk) is not fatal: reads go to the backend.
+ */
+static void fs_open_cache(struct fs *fs)
+{
+	bool remote = false;
+	int ret;
+
+	for (size_t i = 0; i < fs->nbackends; i++)
+		remote |= (fs->backends[i]->ops->caps & BE_CAP_REMOTE) != 0;
+	if (!remote)
+		return;
+	ret = cache_create(&fs->cache, fs->cfg->cache_dir, fs->cfg->cache_size);
+	if (ret < 0)
+		log_warn("cache %s: %s; remote files are read uncached", fs->cfg->cache_dir,
+			 strerror(-ret));
+}
+
 static int fs_build_backends(struct fs *fs)
 {
 	for (size_t i = 0; i < fs->cfg->n_datastores; i++) {
@@ -462,6 +481,7 @@ static int fs_build_backends(struct fs *fs)
 		}
 		fs->nbackends++;
 	}
+	fs_open_cache(fs);
 	return 0;
 }
 
@@ -515,6 +535,7 @@ void fs_destroy(struct fs *fs)
 	}
 	for (size_t i = 0; i < fs->nbackends; i++)
 		backend_destroy(fs->backends[i]);
+	cache_destroy(fs->cache);
 	free(fs->hash);
 	free(fs->vnodes);
 	free(fs->views);

@@ -24,6 +24,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include "cache.h"
 #include "config.h"
 #include "diag.h"
 
@@ -62,11 +63,7 @@ struct backend_stats {
 	atomic_uint_fast64_t passthrough_opens;	/* opens the kernel then served itself */
 	atomic_uint_fast64_t meta_ops;	/* getattr, readdir, namespace changes */
 	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
-	/* The shared disk cache (cache.h), for BE_CAP_REMOTE backends: */
-	atomic_uint_fast64_t cache_hits;	/* reads served whole from the cache */
-	atomic_uint_fast64_t cache_misses;	/* reads that had to fetch */
-	atomic_uint_fast64_t cache_bytes_hit;	/* bytes served from the cache */
-	atomic_uint_fast64_t cache_bytes_fetched;	/* bytes fetched into the cache */
+	struct cache_stats cache;	/* BE_CAP_REMOTE backends: the shared disk cache */
 };
 
 struct backend {
@@ -209,6 +206,8 @@ static inline int backend_open(struct backend_file **out, struct backend *be,
 {
 	if ((flags & O_ACCMODE) != O_RDONLY && !(be->ops->caps & BE_CAP_WRITE))
 		return -EROFS;
+	if (!(be->ops->caps & BE_CAP_REMOTE))
+		flags &= ~BE_O_TRUST;
 	atomic_fetch_add(&be->stats.opens, 1);
 	return backend_count(be, be->ops->open(out, be, path, flags));
 }

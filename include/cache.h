@@ -48,16 +48,22 @@ struct cache_info {
 /*
  * Reads @len bytes of the object at @off into @buf.  Returns the bytes read
  * (fewer only at the end of the object) or a negated errno.  Called from
- * the reading thread and from the cache's read-ahead threads.
+ * the reading thread and from the cache's read-ahead threads, several at
+ * once on the same @arg: it must be safe for concurrent calls.  Requests are
+ * whole 1 MiB blocks at block-aligned offsets, up to 16 MiB per call (the
+ * last block of the object is short).
  */
 typedef ssize_t cache_fetch_fn(void *arg, void *buf, size_t len, off_t off);
 
 /*
  * Opens (creating when missing) the cache in folder @dir, which may be in use
- * by other processes, holding at most @max_bytes.  Returns 0 or a negated
- * errno.
+ * by other processes, holding at most @max_bytes.  @dir's parent must exist;
+ * @dir is made 0700, files in it 0600, so processes sharing it run as one
+ * uid.  It must be a local filesystem (OFD locks, flock).  Starts the
+ * cache's read-ahead threads.  Returns 0 or a negated errno.
  */
 int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
+/* Stops the read-ahead threads; every cache_file of @c must be closed first. */
 void cache_destroy(struct cache *c);
 void cache_get_info(struct cache *c, struct cache_info *info);
 
@@ -65,14 +71,32 @@ void cache_get_info(struct cache *c, struct cache_info *info);
  * Opens object @key of @size bytes for reading; @stats is borrowed for the
  * file's lifetime; @fetch and @arg are how missing blocks are read, and must
  * stay valid until cache_file_close returns (it waits for read-ahead).
- * An object too large for the cache (over a quarter of max_bytes) is read
- * straight through @fetch, uncached.  Returns 0 or a negated errno.
+ * The key is any string up to 64 KiB (-ENAMETOOLONG past that).  An object
+ * too large for the cache (over a quarter of max_bytes), or whose cached
+ * files are damaged and held by another process, is read straight through
+ * @fetch, uncached (counted in cache_info.bypassed).  While open, the
+ * object is never evicted, by any process.  Returns 0 or a negated errno.
  */
 int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,
 		    struct cache_stats *stats, cache_fetch_fn *fetch, void *arg);
+/*
+ * Returns the bytes read (short only at the end of the object, 0 at or past
+ * it) or a negated errno: a fetch's error is returned unchanged, and nothing
+ * of a failed fetch is kept, so a later read tries again.  When the local
+ * disk is full the read is served straight from @fetch.  Any thread.
+ */
 ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off);
-/* The data file when every block is present (borrowed, valid until close), else -1. */
+/*
+ * The data file when every block is present, else -1: a read-only
+ * descriptor whose content is exactly the object (size and bytes), for FUSE
+ * passthrough.  Borrowed, valid until close.
+ */
 int cache_file_fd(struct cache_file *f);
+/*
+ * Drops queued read-ahead and waits for fetches under way; the first close
+ * after the object became complete also fdatasyncs its data, so it survives
+ * a reboot.  Accepts NULL.
+ */
 void cache_file_close(struct cache_file *f);
 
 #endif

@@ -59,10 +59,29 @@ static void test_registry_checks_the_ops_version_once(void **state)
 	old.version = BACKEND_OPS_VERSION + 1;
 	old.scheme = "fake-v2";
 	assert_int_equal(backend_register(&old), -EINVAL);
+	old.version = 0;
+	assert_int_equal(backend_register(&old), -EINVAL);
 	assert_int_equal(backend_register(&be_fake_ops), -EEXIST);
 	old = be_fake_ops;
 	old.scheme = "local";
 	assert_int_equal(backend_register(&old), -EEXIST);
+}
+
+/* A version-1 table ends before cache_key: it registers, and is never asked for one. */
+static void test_registry_accepts_version_1_ops_without_cache_key(void **state)
+{
+	static struct backend_ops v1;
+	struct backend be = { .ops = &v1 };
+	struct backend_file f = { .be = &be };
+	char key[64];
+
+	(void)state;
+	v1 = be_fake_ops;
+	v1.version = 1;
+	v1.scheme = "fake-v1";
+	v1.cache_key = (int (*)(struct backend_file *, char *, size_t))abort;
+	assert_int_equal(backend_register(&v1), 0);
+	assert_int_equal(backend_cache_key(&f, key, sizeof(key)), -ENOTSUP);
 }
 
 static struct mlfs_config *parse(const char *text, struct diag *d)
@@ -87,7 +106,7 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 		"root = /tmp\n"				/* 8 */
 		"rooot = /tmp\n"			/* 9 */
 		"[dataset remote]\n"			/* 10 */
-		"source = s3://bucket/data/\n"		/* 11 */
+		"source = smb://host/share/data/\n"	/* 11 */
 		"[dataset packed]\n"			/* 12 */
 		"source = here:/mnist.tar.gz\n";	/* 13 */
 	struct diag d;
@@ -100,7 +119,7 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'ftp' "
 			    "(known: local, nfs, smb, s3, http)");
 	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
-	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: s3 backend not compiled in");
+	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: smb backend not compiled in");
 	assert_string_equal(d.msgs[4], "reg.conf:13: [dataset packed] source: here:/mnist.tar.gz: "
 			    "No such file or directory");
 	assert_string_equal(d.msgs[5], "reg.conf:13: [dataset packed] source: archive backend not compiled in");
@@ -263,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_registry_knows_every_scheme_of_the_design),
 		cmocka_unit_test(test_registry_tells_not_compiled_in_from_unknown),
 		cmocka_unit_test(test_registry_checks_the_ops_version_once),
+		cmocka_unit_test(test_registry_accepts_version_1_ops_without_cache_key),
 		cmocka_unit_test(test_registry_reports_types_keys_and_sources_with_lines),
 		cmocka_unit_test(test_registry_accepts_a_good_local_config),
 		cmocka_unit_test(test_registry_reports_a_local_source_that_is_missing_or_behind_a_symlink),

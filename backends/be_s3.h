@@ -1,0 +1,102 @@
+/*
+ * be_s3.h - the S3 backend (be_s3.c), and the pieces of it that need no
+ * network, exposed for tests/unit/test_s3.c: the ListObjectsV2 and error
+ * parsers, URL and query building, the credential chain.
+ */
+#ifndef MLFS_BE_S3_H
+#define MLFS_BE_S3_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "backend.h"
+
+extern const struct backend_ops be_s3_ops;
+
+/* Where requests go: built once from the datastore's keys (be_s3_addr_init). */
+struct be_s3_addr {
+	char *endpoint;		/* "scheme://host[:port][/path]", no trailing '/' */
+	char *bucket;
+	char *root;		/* key prefix: "" or "a/b/" */
+	char *region;
+	bool path_style;
+};
+
+/*
+ * Fills @a from @cfg (and, where the config is silent, AWS_ENDPOINT_URL,
+ * AWS_REGION, AWS_DEFAULT_REGION).  Returns 0, -EINVAL for a value
+ * be_s3_validate would reject, -ENOMEM.  Free with be_s3_addr_free.
+ */
+int be_s3_addr_init(struct be_s3_addr *a, const struct datastore_config *cfg);
+void be_s3_addr_free(struct be_s3_addr *a);
+
+/*
+ * The URL of object @key (already including the root), or of the bucket
+ * when @key is NULL, with @query ("a=1&b=2", already encoded) appended when
+ * not NULL.  Path-style: ENDPOINT/BUCKET/KEY (the bucket URL has no trailing
+ * slash); virtual-host: scheme://BUCKET.host/KEY.  Returns a malloc'd string
+ * or NULL on ENOMEM.
+ */
+char *be_s3_url(const struct be_s3_addr *a, const char *key, const char *query);
+
+/*
+ * A query string from NULL-terminated name, value pairs: sorted by name and
+ * both percent-encoded with '/' as %2F, as SigV4 wants it from curl 7.88.
+ * A NULL value is written "name=" (S3 accepts it; SigV4 signs it so).
+ */
+char *be_s3_query(const char *const *pairs);
+
+/* One entry of a listing page. */
+struct be_s3_obj {
+	bool is_dir;		/* a CommonPrefixes entry */
+	int64_t size;
+	time_t mtime;		/* 0 when not known */
+	const char *etag;	/* quotes kept; "" when not known */
+};
+
+/* Called per entry; @name is relative to the listed prefix. Non-zero stops. */
+typedef int be_s3_entry_fn(void *arg, const char *name, const struct be_s3_obj *o);
+
+struct be_s3_page {
+	bool truncated;		/* IsTruncated */
+	char *next_token;	/* NextContinuationToken, malloc'd, or NULL */
+	unsigned int n_keys;	/* entries parsed (Contents and CommonPrefixes), skipped included */
+};
+
+/*
+ * Parses one ListObjectsV2 page of @len bytes, calling @fn for each folder
+ * (CommonPrefixes) and file (Contents) beneath @prefix.  Skipped: the
+ * folder's own marker, names that are empty, ".", "..", hold a '/' or are
+ * longer than NAME_MAX.  Returns 0, -EIO for XML that is not a listing, or
+ * what @fn returned; page->next_token is set in every case (free it).
+ */
+int be_s3_parse_list(const char *xml, size_t len, const char *prefix, be_s3_entry_fn *fn,
+		     void *arg, struct be_s3_page *page);
+
+/* The <Code> of an S3 error body into @code; 0, or -ENOENT when there is none. */
+int be_s3_parse_error(const char *xml, size_t len, char *code, size_t size);
+
+/* An ISO 8601 UTC time ("2024-01-02T03:04:05.000Z") as time_t; -1 when malformed. */
+time_t be_s3_parse_time(const char *s);
+
+struct be_s3_creds {
+	char *key_id;		/* NULL: anonymous, unsigned requests */
+	char *secret;
+	char *token;		/* NULL when none */
+	const char *from;	/* "config", "environment", "credentials file", "none" */
+};
+
+/*
+ * Finds the credentials of @cfg: its keys, else AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), else the credentials
+ * file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) under the
+ * profile from `profile`, AWS_PROFILE or "default", else none.  A
+ * `profile` key goes straight to the file.  Returns 0, -EACCES for a
+ * credentials file that others can read, -ENOENT for a configured profile
+ * the file lacks, -ENOMEM.  Free with be_s3_creds_free.
+ */
+int be_s3_creds_find(struct be_s3_creds *c, const struct datastore_config *cfg);
+void be_s3_creds_free(struct be_s3_creds *c);
+
+#endif

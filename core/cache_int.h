@@ -1,0 +1,97 @@
+/*
+ * cache_int.h - what the files of the disk cache (cache.c, cache_evict.c)
+ * share: the on-disk layout, the structs, and a few helpers.  Private to
+ * core/; the contract is include/cache.h.
+ */
+#ifndef MLFS_CACHE_INT_H
+#define MLFS_CACHE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cache.h"
+
+#define CACHE_BLOCK		(1u << 20)		/* bytes per block */
+#define CACHE_RA_MIN		(256u << 10)		/* read-ahead after a seek */
+#define CACHE_RA_MAX		(32u << 20)		/* read-ahead of a long sequential read */
+#define CACHE_RA_CHUNK		4			/* blocks per background fetch */
+#define CACHE_SEQ_SLACK		(1u << 20)		/* reordered reads still count as sequential */
+#define CACHE_RUN_MAX		16			/* blocks per fetch call at most */
+#define CACHE_THREADS		4			/* background fetchers per struct cache */
+#define CACHE_KEY_MAX		65536
+#define CACHE_HASH_LEN		64			/* hex SHA-256 */
+#define CACHE_TMP_AGE		3600			/* seconds before a stray temp file goes */
+#define CACHE_MAGIC		"MLFSMAP1"
+#define CACHE_DURABLE		1u			/* data fdatasync'd once complete */
+
+/* The map file's header, host byte order (the cache never leaves the node). */
+struct cache_map_hdr {
+	char magic[8];
+	uint32_t block_size;
+	uint32_t key_len;
+	uint64_t size;
+	char boot_id[40];			/* /proc/sys/kernel/random/boot_id at creation */
+	uint32_t flags;				/* CACHE_DURABLE */
+	uint32_t pad;
+};
+
+struct cache_task {
+	struct cache_task *next;
+	struct cache_file *f;
+	uint64_t b0, b1;			/* blocks to read ahead */
+};
+
+struct cache {
+	char *dir;
+	uint64_t max_bytes;
+	uint64_t *usage;			/* mmap of DIR/usage, shared by all processes */
+	char boot_id[40];
+	atomic_uint_fast64_t evictions, evicted_bytes, bypassed;
+	atomic_int_fast64_t stuck_until;	/* no scan before (CLOCK_MONOTONIC ns) */
+	pthread_t threads[CACHE_THREADS];
+	int n_threads;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct cache_task *head, *tail;		/* guarded by qlock */
+	bool stopping;				/* guarded by qlock */
+};
+
+struct cache_file {
+	struct cache *c;
+	struct cache_stats *stats;
+	cache_fetch_fn *fetch;
+	void *arg;
+	uint64_t size, nblocks;
+	bool bypass;
+	int shard;				/* the object's folder, 0..255 */
+	char hash[CACHE_HASH_LEN + 1];
+	int map_fd;				/* holds flock(LOCK_SH): the pin */
+	int data_fd;				/* O_RDWR */
+	unsigned char *map;			/* the whole map file, MAP_SHARED */
+	size_t map_len, hdr_len;
+	atomic_bool closing;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	/* guarded by lock */
+	uint64_t next_off;			/* where a sequential read continues */
+	uint64_t window;			/* read-ahead bytes */
+	uint64_t ra_end;			/* read-ahead issued up to here */
+	int pending;				/* queued or running read-ahead tasks */
+	int ro_fd;				/* for cache_file_fd, -1 until complete */
+};
+
+/* cache.c */
+int cache_errno(void);
+void cache_path(struct cache *c, char *buf, size_t size, int shard, const char *hash,
+		       const char *suffix);
+int64_t cache_now_ns(void);
+int cache_open_locked(const char *path, int flags, int op);
+
+/* cache_evict.c */
+void cache_evict(struct cache *c);
+void cache_usage_add(struct cache *c, uint64_t bytes);
+
+#endif

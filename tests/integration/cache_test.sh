@@ -1,0 +1,153 @@
+#!/bin/bash
+# cache_test.sh - the shared disk cache, through real mounts of an http
+# datastore served by nginx: two mlfs processes reading the same cold file
+# at once fetch each byte once between them (nginx's own access log says so,
+# not just our counters); a restart reads from the cache with no GET; a file
+# fully cached is handed to the kernel (passthrough); a file changed on the
+# server is read fresh; the cache stays under cache_size; a daemon killed
+# with SIGKILL mid-read leaves a cache that still serves right bytes.
+# Usage: cache_test.sh MLFS POSIX_CHECK
+set -u
+MLFS=$1
+. "$(dirname "$0")/lib.sh"
+SCRIPTS=$(cd "$(dirname "$0")/../../scripts" && pwd)
+t_setup
+cd "$T_DIR" || exit 1
+
+PORT=$((20000 + RANDOM % 20000))
+MOUNT2_PID=
+cleanup() {
+	for m in "$T_DIR/mnt" "$T_DIR/mnt2"; do
+		fusermount3 -u "$m" 2>/dev/null
+	done
+	[ -n "$MOUNT2_PID" ] && wait "$MOUNT2_PID" 2>/dev/null
+	"$SCRIPTS/server-nginx.sh" stop "$T_DIR/http" >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+mkdir -p http/www/small mnt mnt2
+head -c $((24 << 20)) /dev/urandom >http/www/big.bin
+head -c $((24 << 20)) /dev/urandom >http/www/other.bin
+for i in 1 2 3 4 5 6; do
+	head -c $((3 << 20)) /dev/urandom >"http/www/small/f$i.bin"
+done
+"$SCRIPTS/server-nginx.sh" start "$T_DIR/http" "$PORT" >/dev/null ||
+	{ not_ok "nginx started"; t_finish; exit 1; }
+URL=http://127.0.0.1:$PORT
+
+conf() { # conf FILE CACHE_SIZE
+	cat >"$1" <<CONF
+[mlfs]
+state_dir = state
+cache_dir = cache
+cache_size = $2
+timeout = 5
+retries = 1
+
+[datastore web]
+type = http
+url = $URL/
+
+[dataset big]
+source = $URL/big.bin
+CONF
+}
+conf a.conf 1G
+mkdir -p state2
+sed 's/^state_dir = state$/state_dir = state2/' a.conf >b.conf
+
+stat_of() { # stat_of MOUNT NAME: a counter of .mlfs/stats, 0 when absent
+	awk -v k="$2" '$1 == k {v = $2} END {print v + 0}' "$1/.mlfs/stats"
+}
+# The body bytes nginx sent for PATH since the log was last cleared.
+sent() {
+	awk -v p="$1" '$7 == p && $6 == "\"GET" {s += $10} END {print s + 0}' http/access.log
+}
+clear_log() {
+	: >http/access.log
+}
+
+mount_fg a.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
+"$MLFS" mount -f b.conf "$T_DIR/mnt2" 2>"$T_DIR/mount.mnt2.log" &
+MOUNT2_PID=$!
+for _ in $(seq 1 100); do is_mounted "$T_DIR/mnt2" && break; sleep 0.05; done
+check "a second mlfs process mounts with the same cache_dir" is_mounted "$T_DIR/mnt2"
+
+# --- two processes, one cold file, read at once
+want=$(sha256sum <http/www/big.bin)
+clear_log
+sha256sum <mnt/datastores/web/big.bin >sum.a &
+pa=$!
+sha256sum <mnt2/datastores/web/big.bin >sum.b &
+pb=$!
+wait "$pa" "$pb"
+same "process 1 read the right bytes" "$want" "$(cat sum.a)"
+same "process 2 read the right bytes" "$want" "$(cat sum.b)"
+fetched=$(( $(stat_of mnt datastore.web.cache_bytes_fetched) +
+	    $(stat_of mnt2 datastore.web.cache_bytes_fetched) ))
+same "between them the two processes fetched each byte once" $((24 << 20)) "$fetched"
+same "nginx sent each byte of the file once" $((24 << 20)) "$(sent /big.bin)"
+
+# --- the next job: a restart reads from the disk cache
+"$MLFS" umount "$T_DIR/mnt2"
+wait "$MOUNT2_PID"
+check "the second daemon exited cleanly" test $? -eq 0
+MOUNT2_PID=
+unmount_fg "$T_DIR/mnt"
+clear_log
+echo 3 >/proc/sys/vm/drop_caches
+mount_fg a.conf "$T_DIR/mnt" || { not_ok "mount came up again"; t_finish; exit 1; }
+same "after a restart the file reads right" "$want" "$(sha256sum <mnt/datastores/web/big.bin)"
+same "... with nothing fetched" 0 "$(stat_of mnt datastore.web.cache_bytes_fetched)"
+same "... and no byte sent by nginx" 0 "$(sent /big.bin)"
+if [ "$(stat_of mnt mount.passthrough)" = 1 ]; then
+	check "a fully cached file is handed to the kernel (passthrough)" \
+		test "$(stat_of mnt datastore.web.passthrough_opens)" -ge 1
+fi
+same "the dataset of the same URL shares the cached bytes" "$want" \
+	"$(sha256sum <mnt/datasets/big/big.bin)"
+same "... fetching nothing" 0 "$(sent /big.bin)"
+
+# --- a file changed on the server is read fresh under datastores/
+head -c 1000 /dev/zero >http/www/changing.txt
+cat mnt/datastores/web/changing.txt >/dev/null
+head -c 1000 /dev/urandom >http/www/changing.txt
+touch -d '2030-01-01 00:00:00' http/www/changing.txt
+sleep 1.2	# datastores/ attributes live 1 s in the kernel
+same "a changed file is read fresh, never from the stale cache" \
+	"$(sha256sum <http/www/changing.txt)" "$(sha256sum <mnt/datastores/web/changing.txt)"
+unmount_fg "$T_DIR/mnt"
+
+# --- a daemon killed mid-read leaves a cache that serves right bytes
+mount_fg a.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
+head -c $((12 << 20)) mnt/datastores/web/other.bin >/dev/null
+kill -9 "$MOUNT_PID"
+wait "$MOUNT_PID" 2>/dev/null
+MOUNT_PID=
+fusermount3 -u "$T_DIR/mnt" 2>/dev/null || umount -l "$T_DIR/mnt"
+mount_fg a.conf "$T_DIR/mnt" || { not_ok "mount came up after kill -9"; t_finish; exit 1; }
+same "after kill -9 the partly cached file reads right" \
+	"$(sha256sum <http/www/other.bin)" "$(sha256sum <mnt/datastores/web/other.bin)"
+unmount_fg "$T_DIR/mnt"
+
+# --- the cache stays under cache_size, evicting the least recently used
+rm -rf cache
+conf small.conf 16M
+mount_fg small.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
+bad=0
+for i in 1 2 3 4 5 6; do
+	cmp -s "http/www/small/f$i.bin" "mnt/datastores/web/small/f$i.bin" || bad=$((bad + 1))
+done
+same "every file read through a small cache is right" 0 "$bad"
+used=$(du -sb cache | cut -f1)
+check "the cache folder holds at most cache_size (16 MiB): $used bytes" \
+	test "$used" -le $((16 << 20))
+check "the cache evicted to stay there" test "$(stat_of mnt cache.evictions)" -ge 1
+same "the most recently read file is still cached" 0 \
+	"$(clear_log; echo 3 >/proc/sys/vm/drop_caches
+	   cat mnt/datastores/web/small/f6.bin >/dev/null; sent /small/f6.bin)"
+unmount_fg "$T_DIR/mnt"
+
+trap - EXIT
+cleanup
+t_finish

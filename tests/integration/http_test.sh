@@ -1,0 +1,193 @@
+#!/bin/bash
+# http_test.sh - the http backend through a real mount over a real nginx
+# (scripts/server-nginx.sh): listings in HTML and JSON, sizes, whole and
+# ranged reads, a single-file dataset URL, ENOENT and EROFS, and faults: a
+# server that is gone or stalled fails a read with an error within
+# timeout x (retries + 1) plus a little, and a restarted one serves again
+# without a remount.  Usage: http_test.sh MLFS POSIX_CHECK
+set -u
+MLFS=$(readlink -f "$1")
+POSIX_CHECK=$(readlink -f "$2")	# unused: the backend is read-only; kept for the common interface
+NGINX_SH=$(cd "$(dirname "$0")/../../scripts" && pwd)/server-nginx.sh
+. "$(dirname "$0")/lib.sh"
+t_setup
+cd "$T_DIR" || exit 1
+: "$POSIX_CHECK"
+
+NGINX_DIR=$T_DIR/http
+NGINX_PID=
+# Stops our nginx (by the PID it printed, should its pid file be gone) before lib.sh's t_finish.
+cleanup() {
+	"$NGINX_SH" stop "$NGINX_DIR" 2>/dev/null
+	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
+	NGINX_PID=
+}
+finish() {
+	cleanup
+	trap - EXIT
+	t_finish
+}
+trap cleanup EXIT
+
+# A free port of our own: random, and checked.
+pick_port() {
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 20000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+	return 1
+}
+
+W=$NGINX_DIR/www
+mkdir -p "$W/sub/deeper" mnt
+head -c $((20 << 20)) /dev/urandom >"$W/big.bin"
+head -c $((24 << 20)) /dev/urandom >"$W/fault-gone.bin"
+head -c $((24 << 20)) /dev/urandom >"$W/fault-stall.bin"
+head -c $((24 << 20)) /dev/urandom >"$W/fault-mid.bin"
+head -c $((4 << 20)) /dev/urandom >"$W/after.bin"
+echo "hello web" >"$W/small.txt"
+echo "inner" >"$W/sub/inner.txt"
+echo "deep" >"$W/sub/deeper/deep.txt"
+echo "spaced" >"$W/with space.txt"
+echo "unicode" >"$W/ünïcödé.txt"
+: >"$W/empty.bin"
+
+PORT=$(pick_port) || { not_ok "a free port"; finish; exit 1; }
+NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || { not_ok "nginx started"; finish; exit 1; }
+ok "nginx started on 127.0.0.1:$PORT (pid $NGINX_PID)"
+
+cat >mlfs.conf <<CONF
+[mlfs]
+state_dir = state
+cache_dir = cache
+timeout = 2
+retries = 1
+
+[datastore web]
+type = http
+url = http://127.0.0.1:$PORT/
+
+[datastore webjson]
+type = http
+url = http://127.0.0.1:$PORT/json/
+
+[dataset one]
+source = http://127.0.0.1:$PORT/big.bin
+CONF
+
+check "mlfs check accepts the config" "$MLFS" check mlfs.conf
+mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up"; finish; exit 1; }
+M=$T_DIR/mnt
+D=$M/datastores
+
+# --- listings and attributes
+listing() { (cd "$1" && find . -mindepth 1 | LC_ALL=C sort); }
+same "datastores are listed" "web webjson" "$(ls "$D" | tr '\n' ' ' | sed 's/ $//')"
+same "the HTML listing shows the served folder" "$(listing "$W")" "$(listing "$D/web")"
+same "the JSON listing shows the served folder" "$(listing "$W")" "$(listing "$D/webjson")"
+sizes() { (cd "$1" && find . -mindepth 1 -type f -printf '%p %s\n' | LC_ALL=C sort); }
+same "stat sizes match (HTML)" "$(sizes "$W")" "$(sizes "$D/web")"
+same "stat sizes match (JSON)" "$(sizes "$W")" "$(sizes "$D/webjson")"
+same "folders are folders, files are read-only files" "dr-xr-xr-x -r--r--r--" \
+	"$(stat -c %A "$D/web/sub") $(stat -c %A "$D/web/small.txt")"
+sleep 6	# past the listing cache: attributes now come from HEAD
+same "a HEAD after the cache expired tells a folder" "directory" "$(stat -c %F "$D/web/sub/deeper")"
+same "a HEAD gives the size" "$(stat -c %s "$W/big.bin")" "$(stat -c %s "$D/webjson/big.bin")"
+same "a HEAD gives the mtime" "$(stat -c %Y "$W/small.txt")" "$(stat -c %Y "$D/web/small.txt")"
+
+# --- reads
+sha() { sha256sum <"$1" | cut -d' ' -f1; }
+same "a 20 MiB file reads whole and intact (HTML)" "$(sha "$W/big.bin")" "$(sha "$D/web/big.bin")"
+same "a 20 MiB file reads whole and intact (JSON)" "$(sha "$W/big.bin")" "$(sha "$D/webjson/big.bin")"
+same "a small file" "hello web" "$(cat "$D/web/small.txt")"
+same "a file in a subfolder" "deep" "$(cat "$D/web/sub/deeper/deep.txt")"
+same "a name with a space" "spaced" "$(cat "$D/web/with space.txt")"
+same "a unicode name" "unicode" "$(cat "$D/webjson/ünïcödé.txt")"
+same "an empty file" "0:" "$(stat -c %s "$D/web/empty.bin"):$(cat "$D/web/empty.bin")"
+ranges_ok() {
+	local src=$1 dst=$2 size off len
+	size=$(stat -c %s "$src")
+	for _ in $(seq 1 25); do
+		off=$(((RANDOM * 32768 + RANDOM) % size))
+		len=$((1 + RANDOM % 300000))
+		if ! cmp -s <(tail -c +$((off + 1)) "$src" | head -c "$len") \
+			<(dd if="$dst" iflag=skip_bytes,count_bytes skip="$off" count="$len" bs=65536 2>/dev/null); then
+			echo "differs at $off+$len"
+			return 1
+		fi
+	done
+}
+check "25 reads at random offsets match" ranges_ok "$W/after.bin" "$D/web/after.bin"
+same "a read past the end is empty" "" "$(dd if="$D/web/small.txt" iflag=skip_bytes skip=100 bs=10 2>/dev/null)"
+
+# --- the single-file dataset
+same "a file URL dataset shows its file" "big.bin" "$(ls "$M/datasets/one")"
+same "it reads intact" "$(sha "$W/big.bin")" "$(sha "$M/datasets/one/big.bin")"
+fails "nothing else is in it" "No such file or directory" stat "$M/datasets/one/other.bin"
+
+# --- errors
+fails "a missing file is ENOENT" "No such file or directory" cat "$D/web/nope.txt"
+fails "a missing folder is ENOENT" "No such file or directory" ls "$D/web/nope/"
+fails "creating a file is EROFS" "Read-only file system" touch "$D/web/new.txt"
+fails "overwriting a file is EROFS" "Read-only file system" sh -c "echo x >'$D/web/small.txt'"
+fails "mkdir is EROFS" "Read-only file system" mkdir "$D/web/newdir"
+fails "rm is EROFS" "Read-only file system" rm -f "$D/web/small.txt"
+fails "a dataset is read-only too" "Read-only file system" touch "$M/datasets/one/x"
+check "df works on a web datastore" df "$D/web"
+
+# --- faults: the server goes away (read files never read before: no cache has them)
+stat "$D/web/fault-gone.bin" "$D/web/fault-stall.bin" "$D/web/fault-mid.bin" >/dev/null
+"$NGINX_SH" stop "$NGINX_DIR"
+NGINX_PID=
+start=$SECONDS
+fails "a read with the server gone fails with EIO" "Input/output error" cat "$D/web/fault-gone.bin"
+check "... within timeout x (retries + 1) + 3 s" test $((SECONDS - start)) -le 7
+grep -q "web: .*fault-gone.bin" "$T_DIR/mount.mnt.log" && ok "the failure is logged with the URL" ||
+	not_ok "the failure is logged with the URL"
+
+NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || not_ok "nginx restarted"
+same "after a restart the next read works, no remount" "$(sha "$W/fault-gone.bin")" "$(sha "$D/web/fault-gone.bin")"
+
+# a stalled server: it accepts connections but never answers
+kill -STOP "$NGINX_PID" $(pgrep -P "$NGINX_PID")
+start=$SECONDS
+if cat "$D/web/fault-stall.bin" >/dev/null 2>"$T_DIR/stall.err"; then
+	not_ok "a read from a stalled server fails"
+elif grep -qE "Input/output error|Connection timed out" "$T_DIR/stall.err"; then
+	ok "a read from a stalled server fails ($(cat "$T_DIR/stall.err" | sed 's/.*: //'))"
+else
+	not_ok "a read from a stalled server fails with EIO or ETIMEDOUT: $(cat "$T_DIR/stall.err")"
+fi
+check "... within timeout x (retries + 1) + 3 s, no hang" test $((SECONDS - start)) -le 7
+kill -CONT $(pgrep -P "$NGINX_PID") "$NGINX_PID"
+same "once it runs again the read works" "$(sha "$W/fault-stall.bin")" "$(sha "$D/web/fault-stall.bin")"
+
+# the server dies in the middle of a read
+python3 - "$D/web/fault-mid.bin" "$NGINX_SH" "$NGINX_DIR" >"$T_DIR/mid.out" 2>&1 <<'PY'
+import errno, subprocess, sys, time
+path, script, ndir = sys.argv[1:4]
+with open(path, "rb", buffering=0) as f:
+    f.read(65536)
+    subprocess.run([script, "stop", ndir], check=True)
+    t = time.monotonic()
+    try:
+        f.seek(20 << 20)
+        while f.read(1 << 20):
+            pass
+        print("read succeeded")
+    except OSError as e:
+        print("errno", errno.errorcode.get(e.errno, e.errno), "after %.1f s" % (time.monotonic() - t))
+PY
+NGINX_PID=
+if grep -qE "^errno EIO after [0-6]\." "$T_DIR/mid.out"; then
+	ok "a server stopped mid-read fails the read with EIO in time ($(cat "$T_DIR/mid.out"))"
+else
+	not_ok "a server stopped mid-read fails the read with EIO in time: $(cat "$T_DIR/mid.out")"
+fi
+NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || not_ok "nginx restarted"
+same "and after a restart the file reads whole" "$(sha "$W/fault-mid.bin")" "$(sha "$D/web/fault-mid.bin")"
+check "listings work again" test -n "$(ls "$D/webjson")"
+
+unmount_fg "$M"
+finish
