@@ -393,12 +393,13 @@ static int be_http_fetch_listing(struct be_http *hb, const char *path,
 	ret = remote_do(hb->remote, &req, &resp);
 	if (ret == 0 && resp.effective_url && !be_http_ends_in_slash(resp.effective_url))
 		ret = -ENOTDIR;	/* redirected to a file */
-	if (ret == 0)
+	if (ret == 0) {
 		ret = be_http_parse_listing(l, resp.body ? resp.body : "", resp.body_len,
 					    resp.content_type);
-	if (ret == -EIO)
-		log_err("%s: %s: not a folder listing this backend can read", hb->base.name,
-			path[0] ? path : "/");
+		if (ret == -EIO)
+			log_err("%s: %s: not a folder listing this backend can read",
+				hb->base.name, path[0] ? path : "/");
+	}
 	remote_resp_free(&resp);
 	free(url);
 	return ret;

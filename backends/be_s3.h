@@ -1,7 +1,8 @@
 /*
  * be_s3.h - the S3 backend (be_s3.c), and the pieces of it that need no
  * network, exposed for tests/unit/test_s3.c: the ListObjectsV2 and error
- * parsers, URL and query building, the credential chain.
+ * parsers (be_s3_xml.c), URL and query building and the credential chain
+ * (be_s3_req.c).  What the backend's own files share is in be_s3_int.h.
  */
 #ifndef MLFS_BE_S3_H
 #define MLFS_BE_S3_H

@@ -718,14 +718,21 @@ static void fs_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	ssize_t n;
 
 	(void)ino;
-	if (!f->bf) {
+	buf = fs_thread_buf(size);
+	if (!f->bf && buf) {
 		size_t start = (size_t)off < f->len ? (size_t)off : f->len;
 		size_t len = f->len - start < size ? f->len - start : size;
 
-		fuse_reply_buf(req, f->buf + start, len);
+		/*
+		 * Replied from a copy: once the reply is written the reader may close
+		 * the file, and a RELEASE in another thread free f->buf while this
+		 * thread is still returning from writev (ASan checks the iovec after
+		 * the call, and reported exactly that).
+		 */
+		memcpy(buf, f->buf + start, len);
+		fuse_reply_buf(req, buf, len);
 		return;
 	}
-	buf = fs_thread_buf(size);
 	if (!buf)
 		n = -ENOMEM;
 	else if (f->cf)
