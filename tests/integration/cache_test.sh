@@ -16,14 +16,15 @@ cd "$T_DIR" || exit 1
 
 PORT=$((20000 + RANDOM % 20000))
 MOUNT2_PID=
-cleanup() {
+t_cleanup() {
 	for m in "$T_DIR/mnt" "$T_DIR/mnt2"; do
 		fusermount3 -u "$m" 2>/dev/null
 	done
 	[ -n "$MOUNT2_PID" ] && wait "$MOUNT2_PID" 2>/dev/null
+	MOUNT2_PID=
 	"$SCRIPTS/server-nginx.sh" stop "$T_DIR/http" >/dev/null 2>&1
 }
-trap cleanup EXIT
+trap t_cleanup EXIT
 
 mkdir -p http/www/small mnt mnt2
 head -c $((24 << 20)) /dev/urandom >http/www/big.bin
@@ -149,5 +150,4 @@ same "the most recently read file is still cached" 0 \
 unmount_fg "$T_DIR/mnt"
 
 trap - EXIT
-cleanup
 t_finish

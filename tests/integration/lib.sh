@@ -96,7 +96,12 @@ unmount_fg() {
 	fi
 }
 
+# t_finish: prints the tally and removes the scratch folder.  A test that
+# started servers defines t_cleanup, run first, while their pid files exist.
 t_finish() {
+	if declare -F t_cleanup >/dev/null; then
+		t_cleanup
+	fi
 	if [ -n "${MOUNT_PID:-}" ]; then
 		fusermount3 -u "$T_DIR/mnt" 2>/dev/null || true
 		wait "$MOUNT_PID" 2>/dev/null || true

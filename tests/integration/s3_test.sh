@@ -32,6 +32,7 @@ s3_cleanup() {
 	fi
 	"$SERVER" stop "$T_DIR/s3" 2>/dev/null || true
 }
+t_cleanup() { s3_cleanup; }
 trap 's3_cleanup; rm -rf "$T_DIR"' EXIT
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
