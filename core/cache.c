@@ -387,6 +387,10 @@ static int cache_file_attach(struct cache_file *f, const char *key)
 		return errno == ENOENT ? -EAGAIN : -errno;
 	if (fstat(f->data_fd, &st) < 0 || (uint64_t)st.st_size != f->size)
 		return -EAGAIN;
+	/* Read-only, for cache_file_read_map; the file never shrinks while pinned. */
+	f->data_map = f->size ? mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->data_fd, 0) : NULL;
+	if (f->data_map == MAP_FAILED)
+		f->data_map = NULL;
 	futimens(f->map_fd, NULL);		/* most recently used */
 	return 0;
 }
@@ -395,6 +399,9 @@ static void cache_file_detach(struct cache_file *f)
 {
 	if (f->map)
 		munmap(f->map, f->map_len);
+	if (f->data_map)
+		munmap(f->data_map, f->size);
+	f->data_map = NULL;
 	if (f->data_fd >= 0)
 		close(f->data_fd);
 	if (f->map_fd >= 0)
@@ -430,8 +437,36 @@ static int cache_file_attach_retrying(struct cache_file *f, const char *key)
 /* ---- fetching ---- */
 
 /*
- * Fetches blocks [b0, b1), whose OFD locks the caller holds and which it
- * found missing, writes them and marks them present.  Returns 0 or -errno.
+ * A buffer of CACHE_RUN_MAX blocks for one fetch.  Kept for reuse: a fresh
+ * multi-megabyte malloc is a fresh mmap, whose page faults and zeroing
+ * cost as much CPU as the copy of the data itself.
+ */
+static void *cache_buf_get(struct cache *c)
+{
+	void *buf = NULL;
+
+	pthread_mutex_lock(&c->qlock);
+	if (c->n_spare > 0)
+		buf = c->spare[--c->n_spare];
+	pthread_mutex_unlock(&c->qlock);
+	return buf ? buf : malloc((size_t)CACHE_RUN_MAX * CACHE_BLOCK);
+}
+
+static void cache_buf_put(struct cache *c, void *buf)
+{
+	pthread_mutex_lock(&c->qlock);
+	if (c->n_spare < CACHE_SPARE_BUFS) {
+		c->spare[c->n_spare++] = buf;
+		buf = NULL;
+	}
+	pthread_mutex_unlock(&c->qlock);
+	free(buf);
+}
+
+/*
+ * Fetches blocks [b0, b1) (at most CACHE_RUN_MAX), whose OFD locks the
+ * caller holds and which it found missing, writes them and marks them
+ * present.  Returns 0 or -errno.
  */
 static int cache_fetch_run(struct cache_file *f, uint64_t b0, uint64_t b1)
 {
@@ -442,7 +477,7 @@ static int cache_fetch_run(struct cache_file *f, uint64_t b0, uint64_t b1)
 
 	if ((uint64_t)off + len > f->size)
 		len = (size_t)(f->size - (uint64_t)off);
-	buf = malloc(len);
+	buf = cache_buf_get(f->c);
 	if (!buf)
 		return -ENOMEM;
 	n = cache_fetch_all(f, buf, len, off);
@@ -450,7 +485,7 @@ static int cache_fetch_run(struct cache_file *f, uint64_t b0, uint64_t b1)
 		n = -EIO;			/* the object is shorter than its size */
 	if (n >= 0)
 		n = cache_pwrite_all(f->data_fd, buf, len, off);
-	free(buf);
+	cache_buf_put(f->c, buf);
 	if (n < 0)
 		return (int)n;
 	for (uint64_t b = b0; b < b1; b++)
@@ -735,6 +770,8 @@ void cache_destroy(struct cache *c)
 		pthread_join(c->threads[i], NULL);
 	if (c->usage)
 		munmap(c->usage, sizeof(uint64_t));
+	while (c->n_spare > 0)
+		free(c->spare[--c->n_spare]);
 	pthread_cond_destroy(&c->qcond);
 	pthread_mutex_destroy(&c->qlock);
 	free(c->dir);
@@ -819,39 +856,74 @@ static ssize_t cache_file_read_through(struct cache_file *f, void *buf, size_t l
 	return n;
 }
 
-ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off)
+/*
+ * Makes the blocks of [@off, @off + @len) present, fetching what is
+ * missing.  Returns the bytes there are from @off (0 at the end), with
+ * *@hit telling whether no fetch was waited for; -ENOSPC or -EDQUOT when the
+ * local disk is full (an eviction is started), or another -errno.
+ */
+static ssize_t cache_file_ensure(struct cache_file *f, size_t len, off_t off, bool *hit)
 {
 	uint64_t b0, b1, end;
-	bool hit;
-	ssize_t n;
+	int ret;
 
 	if (off < 0)
 		return -EINVAL;
-	if (f->bypass)
-		return cache_file_read_through(f, buf, len, off);
 	if ((uint64_t)off >= f->size || len == 0)
 		return 0;
 	end = len > f->size - (uint64_t)off ? f->size : (uint64_t)off + len;
 	b0 = (uint64_t)off / CACHE_BLOCK;
 	b1 = (end - 1) / CACHE_BLOCK + 1;
 	cache_file_readahead(f, (uint64_t)off, end);
-	hit = cache_range_present(f, b0, b1);
-	if (!hit) {
-		int ret = cache_file_fill(f, b0, b1, true);
-
-		if (ret == -ENOSPC || ret == -EDQUOT) {	/* our disk, not the remote */
+	*hit = cache_range_present(f, b0, b1);
+	if (!*hit) {
+		ret = cache_file_fill(f, b0, b1, true);
+		if (ret == -ENOSPC || ret == -EDQUOT)	/* our disk, not the remote */
 			cache_evict(f->c);
-			return cache_file_read_through(f, buf, len, off);
-		}
 		if (ret < 0)
 			return ret;
 	}
-	n = cache_pread_all(f->data_fd, buf, (size_t)(end - (uint64_t)off), off);
-	if (n < 0)
-		return n;
+	return (ssize_t)(end - (uint64_t)off);
+}
+
+static void cache_file_count(struct cache_file *f, bool hit, ssize_t n)
+{
 	atomic_fetch_add(hit ? &f->stats->hits : &f->stats->misses, 1);
 	if (hit)
 		atomic_fetch_add(&f->stats->bytes_hit, (uint64_t)n);
+}
+
+ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off)
+{
+	bool hit = false;
+	ssize_t n;
+
+	if (f->bypass)
+		return cache_file_read_through(f, buf, len, off);
+	n = cache_file_ensure(f, len, off, &hit);
+	if (n == -ENOSPC || n == -EDQUOT)
+		return cache_file_read_through(f, buf, len, off);
+	if (n > 0)
+		n = cache_pread_all(f->data_fd, buf, (size_t)n, off);
+	if (n > 0)
+		cache_file_count(f, hit, n);
+	return n;
+}
+
+ssize_t cache_file_read_map(struct cache_file *f, size_t len, off_t off, const void **ptr)
+{
+	bool hit = false;
+	ssize_t n;
+
+	if (f->bypass || (!f->data_map && f->size))
+		return -ENOTSUP;
+	n = cache_file_ensure(f, len, off, &hit);
+	if (n == -ENOSPC || n == -EDQUOT)
+		return -ENOTSUP;
+	if (n > 0) {
+		*ptr = f->data_map + off;
+		cache_file_count(f, hit, n);
+	}
 	return n;
 }
 

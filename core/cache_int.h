@@ -19,7 +19,8 @@
 #define CACHE_RA_MAX		(32u << 20)		/* read-ahead of a long sequential read */
 #define CACHE_RA_CHUNK		4			/* blocks per background fetch */
 #define CACHE_SEQ_SLACK		(1u << 20)		/* reordered reads still count as sequential */
-#define CACHE_RUN_MAX		16			/* blocks per fetch call at most */
+#define CACHE_RUN_MAX		4			/* blocks per fetch call at most */
+#define CACHE_SPARE_BUFS	8			/* fetch buffers kept for reuse */
 #define CACHE_THREADS		4			/* background fetchers per struct cache */
 #define CACHE_KEY_MAX		65536
 #define CACHE_HASH_LEN		64			/* hex SHA-256 */
@@ -57,6 +58,8 @@ struct cache {
 	pthread_cond_t qcond;
 	struct cache_task *head, *tail;		/* guarded by qlock */
 	bool stopping;				/* guarded by qlock */
+	void *spare[CACHE_SPARE_BUFS];		/* guarded by qlock: fetch buffers to reuse */
+	int n_spare;
 };
 
 struct cache_file {
@@ -70,6 +73,7 @@ struct cache_file {
 	char hash[CACHE_HASH_LEN + 1];
 	int map_fd;				/* holds flock(LOCK_SH): the pin */
 	int data_fd;				/* O_RDWR */
+	unsigned char *data_map;		/* the data file, PROT_READ; NULL if empty */
 	unsigned char *map;			/* the whole map file, MAP_SHARED */
 	size_t map_len, hdr_len;
 	atomic_bool closing;

@@ -87,6 +87,14 @@ int cache_file_open(struct cache *c, struct cache_file **out, const char *key, u
  */
 ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off);
 /*
+ * Like cache_file_read, without the copy: makes the bytes present and
+ * points *@ptr at them in a read-only mapping of the cache's data file,
+ * valid until close.  Returns their count, 0 at the end, or -ENOTSUP when
+ * this open must be read with cache_file_read (an object that bypasses the
+ * cache, a full local disk), or another -errno.
+ */
+ssize_t cache_file_read_map(struct cache_file *f, size_t len, off_t off, const void **ptr);
+/*
  * The data file when every block is present, else -1: a read-only
  * descriptor whose content is exactly the object (size and bytes), for FUSE
  * passthrough.  Borrowed, valid until close.

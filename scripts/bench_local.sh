@@ -43,6 +43,8 @@
 set -eu
 export LC_ALL=C
 cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
+bench=bench_local
 
 RUNS=${BENCH_RUNS:-5}
 case $RUNS in
@@ -64,39 +66,6 @@ NFILES=10000
 scratch=$(mktemp -d /tmp/mlfs-bench.XXXXXX)
 pids=""		# processes started here that may still run
 tmpfs_mounted=0
-
-# Whether process $1 runs (a zombie, exited but not yet waited for, does not).
-alive() {
-	[ -r "/proc/$1/stat" ] && awk '{ exit $3 == "Z" }' "/proc/$1/stat" 2>/dev/null
-}
-
-# Ends process $1, started here: waits $2 tenths of a second for it to exit
-# on its own, then TERM, then KILL; reaps it and drops it from $pids.
-stop_pid() {
-	local pid=$1 grace=$2 i p keep=""
-
-	for i in $(seq "$grace"); do
-		alive "$pid" || break
-		sleep 0.1
-	done
-	if alive "$pid"; then
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 50); do
-			alive "$pid" || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
-	for p in $pids; do
-		[ "$p" = "$pid" ] || keep="$keep $p"
-	done
-	pids=$keep
-}
-
-is_mounted() {
-	awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts
-}
 
 cleanup() {
 	local m pid
@@ -149,26 +118,6 @@ root = $data
 CONF
 : >"$scratch/rclone.conf"	# an empty config: no "config file not found" notice
 
-# Waits until $1 is a mount and answers, or until process $2 dies (30 s at most).
-wait_mounted() {
-	local mnt=$1 pid=$2 i
-
-	for i in $(seq 300); do
-		if is_mounted "$mnt"; then
-			stat "$mnt" >/dev/null	# waits for the FUSE handshake
-			return 0
-		fi
-		if ! alive "$pid"; then
-			echo "bench_local: the daemon for $mnt exited; its log:" >&2
-			cat "$scratch/logs/$(basename "$mnt").log" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
-	echo "bench_local: $mnt did not mount in 30 s" >&2
-	return 1
-}
-
 # Mounts way $1 in the foreground of a background process; sets $root to the
 # folder that shows $data there and $daemon to the process's PID.
 mount_way() {
@@ -190,7 +139,7 @@ mount_way() {
 	esac
 	daemon=$!
 	pids="$pids $daemon"
-	wait_mounted "$mnt" "$daemon"
+	wait_mounted "$mnt" "$daemon" "$log"
 }
 
 umount_way() {
@@ -204,22 +153,8 @@ umount_way() {
 	stop_pid "$daemon" 100	# it exits on its own once unmounted
 }
 
-# Writes and deletes 1.2 GiB on the tmpfs, so the next page-cache fill reuses
-# memory the hypervisor has backed (see the top comment).
-pretouch() {
-	head -c $((1200 * 1024 * 1024)) /dev/zero >"$scratch/pretouch"
-	rm "$scratch/pretouch"
-}
-
-# Prints the microseconds "$@" takes.
-time_us() {
-	local t0 t1
-
-	t0=${EPOCHREALTIME/./}
-	"$@"
-	t1=${EPOCHREALTIME/./}
-	echo $((t1 - t0))
-}
+# 1.2 GiB for the 1 GiB file: see the top comment.
+pretouch_mem() { pretouch "$scratch/pretouch" $((1200 * 1024 * 1024)); }
 
 read_file() { cat "$1" >/dev/null; }
 list_ls() { ls -l "$1" >/dev/null; }
@@ -245,20 +180,11 @@ measure() {
 		"$(us_to_s "$ls")" "$(us_to_s "$find")" >&2
 }
 
-us_to_s() { awk -v u="$1" 'BEGIN { printf "%.6f", u / 1e6 }'; }
-
-# Median, in seconds, of the microsecond values in file $1.
-median_s() {
-	sort -n "$1" | awk '{ v[NR] = $1 }
-		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		      printf "%.6f", m / 1e6 }'
-}
-
 WAYS="direct mlfs mlfs-nopt passthrough_ll rclone"
 for run in $(seq "$RUNS"); do
 	echo "bench_local: repetition $run of $RUNS" >&2
 	for way in $WAYS; do
-		pretouch
+		pretouch_mem
 		if [ "$way" = direct ]; then
 			measure direct "$data"
 		else
@@ -271,8 +197,6 @@ done
 
 # Results ----------------------------------------------------------------
 mbps() { awk -v s="$1" -v b="$FILE_SIZE" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-verdict() { awk -v r="$1" -v bar="$2" 'BEGIN { print (r >= bar ? "PASS" : "FAIL") }'; }
 
 declare -A med
 for way in $WAYS; do

@@ -35,7 +35,7 @@ s3rver_start() {
 	3)
 		local bin=$top/build/tools/s3rver3/node_modules/.bin/s3rver
 		[ -x "$bin" ] || { echo "no $bin: run scripts/install-deps.sh --bench" >&2; exit 1; }
-		cmd=("$bin")
+		cmd=(env NODE_OPTIONS=--openssl-legacy-provider "$bin")	# DES tokens, as above
 		;;
 	*)
 		echo "version must be 5 or 3" >&2

@@ -511,6 +511,34 @@ static void test_cache_fd_is_given_only_once_complete(void **state)
 	cache_destroy(c);
 }
 
+static void test_cache_read_map_points_at_the_right_bytes(void **state)
+{
+	struct fake fk = { .seed = 65, .size = 5 * MiB + 123 };
+	struct cache_stats st = { 0 };
+	struct cache_file *f;
+	const void *p = NULL;
+	struct cache *c;
+
+	(void)state;
+	counts_reset();
+	assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
+	assert_int_equal(cache_file_open(c, &f, "s\nmap\nv1", fk.size, &st, fake_fetch, &fk), 0);
+	/* a cold read fetches, then points into the mapping */
+	assert_int_equal(cache_file_read_map(f, 300000, 2 * MiB + 7, &p), 300000);
+	assert_int_equal(check(&fk, p, 300000, 2 * MiB + 7), 0);
+	/* the last bytes: a short count */
+	assert_int_equal(cache_file_read_map(f, MiB, fk.size - 100, &p), 100);
+	assert_int_equal(check(&fk, p, 100, fk.size - 100), 0);
+	assert_int_equal(cache_file_read_map(f, MiB, fk.size, &p), 0);
+	cache_file_close(f);
+	/* too large for the cache: read through, never mapped */
+	assert_int_equal(cache_file_open(c, &f, "s\nbig\nv1", 200 * MiB, &st, fake_fetch, &fk),
+			 0);
+	assert_int_equal(cache_file_read_map(f, 4096, 0, &p), -ENOTSUP);
+	cache_file_close(f);
+	cache_destroy(c);
+}
+
 static void test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it(void **state)
 {
 	struct fake fk = { .seed = 70, .size = 64 * MiB };
@@ -602,6 +630,7 @@ int main(void)
 		T(test_cache_object_open_in_another_process_is_not_evicted),
 		T(test_cache_too_large_objects_bypass),
 		T(test_cache_fd_is_given_only_once_complete),
+	T(test_cache_read_map_points_at_the_right_bytes),
 		T(test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it),
 		T(test_cache_fetch_error_is_returned_and_retry_succeeds),
 		T(test_cache_map_with_garbage_is_ignored),

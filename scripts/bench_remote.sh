@@ -1,0 +1,510 @@
+#!/bin/bash
+# bench_remote.sh - how fast mlfs reads from an S3 and an HTTP server, next
+# to curl, s3fs and `rclone mount` against the same servers in the same run.
+#
+# Two local servers on 127.0.0.1, started with scripts/server-s3rver.sh and
+# scripts/server-nginx.sh, keep their data on a fresh tmpfs (so a drop of
+# the page cache leaves them as they were): s3rver 3.7.1 serves
+# testbucket/big.bin (256 MiB of random bytes) and testbucket/many/ (10,000
+# small objects); nginx (autoindex) serves the same as www/big.bin and
+# www/many/.  s3rver 3.7.1 and not the signature-checking s3rver 5 fork, for
+# every S3 client here, mlfs included: s3fs and rclone ask for the bucket as
+# `GET /bucket/`, which the fork refuses (SignatureDoesNotMatch); see
+# docs/benchmarks.md.  The ways compared:
+#   curl-s3, curl-http   `curl -o /dev/null` of big.bin (SigV4-signed for S3):
+#                        one stream, each server's own ceiling;
+#   mlfs-s3, mlfs-http   MOUNT/datastores/{s3,web} of one mlfs config with a
+#                        `type = s3`, a `type = http` and a `type = local`
+#                        datastore, cache_dir on disk (not tmpfs);
+#   mlfs-local           MOUNT/datastores/disk, the local datastore over a
+#                        disk folder holding the same 256 MiB file;
+#   direct               that disk file itself, no FUSE (for information);
+#   s3fs                 `s3fs testbucket MNT -o url=... -o use_path_request_style
+#                        -o passwd_file=...` (Debian's, defaults otherwise);
+#   rclone-s3            `rclone mount s3:testbucket MNT` (provider = Other,
+#                        default options, run under `env -u AWS_CA_BUNDLE`);
+#   rclone-http          `rclone mount web: MNT` (type = http);
+#   httpdirfs            `httpdirfs -f URL MNT`, only where it is installed.
+# Each repetition times, with $EPOCHREALTIME:
+#   first read   `cat big.bin >/dev/null` right after a fresh mount (for mlfs
+#                also with an empty cache_dir and state_dir);
+#   ls -l        `ls -l many` (into a file on the tmpfs, counted afterwards),
+#                the first listing of the 10,000-object prefix since that
+#                mount;
+#   cache read   mlfs-s3 and mlfs-http: unmount, `sync; echo 3 >
+#                /proc/sys/vm/drop_caches`, mount again with the same
+#                cache_dir, cat: the next job's read, served from mlfs's disk
+#                cache, not from the page cache;
+#   disk read    mlfs-local, measured the same way: mount, unmount,
+#                drop_caches, mount, cat; direct: drop_caches, cat.
+# The ways take turns within each repetition, so a noisy neighbour spreads
+# over all of them, and every timed step starts with a "pre-touch" (320 MiB
+# written to the tmpfs and deleted: see bench_lib.sh and docs/benchmarks.md).
+# In the first repetition each read through a mount is compared with the
+# original bytes (cmp, not timed), every listing must show 10,000 files, and
+# each cache read prints how many MiB the server sent meanwhile (it should
+# be 0: a revalidating HEAD at open sends none).
+# The medians of BENCH_RUNS repetitions (default 5) are printed, with MiB/s,
+# and the bars from the issue, each PASS or FAIL:
+#   first read   mlfs >= 0.8 x curl's, for S3 and for HTTP
+#   first read   mlfs-http >= 2 x rclone-http's
+#   cache read   mlfs >= 0.9 x mlfs-local's disk read, for S3 and for HTTP
+#   ls -l        mlfs faster than s3fs and rclone (S3), than rclone (HTTP)
+# It is a benchmark, not a test: it exits 0 when a bar fails, and says so.
+# A peer that fails to mount or to read is reported (with how long it took
+# and its log) and left out; a bar that needs it reads "n/a".  It exits
+# non-zero only when it cannot measure: a server or the seeding fails, or
+# mlfs itself cannot mount or read.
+#
+# Usage (as root, from anywhere): [BENCH_RUNS=N] scripts/bench_remote.sh
+# It installs its packages (scripts/install-deps.sh --bench), builds mlfs
+# into build/bench (RelWithDebInfo), and removes every mount, server,
+# process and file it made.
+set -eu
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
+bench=bench_remote
+
+RUNS=${BENCH_RUNS:-5}
+case $RUNS in
+'' | *[!0-9]* | 0) echo "$bench: BENCH_RUNS must be a positive integer" >&2; exit 2 ;;
+esac
+if [ "$(id -u)" -ne 0 ]; then
+	echo "$bench: run as root (it mounts a tmpfs and drops the page cache)" >&2
+	exit 2
+fi
+
+scripts/install-deps.sh --bench
+cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/bench -j"$(nproc)" >/dev/null
+MLFS=$PWD/build/bench/mlfs
+
+FILE_SIZE=$((256 * 1024 * 1024))
+NFILES=10000
+PRETOUCH=$((320 * 1024 * 1024))
+
+# On disk, not tmpfs: mlfs's cache_dir and the local datastore's folder.
+scratch=$(mktemp -d /var/tmp/mlfs-bench-remote.XXXXXX)
+chmod 755 "$scratch"		# nginx's workers walk down to srv/http/www
+srv=$scratch/srv		# a tmpfs: the servers' data
+pids=""				# processes started here that may still run
+servers=""			# "script:dir" of each server started here
+tmpfs_mounted=0
+
+cleanup() {
+	local m pid s
+
+	set +e
+	for m in "$scratch"/mnt-*; do
+		[ -d "$m" ] || continue
+		if is_mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
+		fi
+	done
+	for pid in $pids; do
+		stop_pid "$pid" 0
+	done
+	for s in $servers; do
+		"scripts/server-${s%%:*}.sh" stop "${s#*:}" >/dev/null
+	done
+	if [ "$tmpfs_mounted" = 1 ]; then
+		umount "$srv" || umount -l "$srv"
+	fi
+	rm -rf "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir -p "$srv" "$scratch/disk" "$scratch/logs"
+mount -t tmpfs -o size=2G,mode=755 tmpfs "$srv"
+tmpfs_mounted=1
+
+# A TCP port nothing listens on yet, on 127.0.0.1.
+free_port() {
+	local p
+
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# Waits up to 10 s for URL $1 to answer.
+wait_http() {
+	local i
+
+	for i in $(seq 100); do
+		curl -s -o /dev/null --max-time 1 "$1" && return 0
+		sleep 0.1
+	done
+	echo "$bench: $1 does not answer" >&2
+	return 1
+}
+
+# Servers -----------------------------------------------------------------
+s3port=$(free_port)
+S3=http://127.0.0.1:$s3port
+mkdir -p "$srv/s3"
+servers="$servers s3rver:$srv/s3"
+# server-s3rver.sh runs node with OpenSSL's legacy provider: s3rver makes
+# ListObjectsV2 continuation tokens with DES (mlfs lists with V2; s3fs and
+# rclone use V1 here).
+s3pid=$(scripts/server-s3rver.sh start "$srv/s3" "$s3port" 3)
+httpport=$(free_port)		# s3rver listens by now: not the same port
+WEB=http://127.0.0.1:$httpport
+mkdir -p "$srv/http/www/many"
+servers="$servers nginx:$srv/http"
+httppid=$(scripts/server-nginx.sh start "$srv/http" "$httpport")
+wait_http "$S3/testbucket"
+wait_http "$WEB/"
+echo "$bench: s3rver 3.7.1 (PID $s3pid) on $S3, nginx (PID $httppid) on $WEB" >&2
+
+# SigV4-signed curl for S3 (s3rver 3.7.1 would take unsigned requests too).
+s3curl() {
+	curl -sSf --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
+}
+
+echo "$bench: seeding a 256 MiB object and $NFILES small ones on each server" >&2
+t0=${EPOCHREALTIME/./}
+head -c "$FILE_SIZE" /dev/urandom >"$scratch/disk/big.bin"
+cp "$scratch/disk/big.bin" "$srv/http/www/big.bin"
+s3curl -T "$scratch/disk/big.bin" "$S3/testbucket/big.bin" >/dev/null
+for i in $(seq -w 1 "$NFILES"); do
+	printf 'small file %s\n' "$i" >"$srv/http/www/many/f$i.txt"
+done
+# One curl, one connection, 10,000 PUTs ("f[00001-10000].txt" is curl's glob).
+(cd "$srv/http/www/many" &&
+	s3curl -T "f[$(printf "%0${#NFILES}d" 1)-$NFILES].txt" "$S3/testbucket/many/" >/dev/null)
+echo "$bench: seeded in $(us_to_s $((${EPOCHREALTIME/./} - t0))) s" >&2
+
+# Configs ------------------------------------------------------------------
+cat >"$scratch/mlfs.conf" <<CONF
+[mlfs]
+state_dir = $scratch/mlfs-state
+cache_dir = $scratch/mlfs-cache
+cache_size = 2G
+
+[datastore s3]
+type = s3
+endpoint = $S3
+bucket = testbucket
+access_key_id = S3RVER
+secret_access_key = S3RVER
+
+[datastore web]
+type = http
+url = $WEB/
+
+[datastore disk]
+type = local
+root = $scratch/disk
+CONF
+chmod 600 "$scratch/mlfs.conf"
+cat >"$scratch/rclone.conf" <<CONF
+[s3]
+type = s3
+provider = Other
+access_key_id = S3RVER
+secret_access_key = S3RVER
+endpoint = $S3
+region = us-east-1
+
+[web]
+type = http
+url = $WEB/
+CONF
+echo "S3RVER:S3RVER" >"$scratch/s3fs.passwd"
+chmod 600 "$scratch/s3fs.passwd"
+
+# Mounts -------------------------------------------------------------------
+# Mounts way $1 in the foreground of a background process; sets $root to the
+# folder that holds big.bin and many/ there and $daemon to the PID.  Prints
+# how long the mount took to stderr with $2 (a label) when it fails.
+mount_way() {
+	local way=$1 mnt=$scratch/mnt-$1 log=$scratch/logs/$1.log
+
+	mkdir -p "$mnt"
+	case $way in
+	mlfs-s3 | mlfs-http | mlfs-local)
+		"$MLFS" mount -f "$scratch/mlfs.conf" "$mnt" >>"$log" 2>&1 &
+		case $way in
+		mlfs-s3) root=$mnt/datastores/s3 ;;
+		mlfs-http) root=$mnt/datastores/web ;;
+		mlfs-local) root=$mnt/datastores/disk ;;
+		esac ;;
+	s3fs)
+		s3fs testbucket "$mnt" -f -o url="$S3" -o use_path_request_style \
+			-o passwd_file="$scratch/s3fs.passwd" >>"$log" 2>&1 &
+		root=$mnt ;;
+	rclone-s3)
+		env -u AWS_CA_BUNDLE rclone mount --config "$scratch/rclone.conf" \
+			s3:testbucket "$mnt" >>"$log" 2>&1 &
+		root=$mnt ;;
+	rclone-http)
+		rclone mount --config "$scratch/rclone.conf" web: "$mnt" >>"$log" 2>&1 &
+		root=$mnt ;;
+	httpdirfs)
+		httpdirfs -f "$WEB/" "$mnt" >>"$log" 2>&1 &
+		root=$mnt ;;
+	esac
+	daemon=$!
+	pids="$pids $daemon"
+	wait_mounted "$mnt" "$daemon" "$log"
+}
+
+umount_way() {
+	local way=$1 mnt=$scratch/mnt-$1
+
+	case $way in
+	mlfs-*) "$MLFS" umount "$mnt" >/dev/null ;;
+	*) fusermount3 -u "$mnt" ;;
+	esac
+	stop_pid "$daemon" 100	# it exits on its own once unmounted
+	daemon=""
+}
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+pretouch_mem() { pretouch "$srv/pretouch" "$PRETOUCH"; }
+read_file() { cat "$1" >/dev/null; }
+list_ls() { ls -l "$1" >"$srv/ls.out"; }
+curl_s3() { s3curl -o /dev/null -w '%{size_download}\n' "$S3/testbucket/big.bin" >"$srv/curl.out"; }
+curl_http() { curl -sSf -o /dev/null -w '%{size_download}\n' "$WEB/big.bin" >"$srv/curl.out"; }
+
+failed=""	# ways left out, each with why
+way_failed() {
+	case " $failed " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+# Leaves way $1 out from now on; prints why ($2) and the end of its log
+# (which wait_mounted has printed already when $3 is "mount").
+drop_way() {
+	local way=$1 mnt=$scratch/mnt-$1
+
+	echo "$bench: $way: $2; left out from now on" >&2
+	if [ "${3:-}" != mount ] && [ -f "$scratch/logs/$way.log" ]; then
+		echo "$bench: the end of $way's log:" >&2
+		tail -n 20 "$scratch/logs/$way.log" >&2
+	fi
+	failed="$failed $way"
+	if [ -d "$mnt" ] && is_mounted "$mnt"; then
+		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
+	fi
+	case " $pids " in *" ${daemon:-none} "*) stop_pid "$daemon" 0 ;; esac
+	daemon=""
+}
+
+# Times step $2 ("first", "cache", "disk", "ls") of way $1 with command $3...;
+# appends the time to its result file, or leaves the way out if it fails.
+step() {
+	local way=$1 name=$2 t
+	shift 2
+
+	pretouch_mem
+	if ! t=$(time_us "$@"); then
+		drop_way "$way" "$name failed after $(us_to_s "$t") s"
+		return 1
+	fi
+	echo "$t" >>"$scratch/res-$way-$name"
+	line="$line $(printf '%s %.3f s ' "$name" "$(us_to_s "$t")")"
+}
+
+# Checks (first repetition only, not timed) that $1 shows big.bin's bytes.
+check_bytes() {
+	[ "$run" = 1 ] || return 0
+	cmp -s "$1/big.bin" "$scratch/disk/big.bin"
+}
+check_ls() {
+	local n
+
+	n=$(grep -c '^-' "$srv/ls.out" || true)
+	[ "$n" = "$NFILES" ] || { echo "$bench: ls -l showed $n files, not $NFILES" >&2; return 1; }
+}
+
+# Bytes the server of way $1 has sent so far: s3rver's write count (its log
+# cannot tell a HEAD from a GET), the body bytes in nginx's access log.
+server_sent() {
+	case $1 in
+	mlfs-s3) awk '$1 == "wchar:" { print $2 }' "/proc/$s3pid/io" ;;
+	*) awk '{ s += $10 } END { printf "%.0f\n", s }' "$srv/http/access.log" ;;
+	esac
+}
+
+# One repetition of way $1.
+measure() {
+	local way=$1 sent
+
+	line=""
+	case $way in
+	curl-s3 | curl-http)
+		step "$way" first "${way/-/_}" || return 0
+		if [ "$(cat "$srv/curl.out")" != "$FILE_SIZE" ]; then
+			drop_way "$way" "curl got $(cat "$srv/curl.out") bytes"
+			return 0
+		fi ;;
+	direct)
+		drop_caches
+		step "$way" disk read_file "$scratch/disk/big.bin" || return 0 ;;
+	mlfs-local)
+		rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state"
+		mount_way "$way" || { drop_way "$way" "mount failed" mount; return 0; }
+		step "$way" first read_file "$root/big.bin" || return 0
+		umount_way "$way"
+		drop_caches
+		mount_way "$way" || { drop_way "$way" "second mount failed" mount; return 0; }
+		step "$way" disk read_file "$root/big.bin" || return 0
+		check_bytes "$root" || { drop_way "$way" "read wrong bytes"; return 0; }
+		umount_way "$way" ;;
+	*)
+		case $way in
+		mlfs-*) rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state" ;;
+		esac
+		mount_way "$way" || { drop_way "$way" "mount failed" mount; return 0; }
+		step "$way" first read_file "$root/big.bin" || return 0
+		check_bytes "$root" || { drop_way "$way" "read wrong bytes"; return 0; }
+		step "$way" ls list_ls "$root/many" || return 0
+		check_ls || { drop_way "$way" "wrong listing"; return 0; }
+		umount_way "$way"
+		case $way in
+		mlfs-s3 | mlfs-http)
+			line="$line cache_dir $(du -sm "$scratch/mlfs-cache" | cut -f1) MiB "
+			drop_caches
+			mount_way "$way" || { drop_way "$way" "second mount failed" mount; return 0; }
+			sent=$(server_sent "$way")
+			step "$way" cache read_file "$root/big.bin" || return 0
+			sent=$(($(server_sent "$way") - sent))
+			line="$line(the server sent $(awk -v b="$sent" 'BEGIN { printf "%.1f", b / 1048576 }') MiB) "
+			check_bytes "$root" || { drop_way "$way" "cache read wrong bytes"; return 0; }
+			umount_way "$way" ;;
+		esac ;;
+	esac
+	printf '  %-12s %s\n' "$way" "$line" >&2
+}
+
+WAYS="curl-s3 curl-http mlfs-s3 mlfs-http mlfs-local direct s3fs rclone-s3 rclone-http"
+if command -v httpdirfs >/dev/null; then
+	WAYS="$WAYS httpdirfs"
+else
+	echo "$bench: httpdirfs is not installed: left out" >&2
+fi
+t_start=${EPOCHREALTIME/./}
+for run in $(seq "$RUNS"); do
+	echo "$bench: repetition $run of $RUNS" >&2
+	for way in $WAYS; do
+		way_failed "$way" || measure "$way"
+	done
+done
+t_total=$(us_to_s $((${EPOCHREALTIME/./} - t_start)))
+
+# Results ----------------------------------------------------------------
+mibps() { awk -v s="$1" -v b="$FILE_SIZE" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
+
+declare -A med
+for way in $WAYS; do
+	for m in first cache disk ls; do
+		if ! way_failed "$way" && [ -s "$scratch/res-$way-$m" ]; then
+			med[$way.$m]=$(median_s "$scratch/res-$way-$m")
+		fi
+	done
+done
+
+echo
+echo "mlfs remote benchmark: $RUNS repetitions, medians; 256 MiB object, $NFILES-object prefix"
+echo "s3rver 3.7.1 and nginx on 127.0.0.1, data on tmpfs; mlfs cache_dir on disk"
+echo "kernel $(uname -r), $(nproc) CPUs; measuring took $t_total s"
+echo
+# A cell: "seconds (MiB/s)" for a read, seconds for ls -l, "-" if none.
+cell() {
+	local v=${med[$1.$2]:-}
+
+	if [ -z "$v" ]; then
+		echo "-"
+	elif [ "$2" = ls ]; then
+		printf '%.3f' "$v"
+	else
+		printf '%.3f (%s)' "$v" "$(mibps "$v")"
+	fi
+}
+printf '%-12s %20s %20s %8s\n' way "first read s (MiB/s)" "cache/disk read" "ls -l s"
+for way in $WAYS; do
+	again=$(cell "$way" cache)
+	case $way in mlfs-local | direct) again=$(cell "$way" disk) ;; esac
+	printf '%-12s %20s %20s %8s\n' "$way" "$(cell "$way" first)" "$again" "$(cell "$way" ls)"
+done
+if [ -n "$failed" ]; then
+	echo "left out (see above):$failed"
+fi
+
+# bar NAME A.STEP B.STEP BAR [strict] [time]: the throughput ratio A/B (time
+# ratio B/A with "time": how many times faster A is), checked against BAR.
+nbars=0
+nfail=0
+nna=0
+bar() {
+	local name=$1 a=${med[$2]:-} b=${med[$3]:-} barv=$4 strict=${5:-} r v op=">="
+
+	[ -z "$strict" ] || op=">"
+	nbars=$((nbars + 1))
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		printf '  %-44s %6s  (bar %-2s %-4s) n/a\n' "$name" - "$op" "$barv"
+		nna=$((nna + 1))
+		return
+	fi
+	r=$(ratio "$b" "$a")
+	v=$(verdict "$r" "$barv" "$strict")
+	[ "$v" = PASS ] || nfail=$((nfail + 1))
+	printf '  %-44s %6s  (bar %-2s %-4s) %s\n' "$name" "$r" "$op" "$barv" "$v"
+}
+info() {
+	local a=${med[$2]:-} b=${med[$3]:-}
+
+	[ -n "$a" ] && [ -n "$b" ] || return 0
+	printf '  %-44s %6s\n' "$1" "$(ratio "$b" "$a")"
+}
+
+echo
+echo "bars (throughput ratios for reads, time ratios for ls -l):"
+bar "first read: mlfs-s3 / curl-s3" mlfs-s3.first curl-s3.first 0.8
+bar "first read: mlfs-http / curl-http" mlfs-http.first curl-http.first 0.8
+bar "first read: mlfs-http / rclone-http" mlfs-http.first rclone-http.first 2
+bar "cache read: mlfs-s3 / mlfs-local disk read" mlfs-s3.cache mlfs-local.disk 0.9
+bar "cache read: mlfs-http / mlfs-local disk read" mlfs-http.cache mlfs-local.disk 0.9
+bar "ls -l: s3fs time / mlfs-s3 time" mlfs-s3.ls s3fs.ls 1 strict
+bar "ls -l: rclone-s3 time / mlfs-s3 time" mlfs-s3.ls rclone-s3.ls 1 strict
+bar "ls -l: rclone-http time / mlfs-http time" mlfs-http.ls rclone-http.ls 1 strict
+echo "for information:"
+info "first read: mlfs-s3 / s3fs" mlfs-s3.first s3fs.first
+info "first read: mlfs-s3 / rclone-s3" mlfs-s3.first rclone-s3.first
+info "first read: s3fs / curl-s3" s3fs.first curl-s3.first
+info "first read: rclone-s3 / curl-s3" rclone-s3.first curl-s3.first
+info "first read: rclone-http / curl-http" rclone-http.first curl-http.first
+info "first read: httpdirfs / curl-http" httpdirfs.first curl-http.first
+info "first read: mlfs-http / httpdirfs" mlfs-http.first httpdirfs.first
+info "ls -l: httpdirfs time / mlfs-http time" mlfs-http.ls httpdirfs.ls
+info "cache read: mlfs-s3 / curl-s3 first read" mlfs-s3.cache curl-s3.first
+info "cache read: mlfs-s3 / direct disk read" mlfs-s3.cache direct.disk
+info "cache read: mlfs-http / direct disk read" mlfs-http.cache direct.disk
+info "disk read: mlfs-local / direct" mlfs-local.disk direct.disk
+
+echo
+if [ "$nna" -gt 0 ]; then
+	echo "RESULT: $nfail of $nbars bars FAIL, $nna could not be measured"
+elif [ "$nfail" -eq 0 ]; then
+	echo "RESULT: all $nbars bars pass"
+else
+	echo "RESULT: $nfail of $nbars bars FAIL (a benchmark: exiting 0 all the same)"
+fi
+case " $failed " in
+*" mlfs-"* | *" curl-"*)
+	echo "$bench: could not measure mlfs or curl, so some bars are missing" >&2
+	exit 1 ;;
+esac
+exit 0
