@@ -389,8 +389,10 @@ measure() {
 	printf '  %-12s %s\n' "$way" "$line" >&2
 }
 
-WAYS="curl-s3 curl-http mlfs-s3 mlfs-http mlfs-local direct s3fs rclone-s3 rclone-http"
-if command -v httpdirfs >/dev/null; then
+WAYS=${BENCH_WAYS:-curl-s3 curl-http mlfs-s3 mlfs-http mlfs-local direct s3fs rclone-s3 rclone-http}
+if [ -n "${BENCH_WAYS:-}" ]; then
+	:	# as asked
+elif command -v httpdirfs >/dev/null; then
 	WAYS="$WAYS httpdirfs"
 else
 	echo "$bench: httpdirfs is not installed: left out" >&2

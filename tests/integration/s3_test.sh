@@ -179,7 +179,30 @@ sleep 1.1	# past the metadata and attribute timeouts
 same "an object changed behind the mount (same size) reads fresh after reopening" \
 	"HELLO S3" "$(cat "$B/data/sub/same-size.txt")"
 
+# The server goes away while a file is open for writing: its close reports
+# it.  The writer must not fork meanwhile (a child's exec closes the fd too,
+# and that close is a flush that uploads), so the shell stops the server
+# between the writer's "written" and "go" files.
+python3 -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"x" * 100000)
+open("written", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.05)
+try:
+    os.close(fd)
+    print("close succeeded")
+except OSError as e:
+    print("close:", e.errno, e.strerror)
+' "$B/data/late.bin" >closed.txt 2>&1 &
+writer=$!
+for _ in $(seq 1 200); do [ -e written ] && break; sleep 0.05; done
 "$SERVER" stop s3
+touch go
+wait "$writer"
+same "close(2) fails with EIO when the upload at close fails" "close: 5 Input/output error" \
+	"$(cat closed.txt)"
 start=$(date +%s.%N)
 fails "a dead server gives EIO" "Input/output error" cat "$B/data/cold.bin"
 took=$(echo "$(date +%s.%N) - $start" | bc)
