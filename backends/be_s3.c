@@ -651,7 +651,7 @@ static int be_s3_truncate_path(struct backend *be, const char *path, off_t size)
 
 		ret = key ? be_s3_head(be_s3(be), key, &o, etag, sizeof(etag)) : -ENOMEM;
 		if (ret == 0)
-			ret = be_s3_put_empty(be_s3(be), key);
+			ret = be_s3_put(be_s3(be), key, -1, 0);
 		be_s3_meta_changed(be_s3(be), path);
 		free(key);
 		return ret;
@@ -704,7 +704,7 @@ static int be_s3_mkdir(struct backend *be, const char *path, mode_t mode,
 	(void)cred;
 	if (!key)
 		return -ENOMEM;
-	ret = be_s3_put_empty(s3, key);
+	ret = be_s3_put(s3, key, -1, 0);
 	be_s3_meta_changed(s3, path);
 	free(key);
 	return ret;

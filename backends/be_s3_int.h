@@ -142,8 +142,11 @@ int be_s3_list(struct be_s3 *s3, struct be_s3_list *l);
 int be_s3_count_beneath(struct be_s3 *s3, const char *path, const char *max,
 			unsigned int *count);
 
-/* An empty object at @key (a folder marker, or a file truncated to 0). */
-int be_s3_put_empty(struct be_s3 *s3, const char *key);
+/*
+ * One PUT of @size bytes of @fd at @key; @size 0 (any @fd) makes an empty
+ * object (a folder marker, a file truncated to 0).
+ */
+int be_s3_put(struct be_s3 *s3, const char *key, int fd, size_t size);
 
 /* A server-side copy of key @from to key @to. */
 int be_s3_copy(struct be_s3 *s3, const char *from, const char *to);

@@ -647,10 +647,10 @@ int be_s3_count_beneath(struct be_s3 *s3, const char *path, const char *max,
 	return ret;
 }
 
-int be_s3_put_empty(struct be_s3 *s3, const char *key)
+int be_s3_put(struct be_s3 *s3, const char *key, int fd, size_t size)
 {
-	struct remote_req req = { .method = REMOTE_PUT, .body = "", .body_fd = -1,
-		.max_body = 1 << 20 };
+	struct remote_req req = { .method = REMOTE_PUT, .body = size ? NULL : "", .body_fd = fd,
+		.body_len = size, .max_body = 1 << 20 };
 	struct remote_resp resp;
 	int ret = be_s3_do(s3, &req, key, NULL, &resp);
 

@@ -150,19 +150,6 @@ int be_s3_open_write(struct be_s3_file *f, int flags)
 	return 0;
 }
 
-static int be_s3_put_fd(struct be_s3 *s3, const char *key, int fd, size_t size)
-{
-	struct remote_req req = { .method = REMOTE_PUT, .body = size ? NULL : "", .body_fd = fd,
-		.body_len = size, .max_body = 1 << 20 };
-	struct remote_resp resp;
-	int ret = be_s3_do(s3, &req, key, NULL, &resp);
-
-	if (ret < 0)
-		ret = be_s3_fail(s3, ret, &resp, "PUT", key);
-	remote_resp_free(&resp);
-	return ret;
-}
-
 /* One multipart upload in flight. */
 struct be_s3_mpu {
 	struct be_s3 *s3;
@@ -310,7 +297,7 @@ int be_s3_upload(struct be_s3_file *f)
 	if (fstat(f->fd, &st) < 0)
 		return -errno;
 	if ((size_t)st.st_size < BE_S3_SMALL_PUT)
-		ret = be_s3_put_fd(s3, f->key, f->fd, (size_t)st.st_size);
+		ret = be_s3_put(s3, f->key, f->fd, (size_t)st.st_size);
 	else
 		ret = be_s3_put_multipart(s3, f->key, f->fd, (size_t)st.st_size);
 	be_s3_meta_changed(s3, f->path);

@@ -4,6 +4,37 @@
 # The caller sets $bench (its name, for messages) and $pids (the processes it
 # started that may still run; stop_pid keeps it up to date).
 
+# bench_start WHY_ROOT: what every benchmark checks first: RUNS from
+# BENCH_RUNS (default 5, a positive integer) and root (for WHY_ROOT); then it
+# installs the benchmark packages.  Exits 2 on a usage error.
+bench_start() {
+	RUNS=${BENCH_RUNS:-5}
+	case $RUNS in
+	'' | *[!0-9]* | 0) echo "$bench: BENCH_RUNS must be a positive integer" >&2; exit 2 ;;
+	esac
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "$bench: run as root ($1)" >&2
+		exit 2
+	fi
+	scripts/install-deps.sh --bench
+}
+
+# bench_stop_all: unmounts every $scratch/mnt-* still mounted and stops every
+# process in $pids (for the caller's cleanup).
+bench_stop_all() {
+	local m pid
+
+	for m in "$scratch"/mnt-*; do
+		[ -d "$m" ] || continue
+		if is_mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
+		fi
+	done
+	for pid in $pids; do
+		stop_pid "$pid" 0
+	done
+}
+
 # Whether process $1 runs (a zombie, exited but not yet waited for, does not).
 alive() {
 	[ -r "/proc/$1/stat" ] && awk '{ exit $3 == "Z" }' "/proc/$1/stat" 2>/dev/null

@@ -46,16 +46,7 @@ cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
 bench=bench_local
 
-RUNS=${BENCH_RUNS:-5}
-case $RUNS in
-'' | *[!0-9]* | 0) echo "bench_local: BENCH_RUNS must be a positive integer" >&2; exit 2 ;;
-esac
-if [ "$(id -u)" -ne 0 ]; then
-	echo "bench_local: run as root (it mounts a tmpfs)" >&2
-	exit 2
-fi
-
-scripts/install-deps.sh --bench
+bench_start "it mounts a tmpfs"
 scripts/build.sh plain
 MLFS=$PWD/build/plain/mlfs
 PL_SRC=/usr/share/doc/libfuse3-dev/examples
@@ -68,18 +59,8 @@ pids=""		# processes started here that may still run
 tmpfs_mounted=0
 
 cleanup() {
-	local m pid
-
 	set +e
-	for m in "$scratch"/mnt-*; do
-		[ -d "$m" ] || continue
-		if is_mounted "$m"; then
-			fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
-		fi
-	done
-	for pid in $pids; do
-		stop_pid "$pid" 0
-	done
+	bench_stop_all
 	if [ "$tmpfs_mounted" = 1 ]; then
 		umount "$scratch" || umount -l "$scratch"
 	fi

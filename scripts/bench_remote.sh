@@ -66,16 +66,7 @@ cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
 bench=bench_remote
 
-RUNS=${BENCH_RUNS:-5}
-case $RUNS in
-'' | *[!0-9]* | 0) echo "$bench: BENCH_RUNS must be a positive integer" >&2; exit 2 ;;
-esac
-if [ "$(id -u)" -ne 0 ]; then
-	echo "$bench: run as root (it mounts a tmpfs and drops the page cache)" >&2
-	exit 2
-fi
-
-scripts/install-deps.sh --bench
+bench_start "it mounts a tmpfs and drops the page cache"
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/bench -j"$(nproc)" >/dev/null
 MLFS=$PWD/build/bench/mlfs
@@ -93,18 +84,10 @@ servers=""			# "script:dir" of each server started here
 tmpfs_mounted=0
 
 cleanup() {
-	local m pid s
+	local s
 
 	set +e
-	for m in "$scratch"/mnt-*; do
-		[ -d "$m" ] || continue
-		if is_mounted "$m"; then
-			fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
-		fi
-	done
-	for pid in $pids; do
-		stop_pid "$pid" 0
-	done
+	bench_stop_all
 	for s in $servers; do
 		"scripts/server-${s%%:*}.sh" stop "${s#*:}" >/dev/null
 	done
