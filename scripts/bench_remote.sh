@@ -38,8 +38,10 @@
 #   disk read    mlfs-local, measured the same way: mount, unmount,
 #                drop_caches, mount, cat; direct: drop_caches, cat.
 # The ways take turns within each repetition, so a noisy neighbour spreads
-# over all of them, and every timed step starts with a "pre-touch" (320 MiB
-# written to the tmpfs and deleted: see bench_lib.sh and docs/benchmarks.md).
+# over all of them, and every timed step starts with a "pre-touch" (640 MiB
+# written to the tmpfs and deleted: see bench_lib.sh and docs/benchmarks.md;
+# a first read through mlfs fills two page caches, the FUSE file's and the
+# disk cache file's, 512 MiB of fresh pages).
 # In the first repetition each read through a mount is compared with the
 # original bytes (cmp, not timed), every listing must show 10,000 files, and
 # each cache read prints how many MiB the server sent meanwhile (it should
@@ -73,7 +75,7 @@ MLFS=$PWD/build/bench/mlfs
 
 FILE_SIZE=$((256 * 1024 * 1024))
 NFILES=10000
-PRETOUCH=$((320 * 1024 * 1024))
+PRETOUCH=$((640 * 1024 * 1024))
 
 # On disk, not tmpfs: mlfs's cache_dir and the local datastore's folder.
 scratch=$(mktemp -d /var/tmp/mlfs-bench-remote.XXXXXX)
