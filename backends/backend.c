@@ -18,7 +18,9 @@
 #include "backend.h"
 #include "be_http.h"
 #include "be_local.h"
+#include "be_nfs.h"
 #include "be_s3.h"
+#include "be_smb.h"
 
 struct backend_scheme {
 	const char *scheme;
@@ -40,8 +42,8 @@ static const char *const no_keys[] = { NULL };
 
 static const struct backend_scheme backend_builtin[] = {
 	{ "local", &be_local_ops, local_keys },
-	{ "nfs", NULL, nfs_keys },
-	{ "smb", NULL, smb_keys },
+	{ "nfs", &be_nfs_ops, nfs_keys },
+	{ "smb", &be_smb_ops, smb_keys },
 	{ "s3", &be_s3_ops, s3_keys },
 	{ "http", &be_http_ops, http_keys },
 	{ "archive", NULL, no_keys },

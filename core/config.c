@@ -719,59 +719,166 @@ static int config_kv_add(struct datastore_config *ds, const char *key, const cha
 	return 0;
 }
 
-/* The configured s3 datastore of @bucket, whose endpoint and keys an s3:// URL borrows. */
-static const struct datastore_config *config_s3_of_bucket(const struct mlfs_config *cfg,
-							  const char *bucket)
+/*
+ * The first configured datastore of @type whose @key1 is @v1 and, when @key2
+ * is not NULL, whose @key2 is @v2 (for nfs: a prefix of @v2 at a folder
+ * boundary, the export holding the URL's path).
+ */
+static const struct datastore_config *config_like(const struct mlfs_config *cfg,
+						  const char *type, const char *key1,
+						  const char *v1, const char *key2, const char *v2)
 {
 	for (size_t i = 0; i < cfg->n_datastores; i++) {
 		const struct datastore_config *ds = &cfg->datastores[i];
-		const char *b = config_get(ds, "bucket", NULL);
+		const char *a = config_get(ds, key1, NULL);
+		const char *b = key2 ? config_get(ds, key2, NULL) : NULL;
+		size_t blen = b ? strlen(b) : 0;
 
-		if (!ds->implicit && ds->type && strcmp(ds->type, "s3") == 0 && b &&
-		    strcmp(b, bucket) == 0)
+		while (blen > 0 && b[blen - 1] == '/')
+			blen--;
+		if (ds->implicit || !ds->type || strcmp(ds->type, type) != 0 || !a ||
+		    strcmp(a, v1) != 0)
+			continue;
+		if (!key2)
+			return ds;
+		if (b && strcmp(type, "nfs") == 0 && strncmp(b, v2, blen) == 0 &&
+		    (v2[blen] == '\0' || v2[blen] == '/'))
+			return ds;
+		if (b && strcmp(type, "smb") == 0 && strcmp(b, v2) == 0)
 			return ds;
 	}
 	return NULL;
 }
 
-/* The keys of the datastore behind an s3://BUCKET/PATH or http(s):// source. */
-static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
-			   const struct source_config *src)
+/* How much of a URL path the export of nfs datastore @ds covers: "/" covers nothing. */
+static size_t config_export_len(const struct datastore_config *ds)
 {
-	const char *rest = src->source + strlen(src->url_scheme) + 3;	/* past "://" */
-	const struct datastore_config *like;
-	char *bucket;
+	const char *e = config_get(ds, "export", NULL);
+	size_t n = strlen(e);
+
+	while (n > 0 && e[n - 1] == '/')
+		n--;
+	return n;
+}
+
+/* Copies the keys of @like into @ds, but for the ones the URL itself gives (@own). */
+static int config_borrow(struct datastore_config *ds, const struct datastore_config *like,
+			 const char *const *own, int line)
+{
 	int ret = 0;
 
-	if (strcmp(ds->type, "s3") != 0)
-		return config_kv_add(ds, "url", src->source, src->source_line);
-	bucket = strndup(rest, strcspn(rest, "/"));
+	for (size_t i = 0; like && ret == 0 && i < like->n_kv; i++) {
+		bool skip = strcmp(like->kv[i].key, "type") == 0;
+
+		for (const char *const *k = own; *k && !skip; k++)
+			skip = strcmp(like->kv[i].key, *k) == 0;
+		if (!skip)
+			ret = config_kv_add(ds, like->kv[i].key, like->kv[i].value, line);
+	}
+	return ret;
+}
+
+/* s3://BUCKET/PREFIX: a configured datastore of the bucket lends endpoint and keys. */
+static int config_s3_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			  const char *rest, int line)
+{
+	static const char *const own[] = { "bucket", "root", NULL };
+	char *bucket = strndup(rest, strcspn(rest, "/"));
+	int ret;
+
 	if (!bucket)
 		return -ENOMEM;
-	like = config_s3_of_bucket(cfg, bucket);
-	for (size_t i = 0; like && ret == 0 && i < like->n_kv; i++)
-		if (strcmp(like->kv[i].key, "bucket") != 0 && strcmp(like->kv[i].key, "root") != 0 &&
-		    strcmp(like->kv[i].key, "type") != 0)
-			ret = config_kv_add(ds, like->kv[i].key, like->kv[i].value,
-					    src->source_line);
+	ret = config_borrow(ds, config_like(cfg, "s3", "bucket", bucket, NULL, NULL), own, line);
 	if (ret == 0)
-		ret = config_kv_add(ds, "bucket", bucket, src->source_line);
+		ret = config_kv_add(ds, "bucket", bucket, line);
 	if (ret == 0)
-		ret = config_kv_add(ds, "root", rest + strlen(bucket), src->source_line);
+		ret = config_kv_add(ds, "root", rest + strlen(bucket), line);
 	free(bucket);
 	return ret;
 }
 
+/* smb://HOST[:PORT]/SHARE/PATH: a datastore of that share lends the user and password. */
+static int config_smb_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const char *rest, int line)
+{
+	static const char *const own[] = { "address", "share", "root", NULL };
+	size_t alen = strcspn(rest, "/");
+	const char *sh = rest[alen] ? rest + alen + 1 : rest + alen;
+	char *address = strndup(rest, alen), *share = strndup(sh, strcspn(sh, "/"));
+	int ret = -ENOMEM;
+
+	if (address && share) {
+		ret = config_borrow(ds, config_like(cfg, "smb", "address", address, "share",
+						    share), own, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "address", address, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "share", share, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "root", sh + strlen(share), line);
+	}
+	free(address);
+	free(share);
+	return ret;
+}
+
 /*
- * Gives an s3:// or http(s):// source its own datastore, "KIND:NAME", whose
- * root is the URL: an s3:// URL of a bucket that a configured datastore
- * serves borrows its endpoint and credentials.  nfs:// and smb:// sources
- * wait for their backends.
+ * nfs://HOST/PATH[?OPTIONS]: a datastore of that host whose export holds PATH
+ * lends its export and options (PATH below it becomes the root); otherwise
+ * PATH is the export and OPTIONS the libnfs options.
+ */
+static int config_nfs_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const char *rest, int line)
+{
+	static const char *const own[] = { "address", "root", NULL };
+	size_t alen = strcspn(rest, "/?");
+	const char *q = strchr(rest, '?');
+	char *address = strndup(rest, alen);
+	char *path = strndup(rest + alen, (q ? (size_t)(q - rest) : strlen(rest)) - alen);
+	const struct datastore_config *like;
+	int ret = -ENOMEM;
+
+	if (address && path) {
+		like = config_like(cfg, "nfs", "address", address, "export", path);
+		ret = config_borrow(ds, like, own, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "address", address, line);
+		if (ret == 0 && like)
+			ret = config_kv_add(ds, "root", path + config_export_len(like), line);
+		else if (ret == 0)
+			ret = config_kv_add(ds, "export", path[0] ? path : "/", line);
+		if (ret == 0 && !like && q && q[1])
+			ret = config_kv_add(ds, "options", q + 1, line);
+	}
+	free(address);
+	free(path);
+	return ret;
+}
+
+/* The keys of the datastore behind a URL source. */
+static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const struct source_config *src)
+{
+	const char *rest = src->source + strlen(src->url_scheme) + 3;	/* past "://" */
+
+	if (strcmp(ds->type, "s3") == 0)
+		return config_s3_keys(cfg, ds, rest, src->source_line);
+	if (strcmp(ds->type, "smb") == 0)
+		return config_smb_keys(cfg, ds, rest, src->source_line);
+	if (strcmp(ds->type, "nfs") == 0)
+		return config_nfs_keys(cfg, ds, rest, src->source_line);
+	return config_kv_add(ds, "url", src->source, src->source_line);
+}
+
+/*
+ * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL.
+ * A URL of a bucket, share or export that a configured datastore serves
+ * borrows its endpoint, credentials and options.
  */
 static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
 {
 	static const char *const kind[] = { "dataset", "checkpoint", "model" };
-	const char *type = strcmp(src->url_scheme, "s3") == 0 ? "s3" : "http";
+	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;
 	struct datastore_config *ds;
 	char *name;
 
@@ -801,8 +908,7 @@ static int config_finish(struct mlfs_config *cfg)
 		struct source_config *src = &cfg->sources[i];
 		int ret;
 
-		if (!src->url_scheme || src->datastore ||
-		    (strcmp(src->url_scheme, "s3") != 0 && strncmp(src->url_scheme, "http", 4) != 0))
+		if (!src->url_scheme || src->datastore)
 			continue;
 		ret = config_add_url_datastore(cfg, src);
 		if (ret < 0)

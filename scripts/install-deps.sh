@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	rsync sqlite3 util-linux util-linux-extra mount procps man-db
 	libcurl4-openssl-dev libssl-dev libxml2-dev libjansson-dev
-	nginx awscli curl"
+	nginx awscli curl
+	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
+	samba smbclient iproute2"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages rclone hyperfine s3fs"
 fi

@@ -672,12 +672,17 @@ static void test_config_parses_every_source_form(void **state)
 		"[checkpoint PASCAL VOC]\nsource = later:/c\n"
 		"[datastore later]\ntype = local\n"
 		"[datastore minio]\ntype = s3\nendpoint = http://127.0.0.1:9000\nbucket = bucket\n"
-		"root = /elsewhere\nsecret_access_key = k\n");
+		"root = /elsewhere\nsecret_access_key = k\n"
+		"[datastore lab]\ntype = nfs\naddress = h\nexport = /export/\n"
+		"options = version=3\n"
+		"[datastore sh]\ntype = smb\naddress = h\nshare = share\nusername = u\n"
+		"password_file = /p\n"
+		"[dataset other export]\nsource = nfs://h/elsewhere/y?version=4\n");
 	const struct source_config *s = cfg->sources;
 	const struct datastore_config *ds;
 
 	(void)state;
-	assert_int_equal(cfg->n_sources, 9);
+	assert_int_equal(cfg->n_sources, 10);
 	check_source(&s[0], SOURCE_DATASET, "root", "root", 1, "later:", "later", "", NULL);
 	check_source(&s[1], SOURCE_DATASET, "rel", "rel", 3, "later:a/b", "later", "a/b",
 		     NULL);
@@ -696,10 +701,28 @@ static void test_config_parses_every_source_form(void **state)
 	assert_string_equal(s[4].datastore, "model:http");
 	assert_string_equal(config_get(config_find_datastore(cfg, "model:http"), "url", NULL),
 			    "http://h/m.tar");
-	/* nfs:// and smb:// wait for their backends (issue 4). */
+	/* nfs:// inside a configured export borrows it: the rest of the path is the root. */
 	assert_string_equal(s[5].url_scheme, "nfs");
-	assert_null(s[5].datastore);
+	ds = config_find_datastore(cfg, "model:nfs");
+	assert_non_null(ds);
+	assert_string_equal(config_get(ds, "address", NULL), "h");
+	assert_string_equal(config_get(ds, "export", NULL), "/export/");
+	assert_string_equal(config_get(ds, "root", NULL), "/x");
+	assert_string_equal(config_get(ds, "options", NULL), "version=3");
+	/* ... and outside any: the path is the export, the query its options. */
+	ds = config_find_datastore(cfg, "dataset:other_export");
+	assert_non_null(ds);
+	assert_string_equal(config_get(ds, "export", NULL), "/elsewhere/y");
+	assert_null(config_get(ds, "root", NULL));
+	assert_string_equal(config_get(ds, "options", NULL), "version=4");
+	/* smb:// of a configured share borrows its user and password file. */
 	assert_string_equal(s[6].url_scheme, "smb");
+	ds = config_find_datastore(cfg, "model:smb");
+	assert_non_null(ds);
+	assert_string_equal(config_get(ds, "share", NULL), "share");
+	assert_string_equal(config_get(ds, "root", NULL), "/x");
+	assert_string_equal(config_get(ds, "username", NULL), "u");
+	assert_string_equal(config_get(ds, "password_file", NULL), "/p");
 	assert_int_equal(s[7].kind, SOURCE_DATASET);
 	assert_int_equal(s[8].kind, SOURCE_CHECKPOINT);
 	assert_string_equal(s[8].shown, "PASCAL_VOC");

@@ -45,7 +45,7 @@ static void test_registry_tells_not_compiled_in_from_unknown(void **state)
 	(void)state;
 	assert_int_equal(backend_lookup(&ops, "local"), 0);
 	assert_string_equal(ops->scheme, "local");
-	assert_int_equal(backend_lookup(&ops, "nfs"), -ENOTSUP);
+	assert_int_equal(backend_lookup(&ops, "archive"), -ENOTSUP);
 	assert_int_equal(backend_lookup(&ops, "ftp"), -ENOENT);
 	assert_int_equal(backend_lookup(&ops, "fake"), 0);
 	assert_ptr_equal(ops, &be_fake_ops);
@@ -97,8 +97,8 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 {
 	const char *text =
 		"[datastore lab]\n"			/* 1 */
-		"type = nfs\n"				/* 2 */
-		"address = 10.0.0.5\n"			/* 3 */
+		"type = archive\n"			/* 2 */
+		"; a type whose code is not built\n"	/* 3 */
 		"[datastore odd]\n"			/* 4 */
 		"type = ftp\n"				/* 5 */
 		"[datastore here]\n"			/* 6 */
@@ -106,7 +106,7 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 		"root = /tmp\n"				/* 8 */
 		"rooot = /tmp\n"			/* 9 */
 		"[dataset remote]\n"			/* 10 */
-		"source = smb://host/share/data/\n"	/* 11 */
+		"source = https://host/data.tar\n"	/* 11 */
 		"[dataset packed]\n"			/* 12 */
 		"source = here:/mnist.tar.gz\n";	/* 13 */
 	struct diag d;
@@ -115,11 +115,11 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	(void)state;
 	assert_int_equal(backend_check_config(cfg, &d), -EINVAL);
 	assert_int_equal(d.n, 6);
-	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: nfs backend not compiled in");
+	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: archive backend not compiled in");
 	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'ftp' "
 			    "(known: local, nfs, smb, s3, http)");
 	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
-	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: smb backend not compiled in");
+	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: archive backend not compiled in");
 	assert_string_equal(d.msgs[4], "reg.conf:13: [dataset packed] source: here:/mnist.tar.gz: "
 			    "No such file or directory");
 	assert_string_equal(d.msgs[5], "reg.conf:13: [dataset packed] source: archive backend not compiled in");

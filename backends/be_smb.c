@@ -1,0 +1,1071 @@
+/*
+ * be_smb.c - a datastore that is a folder in an SMB share (Samba, Windows,
+ * a NAS), reached in user space through libsmbclient: no kernel mount.
+ *
+ * A path of the datastore is a URL smb://HOST/SHARE/ROOT/PATH (be_smb_url),
+ * each component percent-encoded; libsmbclient decodes it again.  The root
+ * rule of CloudBender holds by construction: fs/ sends canonical paths with
+ * no "..", and the URL always starts with the root, so nothing above it can
+ * be named.  The server resolves any symlink on its own side (SMB2 shows
+ * none to clients); mlfs never follows one itself.
+ *
+ * Threading.  A libsmbclient context is not thread-safe, so the backend
+ * keeps a pool of them: a mutex-guarded list of idle contexts, made lazily,
+ * of at most BE_SMB_POOL_MAX.  A call takes one, runs, and gives it back.
+ * An open file keeps the context it was opened on for its lifetime (an
+ * SMBCFILE belongs to one context) and a mutex that serialises its calls.
+ * On top of that, Debian's libsmbclient 4.17 is not safe with two threads
+ * inside it even on different contexts (one process-wide talloc frame
+ * stack; smbc_thread_posix is not exported), so every call into the
+ * library also holds one process-wide lock, be_smb_lib.  Both the file's
+ * mutex and be_smb_lib ARE held across network I/O, because the library
+ * forces it; each wait is bounded by `timeout`.  The pool's mutex never is.
+ * SMB calls of all datastores are therefore serialised in this process.
+ *
+ * Failures: one function maps libsmbclient's errno (be_smb_errno).  A
+ * transport failure (refused, reset, timed out, ...) frees that context and
+ * the call is retried on a fresh one, up to `retries` times with a short
+ * backoff, so the same mount works again after the server restarts; an open
+ * file whose connection died is reopened by URL.  What still fails is EIO.
+ * Every network wait is bounded by `timeout` (smbc_setTimeout).  A refused
+ * login is EACCES, logged once per datastore.  Nothing touches the network
+ * at create: a server down at mount time answers EIO until it is back.
+ *
+ * SMB has no Unix owners: uid/gid/mode come from the datastore's keys
+ * (fs/ applies them; no BE_CAP_OWNERS), chown is EPERM, chmod is passed to
+ * the server and ignored where it refuses, symlink and link are EPERM.
+ * libsmbclient has no fsync; its writes return once the server has them,
+ * so flush and fsync are left to the wrappers (no-ops).  The password is
+ * kept in memory only for the auth callback and never logged.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libsmbclient.h>
+
+#include "be_smb.h"
+#include "log.h"
+
+#define BE_SMB_POOL_MAX		8	/* idle contexts kept */
+#define BE_SMB_PORT		445
+#define BE_SMB_PASS_MAX		1024
+#define BE_SMB_OPEN_FLAGS	(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)
+
+struct be_smb {
+	struct backend base;
+	struct be_smb_addr addr;
+	char *user;		/* NULL: libsmbclient's default */
+	char *password;		/* never logged */
+	char *workgroup;	/* NULL: libsmbclient's default */
+	int timeout_ms;
+	int retries;
+	pthread_mutex_t lock;	/* guards idle and n_idle */
+	SMBCCTX *idle[BE_SMB_POOL_MAX];
+	unsigned int n_idle;
+	atomic_bool login_logged;
+};
+
+struct be_smb_file {
+	struct backend_file base;
+	pthread_mutex_t lock;	/* guards ctx, fh and flags; held across network I/O */
+	SMBCCTX *ctx;		/* NULL after its connection died, until reopened */
+	SMBCFILE *fh;
+	int flags;		/* for (re)opening */
+	mode_t mode;
+	char *url;
+	char *path;		/* the backend path */
+	bool trust;		/* opened with BE_O_TRUST */
+	off_t size;		/* at open */
+	struct timespec mtime;	/* at open */
+};
+
+/*
+ * The lock around every call into libsmbclient, in every datastore.  The
+ * library forces it: Debian's libsmbclient 4.17 keeps its talloc stack
+ * frames in one process-wide stack (smbc_thread_posix is not exported), so
+ * two threads inside it at once, even on different contexts, corrupt each
+ * other's frames and abort.  Recursive: freeing a broken context happens
+ * inside a locked section.  It is held across network I/O (bounded by the
+ * timeout), never across a backoff sleep; readdir's fill callbacks run
+ * under it, on the listing libsmbclient fetched at opendir (fill only adds
+ * to fs/'s buffer and never calls back into this backend).
+ */
+static pthread_mutex_t be_smb_lib = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+static void be_smb_lib_lock(void)
+{
+	pthread_mutex_lock(&be_smb_lib);
+}
+
+static void be_smb_lib_unlock(void)
+{
+	pthread_mutex_unlock(&be_smb_lib);
+}
+
+static struct be_smb *be_smb(struct backend *be)
+{
+	return (struct be_smb *)be;
+}
+
+static struct be_smb_file *be_smb_file(struct backend_file *f)
+{
+	return (struct be_smb_file *)f;
+}
+
+/* ---- errors ---- */
+
+int be_smb_errno(int err)
+{
+	switch (err) {
+	case 0:
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case ENOTCONN:
+	case ETIMEDOUT:
+	case EPIPE:
+	case EHOSTUNREACH:
+	case EHOSTDOWN:
+	case ENETUNREACH:
+	case ENETDOWN:
+		return -EIO;
+	case EPERM:
+		return -EACCES;
+	default:
+		return -err;
+	}
+}
+
+bool be_smb_transient(int err)
+{
+	return be_smb_errno(err) == -EIO;
+}
+
+/* The raw, negated errno a failed libsmbclient call left (never 0). */
+static int be_smb_raw(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+/*
+ * Turns a raw failure of @what on @path into the errno returned, and logs
+ * what a user must act on: refused access once per datastore, a server
+ * out of reach each time.  libsmbclient 4.17 answers a refused login with
+ * EACCES (older ones EPERM), as it does a file the user may not open: the
+ * one log line names both causes.
+ */
+static int be_smb_fail(struct be_smb *sb, int ret, const char *what, const char *path)
+{
+	if (ret >= 0)
+		return ret;
+	if ((-ret == EPERM || -ret == EACCES) && !atomic_exchange(&sb->login_logged, true))
+		log_err("datastore %s: //%s:%u/%s refused access to user %s (%s /%s): check "
+			"username and password (or password_file), and the share's permissions",
+			sb->base.name, sb->addr.host, sb->addr.port, sb->addr.share,
+			sb->user ? sb->user : "(default)", what, path);
+	else if (be_smb_transient(-ret))
+		log_warn("datastore %s: %s /%s: //%s:%u: %s (after %d tries)", sb->base.name,
+			 what, path, sb->addr.host, sb->addr.port, strerror(-ret), sb->retries + 1);
+	else if (ret != -ENOENT)
+		log_debug("datastore %s: %s /%s: %s", sb->base.name, what, path, strerror(-ret));
+	return be_smb_errno(-ret);
+}
+
+static void be_smb_backoff(int attempt)
+{
+	struct timespec ts = { .tv_nsec = (100L << (attempt < 3 ? attempt : 3)) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- addresses and URLs ---- */
+
+/* Splits "host" or "host:port"; returns 0 or -EINVAL. */
+static int be_smb_parse_address(const char *v, char **host, unsigned int *port)
+{
+	const char *colon = strchr(v, ':');
+	char *end;
+	unsigned long p = BE_SMB_PORT;
+
+	if (colon) {
+		if (!colon[1] || strchr(colon + 1, ':'))
+			return -EINVAL;
+		errno = 0;
+		p = strtoul(colon + 1, &end, 10);
+		if (*end || errno || p < 1 || p > 65535 || colon[1] < '0' || colon[1] > '9')
+			return -EINVAL;
+	}
+	if (colon == v || !*v)
+		return -EINVAL;
+	*host = colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
+	*port = (unsigned int)p;
+	return *host ? 0 : -ENOMEM;
+}
+
+/* @v without '/' at either end (a malloc'd copy). */
+static char *be_smb_trim_slashes(const char *v)
+{
+	size_t len;
+
+	while (*v == '/')
+		v++;
+	len = strlen(v);
+	while (len > 0 && v[len - 1] == '/')
+		len--;
+	return strndup(v, len);
+}
+
+static bool be_smb_has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return true;
+	return false;
+}
+
+int be_smb_addr_init(struct be_smb_addr *a, const struct datastore_config *cfg)
+{
+	const char *address = config_get(cfg, "address", NULL);
+	const char *share = config_get(cfg, "share", NULL);
+	const char *root = config_get(cfg, "root", NULL);
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	if (!address || !share || !*share || strpbrk(share, "/\\") ||
+	    (root && be_smb_has_dotdot(root)))
+		return -EINVAL;
+	ret = be_smb_parse_address(address, &a->host, &a->port);
+	if (ret < 0)
+		return ret;
+	a->share = strdup(share);
+	a->root = be_smb_trim_slashes(root ? root : "");
+	if (!a->share || !a->root) {
+		be_smb_addr_free(a);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void be_smb_addr_free(struct be_smb_addr *a)
+{
+	free(a->host);
+	free(a->share);
+	free(a->root);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Appends @s percent-encoded at @out; '/' is kept when @keep_slash. Returns the end. */
+static char *be_smb_encode(char *out, const char *s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) || (keep_slash && *p == '/')) {
+			*out++ = (char)*p;
+			continue;
+		}
+		*out++ = '%';
+		*out++ = hex[*p >> 4];
+		*out++ = hex[*p & 15];
+	}
+	return out;
+}
+
+char *be_smb_url(const struct be_smb_addr *a, const char *path)
+{
+	size_t len = strlen("smb:///") + strlen(a->host) +
+		     3 * (strlen(a->share) + strlen(a->root) + strlen(path)) + 3;
+	char *url = malloc(len), *p;
+
+	if (!url)
+		return NULL;
+	p = url + sprintf(url, "smb://%s/", a->host);
+	p = be_smb_encode(p, a->share, false);
+	if (a->root[0]) {
+		*p++ = '/';
+		p = be_smb_encode(p, a->root, true);
+	}
+	if (path[0]) {
+		*p++ = '/';
+		p = be_smb_encode(p, path, true);
+	}
+	*p = '\0';
+	return url;
+}
+
+/* ---- validation ---- */
+
+static void be_smb_validate_address(const struct datastore_config *cfg, struct diag *d)
+{
+	int line = cfg->line;
+	const char *v = config_get(cfg, "address", &line);
+	unsigned int port;
+	char *host = NULL;
+
+	if (!v) {
+		diag_add(d, cfg->file, cfg->line, "[datastore %s] address: missing (the server: host "
+			 "or host:port)", cfg->name);
+	} else if (be_smb_parse_address(v, &host, &port) == -EINVAL) {
+		diag_add(d, cfg->file, line, "[datastore %s] address: '%s' is not host or "
+			 "host:port (a port is a number from 1 to 65535)", cfg->name, v);
+	}
+	free(host);
+}
+
+static void be_smb_validate_share(const struct datastore_config *cfg, struct diag *d)
+{
+	int line = cfg->line;
+	const char *v = config_get(cfg, "share", &line);
+
+	if (!v || !*v)
+		diag_add(d, cfg->file, v ? line : cfg->line, "[datastore %s] share: missing (the share's name)",
+			 cfg->name);
+	else if (strpbrk(v, "/\\"))
+		diag_add(d, cfg->file, line, "[datastore %s] share: '%s' is not a share name "
+			 "(a folder inside it goes in root)", cfg->name, v);
+	line = cfg->line;
+	v = config_get(cfg, "root", &line);
+	if (v && be_smb_has_dotdot(v))
+		diag_add(d, cfg->file, line, "[datastore %s] root: '%s' has a '..' component",
+			 cfg->name, v);
+}
+
+/* Why the password file at @path cannot be used, or NULL when it can. */
+static const char *be_smb_pass_file_problem(const char *path, struct stat *st)
+{
+	if (stat(path, st) < 0)
+		return strerror(errno);
+	if (!S_ISREG(st->st_mode))
+		return "not a file";
+	if (st->st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
+		return "others can read or change it: refused (chmod 600 it)";
+	return NULL;
+}
+
+static void be_smb_validate_password(const struct datastore_config *cfg, struct diag *d)
+{
+	int pline = cfg->line, fline = cfg->line;
+	const char *pass = config_get(cfg, "password", &pline);
+	const char *file = config_get(cfg, "password_file", &fline);
+	const char *why;
+	struct stat st;
+	char *abs;
+
+	if (pass && file)
+		diag_add(d, cfg->file, fline, "[datastore %s] password_file: given with password "
+			 "(give one of them)", cfg->name);
+	if (!pass && !file)
+		diag_add(d, cfg->file, cfg->line, "[datastore %s] password: missing (password or "
+			 "password_file)", cfg->name);
+	if (!file)
+		return;
+	abs = config_resolve_path(cfg->file, file);
+	if (abs && (why = be_smb_pass_file_problem(abs, &st)))
+		diag_add(d, cfg->file, fline, "[datastore %s] password_file: %s: %s", cfg->name,
+			 abs, why);
+	free(abs);
+}
+
+static int be_smb_validate(const struct datastore_config *cfg, struct diag *d)
+{
+	size_t before = d->n;
+
+	be_smb_validate_address(cfg, d);
+	be_smb_validate_share(cfg, d);
+	be_smb_validate_password(cfg, d);
+	return d->n > before ? -EINVAL : 0;
+}
+
+/* ---- setup ---- */
+
+/* The first line of the password file (no network: create may do this). */
+static int be_smb_read_password(const struct datastore_config *cfg, const char *file,
+				char **out)
+{
+	char *abs = config_resolve_path(cfg->file, file), buf[BE_SMB_PASS_MAX];
+	const char *why;
+	struct stat st;
+	ssize_t n = -1;
+	int fd;
+
+	if (!abs)
+		return -ENOMEM;
+	why = be_smb_pass_file_problem(abs, &st);
+	fd = why ? -1 : open(abs, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n < 0) {
+		log_err("datastore %s: password_file %s: %s", cfg->name, abs,
+			why ? why : strerror(errno));
+		free(abs);
+		return -EACCES;
+	}
+	free(abs);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*out = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return *out ? 0 : -ENOMEM;
+}
+
+static char *be_smb_dup_key(const struct datastore_config *cfg, const char *key, bool *nomem)
+{
+	const char *v = config_get(cfg, key, NULL);
+	char *s = v ? strdup(v) : NULL;
+
+	if (v && !s)
+		*nomem = true;
+	return s;
+}
+
+static void be_smb_free(struct be_smb *sb)
+{
+	be_smb_lib_lock();
+	for (unsigned int i = 0; i < sb->n_idle; i++)
+		smbc_free_context(sb->idle[i], 1);
+	be_smb_lib_unlock();
+	be_smb_addr_free(&sb->addr);
+	if (sb->password) {
+		explicit_bzero(sb->password, strlen(sb->password));
+		free(sb->password);
+	}
+	free(sb->user);
+	free(sb->workgroup);
+	pthread_mutex_destroy(&sb->lock);
+	free(sb);
+}
+
+static int be_smb_create(struct backend **out, const struct datastore_config *cfg)
+{
+	const char *file = config_get(cfg, "password_file", NULL);
+	struct be_smb *sb = calloc(1, sizeof(*sb));
+	bool nomem = false;
+	int ret;
+
+	if (!sb)
+		return -ENOMEM;
+	pthread_mutex_init(&sb->lock, NULL);
+	sb->timeout_ms = (int)(cfg->timeout > 0 ? cfg->timeout : 30) * 1000;
+	sb->retries = (int)(cfg->retries >= 0 ? cfg->retries : 3);
+	ret = be_smb_addr_init(&sb->addr, cfg);
+	sb->user = be_smb_dup_key(cfg, "username", &nomem);
+	sb->workgroup = be_smb_dup_key(cfg, "workgroup", &nomem);
+	if (ret == 0 && file)
+		ret = be_smb_read_password(cfg, file, &sb->password);
+	else if (ret == 0)
+		sb->password = be_smb_dup_key(cfg, "password", &nomem);
+	if (ret == 0 && nomem)
+		ret = -ENOMEM;
+	if (ret < 0) {
+		be_smb_free(sb);
+		return ret;
+	}
+	*out = &sb->base;
+	return 0;
+}
+
+static void be_smb_destroy(struct backend *be)
+{
+	be_smb_free(be_smb(be));
+}
+
+/* ---- the context pool ---- */
+
+static void be_smb_copy(char *dst, int size, const char *src)
+{
+	size_t n;
+
+	if (!src || size <= 0)
+		return;
+	n = strnlen(src, (size_t)size - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* libsmbclient asks for credentials here; the backend is the context's user data. */
+static void be_smb_auth(SMBCCTX *ctx, const char *srv, const char *shr, char *wg, int wglen,
+			char *un, int unlen, char *pw, int pwlen)
+{
+	struct be_smb *sb = smbc_getOptionUserData(ctx);
+
+	(void)srv;
+	(void)shr;
+	be_smb_copy(wg, wglen, sb->workgroup);
+	be_smb_copy(un, unlen, sb->user);
+	be_smb_copy(pw, pwlen, sb->password ? sb->password : "");
+}
+
+/* A new context; no network until it is used. */
+static SMBCCTX *be_smb_ctx_new(struct be_smb *sb)
+{
+	SMBCCTX *ctx = smbc_new_context();
+
+	if (!ctx)
+		return NULL;
+	smbc_setDebug(ctx, 0);
+	smbc_setOptionDebugToStderr(ctx, 1);
+	smbc_setOptionUserData(ctx, sb);
+	smbc_setFunctionAuthDataWithContext(ctx, be_smb_auth);
+	smbc_setPort(ctx, (uint16_t)sb->addr.port);
+	smbc_setTimeout(ctx, sb->timeout_ms);
+	smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
+	smbc_setOptionUseKerberos(ctx, 0);
+	smbc_setOptionUseCCache(ctx, 0);
+	if (!smbc_init_context(ctx)) {
+		smbc_free_context(ctx, 0);
+		return NULL;
+	}
+	return ctx;
+}
+
+static int be_smb_ctx_get(struct be_smb *sb, SMBCCTX **out)
+{
+	SMBCCTX *ctx = NULL;
+
+	pthread_mutex_lock(&sb->lock);
+	if (sb->n_idle > 0)
+		ctx = sb->idle[--sb->n_idle];
+	pthread_mutex_unlock(&sb->lock);
+	if (!ctx) {
+		be_smb_lib_lock();
+		ctx = be_smb_ctx_new(sb);
+		be_smb_lib_unlock();
+	}
+	*out = ctx;
+	return ctx ? 0 : -ENOMEM;
+}
+
+/* Gives @ctx back to the pool, or frees it when @broken or the pool is full. */
+static void be_smb_ctx_put(struct be_smb *sb, SMBCCTX *ctx, bool broken)
+{
+	if (!ctx)
+		return;
+	if (!broken) {
+		pthread_mutex_lock(&sb->lock);
+		if (sb->n_idle < BE_SMB_POOL_MAX) {
+			sb->idle[sb->n_idle++] = ctx;
+			ctx = NULL;
+		}
+		pthread_mutex_unlock(&sb->lock);
+	}
+	if (ctx) {
+		be_smb_lib_lock();	/* not the pool's lock: it may talk to the server */
+		smbc_free_context(ctx, 1);
+		be_smb_lib_unlock();
+	}
+}
+
+/* One try of a call on a pooled context: >= 0, or a raw negated errno. */
+typedef int be_smb_fn(SMBCCTX *ctx, char *url, void *arg);
+
+/*
+ * Runs @fn on the URL of @path with a context from the pool, retrying a
+ * transport failure on a fresh context; returns >= 0 or a mapped errno.
+ */
+static int be_smb_call(struct be_smb *sb, const char *what, const char *path, be_smb_fn *fn,
+		       void *arg)
+{
+	char *url = be_smb_url(&sb->addr, path);
+	SMBCCTX *ctx;
+	int ret = -ENOMEM;
+
+	for (int attempt = 0; url; attempt++) {
+		ret = be_smb_ctx_get(sb, &ctx);
+		if (ret < 0)
+			break;
+		be_smb_lib_lock();
+		errno = 0;
+		ret = fn(ctx, url, arg);
+		be_smb_ctx_put(sb, ctx, ret < 0 && be_smb_transient(-ret));
+		be_smb_lib_unlock();
+		if (ret >= 0 || !be_smb_transient(-ret) || attempt >= sb->retries)
+			break;
+		be_smb_backoff(attempt);
+	}
+	free(url);
+	return be_smb_fail(sb, ret, what, path);
+}
+
+/* ---- metadata ---- */
+
+static int be_smb_do_stat(SMBCCTX *ctx, char *url, void *arg)
+{
+	return smbc_getFunctionStat(ctx)(ctx, url, arg) < 0 ? be_smb_raw() : 0;
+}
+
+static int be_smb_getattr(struct backend *be, const char *path, struct stat *st)
+{
+	return be_smb_call(be_smb(be), "stat", path, be_smb_do_stat, st);
+}
+
+struct be_smb_list {
+	backend_fill_fn *fill;
+	void *payload;
+	int filled;		/* what fill returned to stop the listing */
+};
+
+/* libsmbclient fetches the whole listing at opendir: no network after it. */
+static int be_smb_do_readdir(SMBCCTX *ctx, char *url, void *arg)
+{
+	struct be_smb_list *l = arg;
+	SMBCFILE *dir = smbc_getFunctionOpendir(ctx)(ctx, url);
+	const struct libsmb_file_info *e;
+	struct stat st;
+
+	if (!dir)
+		return be_smb_raw();
+	while (!l->filled && (memset(&st, 0, sizeof(st)),
+			      e = smbc_getFunctionReaddirPlus2(ctx)(ctx, dir, &st))) {
+		if (!e->name || strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
+			continue;
+		l->filled = l->fill(l->payload, e->name, &st);
+	}
+	smbc_getFunctionClosedir(ctx)(ctx, dir);
+	return 0;
+}
+
+static int be_smb_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
+			  void *payload)
+{
+	struct be_smb_list l = { .fill = fill, .payload = payload };
+	int ret = be_smb_call(be_smb(be), "list", path, be_smb_do_readdir, &l);
+
+	return ret < 0 ? ret : l.filled;
+}
+
+static int be_smb_do_statvfs(SMBCCTX *ctx, char *url, void *arg)
+{
+	return smbc_getFunctionStatVFS(ctx)(ctx, url, arg) < 0 ? be_smb_raw() : 0;
+}
+
+static int be_smb_statfs(struct backend *be, const char *path, struct statvfs *sv)
+{
+	(void)path;
+	memset(sv, 0, sizeof(*sv));
+	return be_smb_call(be_smb(be), "statvfs", "", be_smb_do_statvfs, sv);
+}
+
+static int be_smb_do_mkdir(SMBCCTX *ctx, char *url, void *arg)
+{
+	return smbc_getFunctionMkdir(ctx)(ctx, url, *(mode_t *)arg) < 0 ? be_smb_raw() : 0;
+}
+
+static int be_smb_mkdir(struct backend *be, const char *path, mode_t mode,
+			const struct backend_cred *cred)
+{
+	(void)cred;	/* no owners on SMB: the share's user owns what we make */
+	return be_smb_call(be_smb(be), "mkdir", path, be_smb_do_mkdir, &mode);
+}
+
+static int be_smb_do_rmdir(SMBCCTX *ctx, char *url, void *arg)
+{
+	(void)arg;
+	return smbc_getFunctionRmdir(ctx)(ctx, url) < 0 ? be_smb_raw() : 0;
+}
+
+static int be_smb_rmdir(struct backend *be, const char *path)
+{
+	return be_smb_call(be_smb(be), "rmdir", path, be_smb_do_rmdir, NULL);
+}
+
+static int be_smb_do_unlink(SMBCCTX *ctx, char *url, void *arg)
+{
+	(void)arg;
+	return smbc_getFunctionUnlink(ctx)(ctx, url) < 0 ? be_smb_raw() : 0;
+}
+
+static int be_smb_unlink(struct backend *be, const char *path)
+{
+	return be_smb_call(be_smb(be), "unlink", path, be_smb_do_unlink, NULL);
+}
+
+static int be_smb_do_rename(SMBCCTX *ctx, char *url, void *arg)
+{
+	return smbc_getFunctionRename(ctx)(ctx, url, ctx, arg) < 0 ? be_smb_raw() : 0;
+}
+
+/*
+ * libsmbclient replaces an existing target.  RENAME_NOREPLACE is checked
+ * with a stat first, which races with other clients of the share: SMB2 can
+ * refuse to replace, but libsmbclient does not expose it.
+ */
+static int be_smb_rename(struct backend *be, const char *from, const char *to,
+			 unsigned int flags)
+{
+	struct be_smb *sb = be_smb(be);
+	char *to_url;
+	struct stat st;
+	int ret;
+
+	if (flags & RENAME_EXCHANGE)
+		return -EINVAL;
+	if (flags & RENAME_NOREPLACE) {
+		ret = be_smb_getattr(be, to, &st);
+		if (ret != -ENOENT)
+			return ret < 0 ? ret : -EEXIST;
+	}
+	to_url = be_smb_url(&sb->addr, to);
+	if (!to_url)
+		return -ENOMEM;
+	ret = be_smb_call(sb, "rename", from, be_smb_do_rename, to_url);
+	free(to_url);
+	return ret;
+}
+
+/* SMB2 shows no symlinks or hard links to clients. */
+static int be_smb_symlink(struct backend *be, const char *target, const char *path,
+			  const struct backend_cred *cred)
+{
+	(void)be;
+	(void)target;
+	(void)path;
+	(void)cred;
+	return -EPERM;
+}
+
+static int be_smb_link(struct backend *be, const char *from, const char *to)
+{
+	(void)be;
+	(void)from;
+	(void)to;
+	return -EPERM;
+}
+
+/* ---- files ---- */
+
+/* One try on an open file's context: >= 0, or a raw negated errno. */
+typedef ssize_t be_smb_file_fn(struct be_smb_file *f, void *arg);
+
+/* Opens f->url on a context from the pool (one try); 0 or a raw negated errno. */
+static int be_smb_file_attach(struct be_smb *sb, struct be_smb_file *f)
+{
+	int ret = be_smb_ctx_get(sb, &f->ctx);
+
+	if (ret < 0)
+		return ret;
+	errno = 0;
+	f->fh = smbc_getFunctionOpen(f->ctx)(f->ctx, f->url, f->flags, f->mode);
+	if (f->fh) {
+		f->flags &= ~(O_CREAT | O_EXCL | O_TRUNC);	/* a reopen must not redo them */
+		return 0;
+	}
+	ret = be_smb_raw();
+	be_smb_ctx_put(sb, f->ctx, be_smb_transient(-ret));
+	f->ctx = NULL;
+	return ret;
+}
+
+/* Drops an open file's dead connection; the next call reopens it. */
+static void be_smb_file_detach(struct be_smb *sb, struct be_smb_file *f)
+{
+	be_smb_ctx_put(sb, f->ctx, true);	/* closes f->fh with it */
+	f->ctx = NULL;
+	f->fh = NULL;
+}
+
+/*
+ * Runs @fn on open file @f under its lock, (re)opening it first when it has
+ * no connection, and retrying a transport failure on a fresh context.
+ */
+static ssize_t be_smb_file_io(struct be_smb_file *f, const char *what, be_smb_file_fn *fn,
+			      void *arg)
+{
+	struct be_smb *sb = be_smb(f->base.be);
+	ssize_t ret;
+
+	pthread_mutex_lock(&f->lock);
+	for (int attempt = 0;; attempt++) {
+		be_smb_lib_lock();
+		ret = f->fh ? 0 : be_smb_file_attach(sb, f);
+		if (ret == 0) {
+			errno = 0;
+			ret = fn(f, arg);
+		}
+		if (ret < 0 && be_smb_transient((int)-ret))
+			be_smb_file_detach(sb, f);
+		be_smb_lib_unlock();
+		if (ret >= 0 || !be_smb_transient((int)-ret))
+			break;
+		if (attempt >= sb->retries)
+			break;
+		be_smb_backoff(attempt);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret < 0 ? be_smb_fail(sb, (int)ret, what, f->path) : ret;
+}
+
+/* libsmbclient's fstat fails (EINVAL) on a write-only handle: then stat by URL. */
+static ssize_t be_smb_do_fstat(struct be_smb_file *f, void *arg)
+{
+	int ret = smbc_getFunctionFstat(f->ctx)(f->ctx, f->fh, arg) < 0 ? be_smb_raw() : 0;
+
+	if (ret < 0 && !be_smb_transient(-ret)) {
+		errno = 0;
+		ret = smbc_getFunctionStat(f->ctx)(f->ctx, f->url, arg) < 0 ? be_smb_raw() : 0;
+	}
+	return ret;
+}
+
+static void be_smb_file_free(struct be_smb_file *f)
+{
+	be_smb_lib_lock();
+	if (f->fh)
+		smbc_getFunctionClose(f->ctx)(f->ctx, f->fh);
+	be_smb_ctx_put(be_smb(f->base.be), f->ctx, false);
+	be_smb_lib_unlock();
+	pthread_mutex_destroy(&f->lock);
+	free(f->url);
+	free(f->path);
+	free(f);
+}
+
+/* Opens (or creates, per @flags) @path; reads its size and mtime for cache_key. */
+static int be_smb_file_open(struct backend_file **out, struct backend *be, const char *path,
+			    int flags, mode_t mode)
+{
+	struct be_smb_file *f = calloc(1, sizeof(*f));
+	struct stat st;
+	ssize_t ret;
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_init(&f->lock, NULL);
+	f->base.be = be;
+	f->trust = flags & BE_O_TRUST;
+	f->flags = flags & BE_SMB_OPEN_FLAGS;
+	f->mode = mode;
+	f->url = be_smb_url(&be_smb(be)->addr, path);
+	f->path = strdup(path);
+	ret = f->url && f->path ? be_smb_file_io(f, "open", be_smb_do_fstat, &st) : -ENOMEM;
+	if (ret < 0) {
+		be_smb_file_free(f);
+		return (int)ret;
+	}
+	if (S_ISDIR(st.st_mode) && (flags & O_ACCMODE) != O_RDONLY) {
+		be_smb_file_free(f);
+		return -EISDIR;
+	}
+	f->size = st.st_size;
+	f->mtime = st.st_mtim;
+	*out = &f->base;
+	return 0;
+}
+
+static int be_smb_open(struct backend_file **out, struct backend *be, const char *path,
+		       int flags)
+{
+	return be_smb_file_open(out, be, path, flags & ~(O_CREAT | O_EXCL), 0);
+}
+
+static int be_smb_create_file(struct backend_file **out, struct backend *be, const char *path,
+			      int flags, mode_t mode, const struct backend_cred *cred)
+{
+	(void)cred;	/* no owners on SMB */
+	return be_smb_file_open(out, be, path, (flags & ~BE_O_TRUST) | O_CREAT, mode);
+}
+
+struct be_smb_io {
+	void *buf;
+	size_t len;
+	off_t off;
+};
+
+/* Reads or writes until done, EOF or an error; a partial transfer counts. */
+static ssize_t be_smb_do_io(struct be_smb_file *f, struct be_smb_io *io, bool write)
+{
+	size_t done = 0;
+	ssize_t n = 0;
+
+	if (smbc_getFunctionLseek(f->ctx)(f->ctx, f->fh, io->off, SEEK_SET) < 0)
+		return be_smb_raw();
+	while (done < io->len) {
+		errno = 0;
+		n = write ? smbc_getFunctionWrite(f->ctx)(f->ctx, f->fh, (char *)io->buf + done,
+							   io->len - done)
+			  : smbc_getFunctionRead(f->ctx)(f->ctx, f->fh, (char *)io->buf + done,
+							  io->len - done);
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	if (n < 0 && done == 0)
+		return be_smb_raw();
+	return (ssize_t)done;
+}
+
+static ssize_t be_smb_do_read(struct be_smb_file *f, void *arg)
+{
+	return be_smb_do_io(f, arg, false);
+}
+
+static ssize_t be_smb_do_write(struct be_smb_file *f, void *arg)
+{
+	return be_smb_do_io(f, arg, true);
+}
+
+static ssize_t be_smb_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
+{
+	struct be_smb_io io = { .buf = buf, .len = len, .off = off };
+
+	return be_smb_file_io(be_smb_file(bf), "read", be_smb_do_read, &io);
+}
+
+static ssize_t be_smb_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off)
+{
+	struct be_smb_io io = { .buf = (void *)buf, .len = len, .off = off };
+
+	return be_smb_file_io(be_smb_file(bf), "write", be_smb_do_write, &io);
+}
+
+static int be_smb_fgetattr(struct backend_file *bf, struct stat *st)
+{
+	return (int)be_smb_file_io(be_smb_file(bf), "fstat", be_smb_do_fstat, st);
+}
+
+static void be_smb_release(struct backend_file *bf)
+{
+	be_smb_file_free(be_smb_file(bf));
+}
+
+/* "smb\nHOST:PORT/SHARE\n/ROOT/PATH\nSIZE:MTIME_NS", for trusted opens only. */
+static int be_smb_cache_key(struct backend_file *bf, char *buf, size_t size)
+{
+	struct be_smb_file *f = be_smb_file(bf);
+	struct be_smb_addr *a = &be_smb(bf->be)->addr;
+	long long mtime_ns = (long long)f->mtime.tv_sec * 1000000000LL + f->mtime.tv_nsec;
+	int n;
+
+	if (!f->trust)
+		return -ENOTSUP;	/* datastores/ is write-through and read directly */
+	n = snprintf(buf, size, "smb\n%s:%u/%s\n/%s%s%s\n%lld:%lld", a->host, a->port, a->share,
+		     a->root, a->root[0] && f->path[0] ? "/" : "", f->path,
+		     (long long)f->size, mtime_ns);
+	if (n < 0)
+		return -EINVAL;
+	return (size_t)n >= size ? -ENAMETOOLONG : n;
+}
+
+/* ---- setattr ---- */
+
+static ssize_t be_smb_do_ftruncate(struct be_smb_file *f, void *arg)
+{
+	return smbc_getFunctionFtruncate(f->ctx)(f->ctx, f->fh, *(off_t *)arg) < 0 ?
+		be_smb_raw() : 0;
+}
+
+static int be_smb_do_truncate(SMBCCTX *ctx, char *url, void *arg)
+{
+	SMBCFILE *fh = smbc_getFunctionOpen(ctx)(ctx, url, O_WRONLY, 0);
+	int ret = 0;
+
+	if (!fh)
+		return be_smb_raw();
+	if (smbc_getFunctionFtruncate(ctx)(ctx, fh, *(off_t *)arg) < 0)
+		ret = be_smb_raw();
+	smbc_getFunctionClose(ctx)(ctx, fh);
+	return ret;
+}
+
+static int be_smb_do_utimes(SMBCCTX *ctx, char *url, void *arg)
+{
+	return smbc_getFunctionUtimes(ctx)(ctx, url, arg) < 0 ? be_smb_raw() : 0;
+}
+
+/* The server decides what a mode means (a DOS read-only bit at most): refusals are ignored. */
+static int be_smb_do_chmod(SMBCCTX *ctx, char *url, void *arg)
+{
+	int ret = smbc_getFunctionChmod(ctx)(ctx, url, *(mode_t *)arg) < 0 ? be_smb_raw() : 0;
+
+	return ret == -ENOENT || be_smb_transient(-ret) ? ret : 0;
+}
+
+static struct timeval be_smb_tv(struct timespec ts)
+{
+	return (struct timeval){ .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
+}
+
+/* Sets atime and mtime; the one not asked for is kept as it is. */
+static int be_smb_set_times(struct be_smb *sb, const char *path, const struct stat *st,
+			    unsigned int to_set)
+{
+	struct timeval tv[2], now;
+	struct stat cur;
+	int ret = 0;
+
+	gettimeofday(&now, NULL);
+	if (!(to_set & (BE_SET_ATIME | BE_SET_ATIME_NOW)) ||
+	    !(to_set & (BE_SET_MTIME | BE_SET_MTIME_NOW)))
+		ret = be_smb_getattr(&sb->base, path, &cur);
+	if (ret < 0)
+		return ret;
+	tv[0] = to_set & BE_SET_ATIME_NOW ? now :
+		to_set & BE_SET_ATIME ? be_smb_tv(st->st_atim) : be_smb_tv(cur.st_atim);
+	tv[1] = to_set & BE_SET_MTIME_NOW ? now :
+		to_set & BE_SET_MTIME ? be_smb_tv(st->st_mtim) : be_smb_tv(cur.st_mtim);
+	return be_smb_call(sb, "utimes", path, be_smb_do_utimes, tv);
+}
+
+static int be_smb_setattr(struct backend *be, const char *path, struct backend_file *f,
+			  const struct stat *st, unsigned int to_set)
+{
+	struct be_smb *sb = be_smb(be);
+	off_t size = st->st_size;
+	mode_t mode = st->st_mode & 07777;
+	int ret = 0;
+
+	if (to_set & (BE_SET_UID | BE_SET_GID))
+		return -EPERM;	/* SMB has no Unix owners */
+	if (f)
+		path = be_smb_file(f)->path;
+	if ((to_set & BE_SET_SIZE) && f)
+		ret = (int)be_smb_file_io(be_smb_file(f), "truncate", be_smb_do_ftruncate, &size);
+	else if (to_set & BE_SET_SIZE)
+		ret = be_smb_call(sb, "truncate", path, be_smb_do_truncate, &size);
+	if (ret == 0 && (to_set & (BE_SET_ATIME | BE_SET_MTIME | BE_SET_ATIME_NOW |
+				   BE_SET_MTIME_NOW)))
+		ret = be_smb_set_times(sb, path, st, to_set);
+	if (ret == 0 && (to_set & BE_SET_MODE))
+		ret = be_smb_call(sb, "chmod", path, be_smb_do_chmod, &mode);
+	return ret;
+}
+
+const struct backend_ops be_smb_ops = {
+	.version = BACKEND_OPS_VERSION,
+	.scheme = "smb",
+	.caps = BE_CAP_WRITE | BE_CAP_REMOTE,
+	.validate = be_smb_validate,
+	.create = be_smb_create,
+	.destroy = be_smb_destroy,
+	.getattr = be_smb_getattr,
+	.readdir = be_smb_readdir,
+	.open = be_smb_open,
+	.pread = be_smb_pread,
+	.release = be_smb_release,
+	.statfs = be_smb_statfs,
+	.fgetattr = be_smb_fgetattr,
+	.pwrite = be_smb_pwrite,
+	.create_file = be_smb_create_file,
+	.mkdir = be_smb_mkdir,
+	.symlink = be_smb_symlink,
+	.link = be_smb_link,
+	.unlink = be_smb_unlink,
+	.rmdir = be_smb_rmdir,
+	.rename = be_smb_rename,
+	.setattr = be_smb_setattr,
+	.cache_key = be_smb_cache_key,
+};
