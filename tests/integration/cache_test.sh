@@ -14,7 +14,7 @@ SCRIPTS=$(cd "$(dirname "$0")/../../scripts" && pwd)
 t_setup
 cd "$T_DIR" || exit 1
 
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 MOUNT2_PID=
 t_cleanup() {
 	for m in "$T_DIR/mnt" "$T_DIR/mnt2"; do

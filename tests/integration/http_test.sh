@@ -29,16 +29,6 @@ finish() {
 }
 trap cleanup EXIT
 
-# A free port of our own: random, and checked.
-pick_port() {
-	local p
-	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 20000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	return 1
-}
-
 W=$NGINX_DIR/www
 mkdir -p "$W/sub/deeper" mnt
 head -c $((20 << 20)) /dev/urandom >"$W/big.bin"
@@ -53,7 +43,7 @@ echo "spaced" >"$W/with space.txt"
 echo "unicode" >"$W/ünïcödé.txt"
 : >"$W/empty.bin"
 
-PORT=$(pick_port) || { not_ok "a free port"; finish; exit 1; }
+PORT=$(free_port) || { not_ok "a free port"; finish; exit 1; }
 NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || { not_ok "nginx started"; finish; exit 1; }
 ok "nginx started on 127.0.0.1:$PORT (pid $NGINX_PID)"
 
@@ -97,7 +87,6 @@ same "a HEAD gives the size" "$(stat -c %s "$W/big.bin")" "$(stat -c %s "$D/webj
 same "a HEAD gives the mtime" "$(stat -c %Y "$W/small.txt")" "$(stat -c %Y "$D/web/small.txt")"
 
 # --- reads
-sha() { sha256sum <"$1" | cut -d' ' -f1; }
 same "a 20 MiB file reads whole and intact (HTML)" "$(sha "$W/big.bin")" "$(sha "$D/web/big.bin")"
 same "a 20 MiB file reads whole and intact (JSON)" "$(sha "$W/big.bin")" "$(sha "$D/webjson/big.bin")"
 same "a small file" "hello web" "$(cat "$D/web/small.txt")"

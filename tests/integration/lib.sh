@@ -53,6 +53,34 @@ same() {
 	fi
 }
 
+# sha FILE: the SHA-256 of FILE, hex only.
+sha() { sha256sum <"$1" | cut -d' ' -f1; }
+
+# port_free PORT: whether nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_port: a random port in 20000-39999 that nothing listens on.
+free_port() {
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 20000))
+		port_free "$p" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# same_at_offsets DESCRIPTION ORIGINAL COPY: 70,000-byte reads of COPY at
+# seven offsets (block edges and odd ones, up to 3 MiB) equal ORIGINAL's.
+same_at_offsets() {
+	local ok=1 off want got
+	for off in 0 1 4095 65537 1048576 3000001 3145700; do
+		want=$(dd if="$2" bs=64K iflag=skip_bytes,count_bytes skip=$off count=70000 2>/dev/null | sha256sum)
+		got=$(dd if="$3" bs=64K iflag=skip_bytes,count_bytes skip=$off count=70000 2>/dev/null | sha256sum)
+		[ "$want" = "$got" ] || { ok=0; echo "# offset $off differs"; }
+	done
+	same "$1" 1 "$ok"
+}
+
 t_setup() {
 	T_DIR=$(mktemp -d /tmp/mlfs-it.XXXXXX)
 	chmod 755 "$T_DIR"

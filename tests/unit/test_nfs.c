@@ -18,50 +18,8 @@
 #include <cmocka.h>
 
 #include "be_nfs.h"
+#include "cfg_check.h"
 #include "config.h"
-
-/* The config of @text; free with config_free. */
-static struct mlfs_config *load(const char *text)
-{
-	struct mlfs_config *cfg = NULL;
-	struct diag d;
-
-	diag_init(&d);
-	if (config_parse(&cfg, "/etc/mlfs.conf", text, strlen(text), &d) != 0)
-		diag_print(&d, stderr);
-	diag_free(&d);
-	assert_non_null(cfg);
-	return cfg;
-}
-
-static const struct datastore_config *ds(const struct mlfs_config *cfg, const char *name)
-{
-	const struct datastore_config *d = config_find_datastore(cfg, name);
-
-	assert_non_null(d);
-	return d;
-}
-
-static void check_validate(const char *text, const char *const *want)
-{
-	struct mlfs_config *cfg = load(text);
-	struct diag d;
-	size_t n = 0;
-	int ret;
-
-	diag_init(&d);
-	ret = be_nfs_ops.validate(ds(cfg, "d"), &d);
-	for (; want[n]; n++) {
-		assert_true(n < d.n);
-		assert_string_equal(d.msgs[n], want[n]);
-	}
-	if (d.n != n)
-		diag_print(&d, stderr);
-	assert_int_equal(d.n, n);
-	assert_int_equal(ret, n ? -EINVAL : 0);
-	diag_free(&d);
-	config_free(cfg);
-}
 
 static void test_nfs_validate_reports_missing_address_and_export(void **state)
 {
@@ -72,7 +30,7 @@ static void test_nfs_validate_reports_missing_address_and_export(void **state)
 	};
 
 	(void)state;
-	check_validate("[datastore d]\ntype = nfs\n", want);
+	cfg_check_validate(&be_nfs_ops, "[datastore d]\ntype = nfs\n", want);
 }
 
 static void test_nfs_validate_reports_each_bad_key_with_its_line(void **state)
@@ -96,11 +54,11 @@ static void test_nfs_validate_reports_each_bad_key_with_its_line(void **state)
 	const char *none[] = { NULL };
 
 	(void)state;
-	check_validate("[datastore d]\ntype = nfs\naddress = nfs://srv/x\nexport = exports/ml\n"
+	cfg_check_validate(&be_nfs_ops, "[datastore d]\ntype = nfs\naddress = nfs://srv/x\nexport = exports/ml\n"
 		       "root = /a/../b\noptions = version=3&port=2049\n", want);
-	check_validate("[datastore d]\ntype = nfs\naddress = 10.0.0.5\nexport = /x\n"
+	cfg_check_validate(&be_nfs_ops, "[datastore d]\ntype = nfs\naddress = 10.0.0.5\nexport = /x\n"
 		       "options = version=3&nfsport=20x\n", want2);
-	check_validate("[datastore d]\ntype = nfs\naddress = 10.0.0.5\nexport = /exports/ml\n"
+	cfg_check_validate(&be_nfs_ops, "[datastore d]\ntype = nfs\naddress = 10.0.0.5\nexport = /exports/ml\n"
 		       "root = /dir2\noptions = version=3&nfsport=2049&mountport=20048&uid=1000&"
 		       "gid=1000\n", none);
 }
@@ -196,13 +154,13 @@ static void test_nfs_join_puts_paths_beneath_the_root(void **state)
 /* A server that is down at mount time is no error: create contacts nobody. */
 static void test_nfs_create_contacts_no_server(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore d]\ntype = nfs\naddress = 127.0.0.1\n"
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = nfs\naddress = 127.0.0.1\n"
 				       "export = /export\nroot = /dir2\n"
 				       "options = version=3&nfsport=1&mountport=1\n");
 	struct backend *be = NULL;
 
 	(void)state;
-	assert_int_equal(be_nfs_ops.create(&be, ds(cfg, "d")), 0);
+	assert_int_equal(be_nfs_ops.create(&be, cfg_check_ds(cfg, "d")), 0);
 	assert_non_null(be);
 	be->ops = &be_nfs_ops;
 	be->name = "d";

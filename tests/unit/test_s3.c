@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "be_s3.h"
+#include "cfg_check.h"
 #include "config.h"
 
 /* ---- helpers ---- */
@@ -57,28 +58,6 @@ static int parse(const char *xml, const char *prefix, struct listed *l, struct b
 {
 	memset(l, 0, sizeof(*l));
 	return be_s3_parse_list(xml, strlen(xml), prefix, collect, l, page);
-}
-
-/* A datastore section from config text (the [datastore d] of @text); free with config_free. */
-static struct mlfs_config *load(const char *text)
-{
-	struct mlfs_config *cfg = NULL;
-	struct diag d;
-
-	diag_init(&d);
-	if (config_parse(&cfg, "/etc/mlfs.conf", text, strlen(text), &d) != 0)
-		diag_print(&d, stderr);
-	diag_free(&d);
-	assert_non_null(cfg);
-	return cfg;
-}
-
-static const struct datastore_config *ds(const struct mlfs_config *cfg, const char *name)
-{
-	const struct datastore_config *d = config_find_datastore(cfg, name);
-
-	assert_non_null(d);
-	return d;
 }
 
 static void clear_aws_env(void)
@@ -288,13 +267,13 @@ static void test_s3_query_is_sorted_and_encoded(void **state)
 
 static void test_s3_path_style_urls_put_the_bucket_in_the_path(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore d]\ntype = s3\nendpoint = http://127.0.0.1:4569/\n"
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = s3\nendpoint = http://127.0.0.1:4569/\n"
 				       "bucket = tb\nroot = /data\n");
 	struct be_s3_addr a;
 	char *url;
 
 	(void)state;
-	assert_int_equal(be_s3_addr_init(&a, ds(cfg, "d")), 0);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "d")), 0);
 	assert_true(a.path_style);
 	assert_string_equal(a.endpoint, "http://127.0.0.1:4569");
 	assert_string_equal(a.root, "data/");
@@ -311,14 +290,14 @@ static void test_s3_path_style_urls_put_the_bucket_in_the_path(void **state)
 
 static void test_s3_aws_urls_are_virtual_host_style(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore d]\ntype = s3\nbucket = tb\nregion = eu-west-3\n"
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = s3\nbucket = tb\nregion = eu-west-3\n"
 				       "[datastore p]\ntype = s3\nbucket = tb\nendpoint = "
 				       "https://minio.lab:9000\npath_style = false\n");
 	struct be_s3_addr a;
 	char *url;
 
 	(void)state;
-	assert_int_equal(be_s3_addr_init(&a, ds(cfg, "d")), 0);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "d")), 0);
 	assert_false(a.path_style);
 	assert_string_equal(a.root, "");
 	url = be_s3_url(&a, "k/x", "partNumber=1&uploadId=u");
@@ -328,7 +307,7 @@ static void test_s3_aws_urls_are_virtual_host_style(void **state)
 	assert_string_equal(url, "https://tb.s3.eu-west-3.amazonaws.com/?list-type=2");
 	free(url);
 	be_s3_addr_free(&a);
-	assert_int_equal(be_s3_addr_init(&a, ds(cfg, "p")), 0);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "p")), 0);
 	url = be_s3_url(&a, "k", NULL);
 	assert_string_equal(url, "https://tb.minio.lab:9000/k");
 	free(url);
@@ -338,19 +317,19 @@ static void test_s3_aws_urls_are_virtual_host_style(void **state)
 
 static void test_s3_endpoint_and_region_come_from_the_environment_when_unset(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore d]\ntype = s3\nbucket = tb\n");
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = s3\nbucket = tb\n");
 	struct be_s3_addr a;
 
 	(void)state;
 	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9", 1);
 	setenv("AWS_DEFAULT_REGION", "ap-south-1", 1);
-	assert_int_equal(be_s3_addr_init(&a, ds(cfg, "d")), 0);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "d")), 0);
 	assert_string_equal(a.endpoint, "http://127.0.0.1:9");
 	assert_true(a.path_style);
 	assert_string_equal(a.region, "ap-south-1");
 	be_s3_addr_free(&a);
 	setenv("AWS_REGION", "eu-north-1", 1);	/* AWS_REGION wins over AWS_DEFAULT_REGION */
-	assert_int_equal(be_s3_addr_init(&a, ds(cfg, "d")), 0);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "d")), 0);
 	assert_string_equal(a.region, "eu-north-1");
 	be_s3_addr_free(&a);
 	clear_aws_env();
@@ -403,7 +382,7 @@ static void check_creds(const struct datastore_config *d, int want_ret, const ch
 
 static void test_s3_credentials_config_then_env_then_file(void **state)
 {
-	struct mlfs_config *cfg = load(
+	struct mlfs_config *cfg = cfg_check_load(
 		"[datastore keys]\ntype = s3\nbucket = b\naccess_key_id = CFGID\n"
 		"secret_access_key = cfgsecret\nsession_token = cfgtoken\n"
 		"[datastore plain]\ntype = s3\nbucket = b\n"
@@ -414,62 +393,43 @@ static void test_s3_credentials_config_then_env_then_file(void **state)
 	write_creds(0600);
 	setenv("AWS_ACCESS_KEY_ID", "ENVID", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "envsecret", 1);
-	check_creds(ds(cfg, "keys"), 0, "CFGID", "cfgsecret", "cfgtoken", "config");
-	check_creds(ds(cfg, "plain"), 0, "ENVID", "envsecret", NULL, "environment");
+	check_creds(cfg_check_ds(cfg, "keys"), 0, "CFGID", "cfgsecret", "cfgtoken", "config");
+	check_creds(cfg_check_ds(cfg, "plain"), 0, "ENVID", "envsecret", NULL, "environment");
 	setenv("AWS_SESSION_TOKEN", "envtoken", 1);
-	check_creds(ds(cfg, "plain"), 0, "ENVID", "envsecret", "envtoken", "environment");
+	check_creds(cfg_check_ds(cfg, "plain"), 0, "ENVID", "envsecret", "envtoken", "environment");
 	/* A profile named in the config is the config speaking: the file, not the env. */
-	check_creds(ds(cfg, "prof"), 0, "OTHERID", "othersecret", "othertoken",
+	check_creds(cfg_check_ds(cfg, "prof"), 0, "OTHERID", "othersecret", "othertoken",
 		    "credentials file");
-	check_creds(ds(cfg, "nosuch"), -ENOENT, NULL, NULL, NULL, NULL);
+	check_creds(cfg_check_ds(cfg, "nosuch"), -ENOENT, NULL, NULL, NULL, NULL);
 	unsetenv("AWS_ACCESS_KEY_ID");
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 	unsetenv("AWS_SESSION_TOKEN");
-	check_creds(ds(cfg, "plain"), 0, "DEFID", "defsecret", NULL, "credentials file");
+	check_creds(cfg_check_ds(cfg, "plain"), 0, "DEFID", "defsecret", NULL, "credentials file");
 	setenv("AWS_PROFILE", "other", 1);
-	check_creds(ds(cfg, "plain"), 0, "OTHERID", "othersecret", "othertoken",
+	check_creds(cfg_check_ds(cfg, "plain"), 0, "OTHERID", "othersecret", "othertoken",
 		    "credentials file");
 	setenv("AWS_PROFILE", "half", 1);	/* half a pair: anonymous */
-	check_creds(ds(cfg, "plain"), 0, NULL, NULL, NULL, "none");
+	check_creds(cfg_check_ds(cfg, "plain"), 0, NULL, NULL, NULL, "none");
 	unsetenv("AWS_PROFILE");
 	unlink(creds_file);
-	check_creds(ds(cfg, "plain"), 0, NULL, NULL, NULL, "none");	/* no file: anonymous */
+	check_creds(cfg_check_ds(cfg, "plain"), 0, NULL, NULL, NULL, "none");	/* no file: anonymous */
 	clear_aws_env();
 	config_free(cfg);
 }
 
 static void test_s3_credentials_file_others_can_read_is_refused(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore plain]\ntype = s3\nbucket = b\n");
+	struct mlfs_config *cfg = cfg_check_load("[datastore plain]\ntype = s3\nbucket = b\n");
 
 	(void)state;
 	write_creds(0644);
-	check_creds(ds(cfg, "plain"), -EACCES, NULL, NULL, NULL, NULL);
+	check_creds(cfg_check_ds(cfg, "plain"), -EACCES, NULL, NULL, NULL, NULL);
 	unlink(creds_file);
 	clear_aws_env();
 	config_free(cfg);
 }
 
 /* ---- validate ---- */
-
-static void check_validate(const char *text, const char *const *want)
-{
-	struct mlfs_config *cfg = load(text);
-	struct diag d;
-	size_t n = 0;
-
-	diag_init(&d);
-	be_s3_ops.validate(ds(cfg, "d"), &d);
-	for (; want[n]; n++) {
-		assert_true(n < d.n);
-		assert_string_equal(d.msgs[n], want[n]);
-	}
-	if (d.n != n)
-		diag_print(&d, stderr);
-	assert_int_equal(d.n, n);
-	diag_free(&d);
-	config_free(cfg);
-}
 
 static void test_s3_validate_reports_each_bad_key_with_its_line(void **state)
 {
@@ -492,29 +452,29 @@ static void test_s3_validate_reports_each_bad_key_with_its_line(void **state)
 	const char *none[] = { NULL };
 
 	(void)state;
-	check_validate("[datastore d]\ntype = s3\nendpoint = ftp://x\npath_style = maybe\n"
+	cfg_check_validate(&be_s3_ops, "[datastore d]\ntype = s3\nendpoint = ftp://x\npath_style = maybe\n"
 		       "region = US East\nsecret_access_key = s\n", want);
-	check_validate("[datastore d]\ntype = s3\nbucket = b/sub\naccess_key_id = K\n", want2);
-	check_validate("[datastore d]\ntype = s3\nbucket = b\nendpoint = https://s3.lab:9000\n"
+	cfg_check_validate(&be_s3_ops, "[datastore d]\ntype = s3\nbucket = b/sub\naccess_key_id = K\n", want2);
+	cfg_check_validate(&be_s3_ops, "[datastore d]\ntype = s3\nbucket = b\nendpoint = https://s3.lab:9000\n"
 		       "path_style = true\nregion = eu-west-1\naccess_key_id = K\n"
 		       "secret_access_key = S\n", none);
 }
 
 static void test_s3_url_source_borrows_its_buckets_datastore(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore b]\ntype = s3\nendpoint = http://127.0.0.1:1\n"
+	struct mlfs_config *cfg = cfg_check_load("[datastore b]\ntype = s3\nendpoint = http://127.0.0.1:1\n"
 				       "bucket = tb\naccess_key_id = K\nsecret_access_key = S\n"
 				       "[dataset d]\nsource = s3://tb/data/\n");
 	struct be_s3_addr a;
 	struct be_s3_creds c;
 
 	(void)state;
-	assert_int_equal(be_s3_addr_init(&a, ds(cfg, "dataset:d")), 0);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "dataset:d")), 0);
 	assert_string_equal(a.endpoint, "http://127.0.0.1:1");
 	assert_string_equal(a.root, "data/");
 	assert_true(a.path_style);
 	be_s3_addr_free(&a);
-	assert_int_equal(be_s3_creds_find(&c, ds(cfg, "dataset:d")), 0);
+	assert_int_equal(be_s3_creds_find(&c, cfg_check_ds(cfg, "dataset:d")), 0);
 	assert_string_equal(c.key_id, "K");
 	be_s3_creds_free(&c);
 	config_free(cfg);

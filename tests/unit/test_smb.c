@@ -19,49 +19,10 @@
 #include <cmocka.h>
 
 #include "be_smb.h"
+#include "cfg_check.h"
 #include "config.h"
 
 static char pass_file[64];
-
-static struct mlfs_config *load(const char *text)
-{
-	struct mlfs_config *cfg = NULL;
-	struct diag d;
-
-	diag_init(&d);
-	if (config_parse(&cfg, "/etc/mlfs.conf", text, strlen(text), &d) != 0)
-		diag_print(&d, stderr);
-	diag_free(&d);
-	assert_non_null(cfg);
-	return cfg;
-}
-
-static const struct datastore_config *ds(const struct mlfs_config *cfg, const char *name)
-{
-	const struct datastore_config *d = config_find_datastore(cfg, name);
-
-	assert_non_null(d);
-	return d;
-}
-
-static void check_validate(const char *text, const char *const *want)
-{
-	struct mlfs_config *cfg = load(text);
-	struct diag d;
-	size_t n = 0;
-
-	diag_init(&d);
-	be_smb_ops.validate(ds(cfg, "d"), &d);
-	for (; want[n]; n++) {
-		assert_true(n < d.n);
-		assert_string_equal(d.msgs[n], want[n]);
-	}
-	if (d.n != n)
-		diag_print(&d, stderr);
-	assert_int_equal(d.n, n);
-	diag_free(&d);
-	config_free(cfg);
-}
 
 static int make_pass_file(void **state)
 {
@@ -111,12 +72,12 @@ static void test_smb_validate_reports_each_bad_key_with_its_line(void **state)
 	const char *none[] = { NULL };
 
 	(void)state;
-	check_validate("[datastore d]\ntype = smb\n", want);
-	check_validate("[datastore d]\ntype = smb\naddress = srv:44x\nshare = research/ml\n"
+	cfg_check_validate(&be_smb_ops, "[datastore d]\ntype = smb\n", want);
+	cfg_check_validate(&be_smb_ops, "[datastore d]\ntype = smb\naddress = srv:44x\nshare = research/ml\n"
 		       "root = /a/../b\npassword = p\npassword_file = /no/such/file\n", want2);
-	check_validate("[datastore d]\ntype = smb\naddress = srv:70000\nshare = s\n"
+	cfg_check_validate(&be_smb_ops, "[datastore d]\ntype = smb\naddress = srv:70000\nshare = s\n"
 		       "password = p\n", want3);
-	check_validate("[datastore d]\ntype = smb\naddress = srv:4450\nshare = s\nroot = /dir2\n"
+	cfg_check_validate(&be_smb_ops, "[datastore d]\ntype = smb\naddress = srv:4450\nshare = s\nroot = /dir2\n"
 		       "username = u\npassword = p\nworkgroup = LAB\n", none);
 }
 
@@ -129,11 +90,11 @@ static void test_smb_validate_refuses_a_password_file_others_can_read(void **sta
 	(void)state;
 	snprintf(text, sizeof(text), "[datastore d]\ntype = smb\naddress = srv\nshare = s\n"
 		 "password_file = %s\n", pass_file);
-	check_validate(text, none);
+	cfg_check_validate(&be_smb_ops, text, none);
 	assert_int_equal(chmod(pass_file, 0644), 0);
 	snprintf(msg, sizeof(msg), "/etc/mlfs.conf:5: [datastore d] password_file: %s: others "
 		 "can read or change it: refused (chmod 600 it)", pass_file);
-	check_validate(text, want);
+	cfg_check_validate(&be_smb_ops, text, want);
 	assert_int_equal(chmod(pass_file, 0600), 0);
 }
 
@@ -147,22 +108,22 @@ static void test_smb_create_makes_no_connection_and_reads_the_password_file(void
 	/* Port 1 of 127.0.0.1 has no server: create must still succeed. */
 	snprintf(text, sizeof(text), "[datastore d]\ntype = smb\naddress = 127.0.0.1:1\n"
 		 "share = s\npassword_file = %s\n", pass_file);
-	cfg = load(text);
-	assert_int_equal(be_smb_ops.create(&be, ds(cfg, "d")), 0);
+	cfg = cfg_check_load(text);
+	assert_int_equal(be_smb_ops.create(&be, cfg_check_ds(cfg, "d")), 0);
 	be_smb_ops.destroy(be);
 	assert_int_equal(chmod(pass_file, 0640), 0);
-	assert_int_equal(be_smb_ops.create(&be, ds(cfg, "d")), -EACCES);
+	assert_int_equal(be_smb_ops.create(&be, cfg_check_ds(cfg, "d")), -EACCES);
 	assert_int_equal(chmod(pass_file, 0600), 0);
 	config_free(cfg);
 }
 
 static void check_url(const char *text, const char *path, const char *want)
 {
-	struct mlfs_config *cfg = load(text);
+	struct mlfs_config *cfg = cfg_check_load(text);
 	struct be_smb_addr a;
 	char *url;
 
-	assert_int_equal(be_smb_addr_init(&a, ds(cfg, "d")), 0);
+	assert_int_equal(be_smb_addr_init(&a, cfg_check_ds(cfg, "d")), 0);
 	url = be_smb_url(&a, path);
 	assert_non_null(url);
 	assert_string_equal(url, want);
@@ -201,17 +162,17 @@ static void test_smb_url_percent_encodes_each_component(void **state)
 
 static void test_smb_addr_takes_the_port_or_445(void **state)
 {
-	struct mlfs_config *cfg = load("[datastore d]\ntype = smb\naddress = h:4450\nshare = s\n"
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = smb\naddress = h:4450\nshare = s\n"
 				       "password = p\n[datastore e]\ntype = smb\naddress = h\n"
 				       "share = s\npassword = p\n");
 	struct be_smb_addr a;
 
 	(void)state;
-	assert_int_equal(be_smb_addr_init(&a, ds(cfg, "d")), 0);
+	assert_int_equal(be_smb_addr_init(&a, cfg_check_ds(cfg, "d")), 0);
 	assert_string_equal(a.host, "h");
 	assert_int_equal(a.port, 4450);
 	be_smb_addr_free(&a);
-	assert_int_equal(be_smb_addr_init(&a, ds(cfg, "e")), 0);
+	assert_int_equal(be_smb_addr_init(&a, cfg_check_ds(cfg, "e")), 0);
 	assert_int_equal(a.port, 445);
 	assert_string_equal(a.root, "");
 	be_smb_addr_free(&a);
