@@ -13,6 +13,7 @@
 # The server runs in its own session; its log is DIR/s3rver.log, its PID
 # is in DIR/s3rver.pid.
 set -eu
+. "$(dirname "$0")/server_lib.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 s3rver_start() {
@@ -60,18 +61,7 @@ s3rver_start() {
 	exit 1
 }
 
-s3rver_stop() {
-	local dir=$1 pid
-	[ -f "$dir/s3rver.pid" ] || return 0
-	pid=$(cat "$dir/s3rver.pid")
-	rm -f "$dir/s3rver.pid"
-	kill "$pid" 2>/dev/null || return 0
-	for _ in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-}
+s3rver_stop() { server_stop_pidfile "$1/s3rver.pid"; }
 
 case ${1:-} in
 start) [ $# -ge 3 ] || { echo "usage: $0 start DIR PORT [5|3]" >&2; exit 2; }

@@ -12,6 +12,7 @@
 # own session (setsid); its PID is in DIR/smbd.pid, its output in
 # DIR/smbd.log.  Needs root (useradd, smbd).  See docs: servers.md §1.
 set -eu
+. "$(dirname "$0")/server_lib.sh"
 
 SMB_USER=mlfssmb
 
@@ -83,20 +84,7 @@ smb_start() {
 }
 
 # Stops the main smbd by its PID; it takes its children (one per client) with it.
-smb_stop() {
-	local dir=$1 pid
-	[ -f "$dir/smbd.pid" ] || return 0
-	pid=$(cat "$dir/smbd.pid")
-	rm -f "$dir/smbd.pid"
-	kill "$pid" 2>/dev/null || return 0
-	for _ in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		# a killed smbd may linger as a zombie (PID 1 does not reap here)
-		[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] && return 0
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-}
+smb_stop() { server_stop_pidfile "$1/smbd.pid"; }
 
 case ${1:-} in
 start) [ $# -ge 3 ] || { echo "usage: $0 start DIR PORT" >&2; exit 2; }

@@ -124,6 +124,18 @@ unmount_fg() {
 	fi
 }
 
+# server_cleanup SCRIPT DIR: unmounts the test's mount and stops the server
+# that scripts/SCRIPT started in DIR.  Server tests call it from t_cleanup
+# and from their EXIT trap.
+server_cleanup() {
+	if [ -n "${MOUNT_PID:-}" ]; then
+		fusermount3 -u "$T_DIR/mnt" 2>/dev/null || true
+		wait "$MOUNT_PID" 2>/dev/null || true
+		MOUNT_PID=
+	fi
+	"$1" stop "$2" 2>/dev/null || true
+}
+
 # t_finish: prints the tally and removes the scratch folder.  A test that
 # started servers defines t_cleanup, run first, while their pid files exist.
 t_finish() {

@@ -29,14 +29,7 @@ done
 OPTS="version=3&nfsport=$NFSPORT&mountport=$MNTPORT"
 url() { echo "nfs://127.0.0.1/export${1:-}?$OPTS"; }
 
-nfs_cleanup() {
-	if [ -n "${MOUNT_PID:-}" ]; then
-		fusermount3 -u "$T_DIR/mnt" 2>/dev/null || true
-		wait "$MOUNT_PID" 2>/dev/null || true
-		MOUNT_PID=
-	fi
-	"$SERVER" stop "$T_DIR/nfs" 2>/dev/null || true
-}
+nfs_cleanup() { server_cleanup "$SERVER" "$T_DIR/nfs"; }
 t_cleanup() { nfs_cleanup; }
 trap 'nfs_cleanup; rm -rf "$T_DIR"' EXIT
 

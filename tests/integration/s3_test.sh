@@ -23,14 +23,7 @@ export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
 aws() { env -u AWS_CA_BUNDLE aws --endpoint-url "$EP" "$@"; }
 
-s3_cleanup() {
-	if [ -n "${MOUNT_PID:-}" ]; then
-		fusermount3 -u "$T_DIR/mnt" 2>/dev/null || true
-		wait "$MOUNT_PID" 2>/dev/null || true
-		MOUNT_PID=
-	fi
-	"$SERVER" stop "$T_DIR/s3" 2>/dev/null || true
-}
+s3_cleanup() { server_cleanup "$SERVER" "$T_DIR/s3"; }
 t_cleanup() { s3_cleanup; }
 trap 's3_cleanup; rm -rf "$T_DIR"' EXIT
 

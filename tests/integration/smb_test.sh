@@ -27,14 +27,7 @@ export SMB_TEST_PASSWORD=$PASS
 PORT=${SMB_TEST_PORT:-$(free_port)}
 smbc() { smbclient -p "$PORT" -U "mlfssmb%$PASS" //127.0.0.1/share "$@"; }
 
-smb_cleanup() {
-	if [ -n "${MOUNT_PID:-}" ]; then
-		fusermount3 -u "$T_DIR/mnt" 2>/dev/null || true
-		wait "$MOUNT_PID" 2>/dev/null || true
-		MOUNT_PID=
-	fi
-	"$SERVER" stop "$T_DIR/smb" 2>/dev/null || true
-}
+smb_cleanup() { server_cleanup "$SERVER" "$T_DIR/smb"; }
 t_cleanup() { smb_cleanup; }
 trap 'smb_cleanup; rm -rf "$T_DIR"' EXIT
 
