@@ -17,26 +17,17 @@
  * middle of a path, which fs/ never sends (the kernel looked up every
  * folder on the way), except in a race with a change on the server.
  *
- * Connections: a libnfs context is one mounted connection and is not
- * thread-safe.  A call takes an idle context from the pool (a mutex-guarded
- * free list, never held across I/O), or makes and mounts a new one, and
- * gives it back after; at most BE_NFS_IDLE_MAX idle ones are kept.  No
- * server is contacted at create: a server that is down at mount time only
- * makes the calls fail with EIO until it is back.  A call that fails on
- * the connection (be_nfs_is_transport) destroys that context and is tried
- * again on a fresh one, up to `retries` times with a short backoff, so the
- * same mount works again after the server restarts.  Every RPC waits at
- * most `timeout` seconds (nfs_set_timeout); libnfs's own reconnecting is
- * off, so a dead server is an error and not a wait.  A call that gave up
- * opens a breaker: for a second every call fails at once with EIO, so one
- * user operation (several calls) on a hung server costs one timeout x
- * (retries + 1), not several.
+ * Every call runs through be_nfs_conn.c, which holds the pool of libnfs
+ * contexts (one mounted connection each), retries a call whose connection
+ * broke on a fresh one, maps libnfs's returns to errno and logs failures;
+ * this file says what each call does on the export.  No server is
+ * contacted at create.
  *
- * Open files: each open file holds a context of its own for its lifetime
- * (its file handle is bound to it), with a mutex of its own held across
- * the file's RPCs: it serializes the calls on that one context and on
- * nothing else.  When the connection breaks, the file is opened again on a
- * fresh context (NFSv3 file handles outlive the server's restarts).
+ * Threading: a libnfs context is not thread-safe; a call on a path borrows
+ * one from the pool for its duration.  Each open file holds a context of
+ * its own for its lifetime (its file handle is bound to it), with a mutex
+ * of its own held across the file's RPCs (taken by be_nfs_file_call): it
+ * serializes the calls on that one context and on nothing else.
  *
  * Caching: libnfs's directory cache is off (others change the export).
  * cache_key names a file's content only for opens with BE_O_TRUST (the
@@ -48,7 +39,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,94 +52,18 @@
 
 #include <nfsc/libnfs.h>
 
-#include "be_nfs.h"
+#include "be_nfs_int.h"
 #include "log.h"
 
-#define BE_NFS_IDLE_MAX		8	/* idle contexts kept in the pool */
 #define BE_NFS_CHUNK_MAX	(1u << 20)	/* bytes per READ or WRITE at most */
 #define BE_NFS_DEFAULT_TIMEOUT	30
 #define BE_NFS_DEFAULT_RETRIES	3
-#define BE_NFS_DOWN_NS		1000000000ll	/* fail fast this long after giving up */
 
 /* libnfs's nfsdirent.type values (NFSv3's ftype3, libnfs-raw-nfs.h). */
 enum { BE_NFS_NF3REG = 1, BE_NFS_NF3DIR, BE_NFS_NF3BLK, BE_NFS_NF3CHR, BE_NFS_NF3LNK,
        BE_NFS_NF3SOCK, BE_NFS_NF3FIFO };
 
-struct be_nfs_ctx {
-	struct nfs_context *nfs;
-	bool proven;			/* a call succeeded on it: made before this call */
-	struct be_nfs_ctx *next;	/* in the idle list */
-};
-
-struct be_nfs {
-	struct backend base;
-	char *url;		/* nfs://ADDRESS/EXPORT?OPTIONS: no secret in it */
-	char *address;
-	char *export;
-	char *root;		/* as configured; be_nfs_join normalizes it */
-	int timeout_ms;
-	int retries;
-	pthread_mutex_t lock;	/* guards idle and n_idle */
-	struct be_nfs_ctx *idle;
-	unsigned int n_idle;
-	_Atomic int64_t down_until;	/* CLOCK_MONOTONIC ns: calls fail fast before it */
-};
-
-struct be_nfs_file {
-	struct backend_file base;
-	pthread_mutex_t lock;	/* guards ctx and fh, held across this file's RPCs */
-	struct be_nfs_ctx *ctx;	/* NULL after a broken connection, until reopened */
-	struct nfsfh *fh;
-	char *path;		/* on the export, root included */
-	int flags;		/* for reopening: O_ACCMODE only */
-	bool written;
-	bool trust;		/* opened with BE_O_TRUST: size and mtime below are its version */
-	int64_t size;
-	int64_t mtime_ns;
-};
-
-static struct be_nfs *be_nfs(struct backend *be)
-{
-	return (struct be_nfs *)be;
-}
-
-static struct be_nfs_file *be_nfs_file(struct backend_file *f)
-{
-	return (struct be_nfs_file *)f;
-}
-
 /* ---- what needs no server ---- */
-
-int be_nfs_is_transport(int ret)
-{
-	switch (-ret) {
-	case EFAULT:	/* libnfs 4.0: an RPC that failed (RPC_STATUS_ERROR) */
-	case EINTR:	/* libnfs 4.0: an RPC cancelled, or timed out */
-	case EIO:
-	case ENOTCONN:
-	case ECONNRESET:
-	case ECONNREFUSED:
-	case ECONNABORTED:
-	case EPIPE:
-	case ETIMEDOUT:
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-int be_nfs_errno(int ret)
-{
-	if (ret >= 0)
-		return ret;
-	if (ret == -ETIMEDOUT)
-		return -ETIMEDOUT;
-	if (be_nfs_is_transport(ret) || ret < -4095)
-		return -EIO;
-	return ret;
-}
 
 /* Checks one "key=value" of @len bytes. */
 static int be_nfs_check_option(const char *opt, size_t len, char *why, size_t size)
@@ -316,166 +230,6 @@ static int be_nfs_validate(const struct datastore_config *cfg, struct diag *d)
 	return ret;
 }
 
-/* ---- the pool of connections ---- */
-
-/* Makes and mounts a context; returns 0 or a libnfs return. */
-static int be_nfs_ctx_new(struct be_nfs *nb, struct be_nfs_ctx **out)
-{
-	struct be_nfs_ctx *c = calloc(1, sizeof(*c));
-	struct nfs_url *url;
-	int ret;
-
-	if (!c)
-		return -ENOMEM;
-	c->nfs = nfs_init_context();
-	if (!c->nfs) {
-		free(c);
-		return -ENOMEM;
-	}
-	nfs_set_timeout(c->nfs, nb->timeout_ms);
-	nfs_set_autoreconnect(c->nfs, 0);
-	nfs_set_dircache(c->nfs, 0);
-	url = nfs_parse_url_dir(c->nfs, nb->url);
-	if (!url) {
-		ret = -EINVAL;
-	} else {
-		ret = nfs_mount(c->nfs, url->server, url->path);
-		nfs_destroy_url(url);
-	}
-	if (ret < 0) {
-		log_debug("datastore %s: mounting %s:%s: %s", nb->base.name, nb->address,
-			  nb->export, nfs_get_error(c->nfs));
-		nfs_destroy_context(c->nfs);
-		free(c);
-		/* A refused mount is the export's answer; anything else is the way there. */
-		return ret == -EACCES || ret == -ENOENT || ret == -EPERM ? ret : -EIO;
-	}
-	*out = c;
-	return 0;
-}
-
-static int be_nfs_ctx_get(struct be_nfs *nb, struct be_nfs_ctx **out)
-{
-	struct be_nfs_ctx *c;
-
-	pthread_mutex_lock(&nb->lock);
-	c = nb->idle;
-	if (c) {
-		nb->idle = c->next;
-		nb->n_idle--;
-	}
-	pthread_mutex_unlock(&nb->lock);
-	if (c) {
-		*out = c;
-		return 0;
-	}
-	return be_nfs_ctx_new(nb, out);
-}
-
-static void be_nfs_ctx_free(struct be_nfs_ctx *c)
-{
-	if (c) {
-		nfs_destroy_context(c->nfs);
-		free(c);
-	}
-}
-
-/*
- * Gives @c back, or destroys it when enough are idle.  A @broken one is
- * destroyed with every idle one: they went to the same server, which has
- * most likely gone away or restarted.
- */
-static void be_nfs_ctx_put(struct be_nfs *nb, struct be_nfs_ctx *c, bool broken)
-{
-	struct be_nfs_ctx *stale = NULL;
-
-	pthread_mutex_lock(&nb->lock);
-	if (broken) {
-		stale = nb->idle;
-		nb->idle = NULL;
-		nb->n_idle = 0;
-	} else if (nb->n_idle < BE_NFS_IDLE_MAX) {
-		c->proven = true;
-		c->next = nb->idle;
-		nb->idle = c;
-		nb->n_idle++;
-		c = NULL;
-	}
-	pthread_mutex_unlock(&nb->lock);
-	be_nfs_ctx_free(c);
-	while (stale) {
-		c = stale;
-		stale = c->next;
-		be_nfs_ctx_free(c);
-	}
-}
-
-static int64_t be_nfs_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-/*
- * The breaker: a call that gave up on the connection after its retries,
- * having waited at least one timeout (a hung server, not a refused
- * connection, which fails at once anyway), makes the calls of the next
- * second fail at once with EIO, so that one user operation (a lookup, an
- * open, a read: several calls) on a hung server costs one timeout x
- * (retries + 1), not several.
- */
-static bool be_nfs_is_down(struct be_nfs *nb)
-{
-	return be_nfs_now_ns() < atomic_load(&nb->down_until);
-}
-
-/* Opens the breaker when a call failed on the connection after waiting a timeout or more. */
-static void be_nfs_mark_down(struct be_nfs *nb, int ret, int64_t started)
-{
-	if (be_nfs_is_transport(ret) &&
-	    be_nfs_now_ns() - started >= (int64_t)nb->timeout_ms * 1000000ll)
-		atomic_store(&nb->down_until, be_nfs_now_ns() + BE_NFS_DOWN_NS);
-}
-
-/* Sleeps before retry @attempt (0, 1, ...): 100 ms, 200 ms, 400 ms ... at most 1.6 s. */
-static void be_nfs_backoff(int attempt)
-{
-	long ms = 100l << (attempt < 4 ? attempt : 4);
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-/*
- * Whether a call that returned @ret is tried again, after the backoff.  A
- * connection made before this call (@proven) that failed fast had died
- * while idle (a server restart): trying a fresh one costs no attempt.
- * Otherwise `retries` attempts after the first.
- */
-static bool be_nfs_again(struct be_nfs *nb, int ret, bool proven, int64_t t0, int *attempt)
-{
-	if (!be_nfs_is_transport(ret))
-		return false;
-	if (proven && be_nfs_now_ns() - t0 < (int64_t)nb->timeout_ms * 1000000ll)
-		return true;
-	if (*attempt >= nb->retries)
-		return false;
-	be_nfs_backoff((*attempt)++);
-	return true;
-}
-
-/* Logs a failed call once: what fails on the way to the server as an error. */
-static void be_nfs_log(struct be_nfs *nb, const char *what, const char *path, int ret)
-{
-	if (ret == -EIO || ret == -ETIMEDOUT)
-		log_err("datastore %s: %s %s on %s:%s: %s", nb->base.name, what, path,
-			nb->address, nb->export, strerror(-ret));
-	else if (ret < 0)
-		log_debug("datastore %s: %s %s: %s", nb->base.name, what, path, strerror(-ret));
-}
-
 /* ---- calls on paths ---- */
 
 /* What a call needs besides the context and the path. */
@@ -494,43 +248,6 @@ struct be_nfs_args {
 	const struct stat *set;			/* setattr */
 	unsigned int to_set;
 };
-
-typedef int be_nfs_fn(struct nfs_context *nfs, const char *path, struct be_nfs_args *a);
-
-/*
- * Runs @fn on the full path of @path with a context from the pool, again
- * on a fresh one after a broken connection.  Returns our errno.
- */
-static int be_nfs_call(struct be_nfs *nb, const char *path, be_nfs_fn *fn,
-		       struct be_nfs_args *a, const char *what)
-{
-	struct be_nfs_ctx *c;
-	int64_t started;
-	char *full;
-	int ret = be_nfs_join(&full, nb->root, path);
-
-	if (ret < 0)
-		return ret;
-	started = be_nfs_now_ns();
-	for (int attempt = 0; !(ret = be_nfs_is_down(nb) ? -EIO : 0);) {
-		int64_t t0 = be_nfs_now_ns();
-		bool proven = false;
-
-		ret = be_nfs_ctx_get(nb, &c);
-		if (ret == 0) {
-			proven = c->proven;
-			ret = fn(c->nfs, full, a);
-			be_nfs_ctx_put(nb, c, be_nfs_is_transport(ret));
-		}
-		if (!be_nfs_again(nb, ret, proven, t0, &attempt))
-			break;
-	}
-	be_nfs_mark_down(nb, ret, started);
-	ret = be_nfs_errno(ret);
-	be_nfs_log(nb, what, full, ret);
-	free(full);
-	return ret;
-}
 
 static void be_nfs_stat_fill(struct stat *st, const struct nfs_stat_64 *s)
 {
@@ -853,67 +570,6 @@ static int be_nfs_do_setattr(struct nfs_context *nfs, const char *path, struct b
 }
 
 /* ---- open files ---- */
-
-typedef int be_nfs_file_fn(struct be_nfs_file *f, struct nfs_context *nfs, void *arg);
-
-/* Closes the file's handle and drops its context (broken: destroyed). */
-static void be_nfs_file_drop(struct be_nfs_file *f, bool broken)
-{
-	if (f->fh)
-		nfs_close(f->ctx->nfs, f->fh);
-	f->fh = NULL;
-	if (f->ctx)
-		be_nfs_ctx_put(be_nfs(f->base.be), f->ctx, broken);
-	f->ctx = NULL;
-}
-
-/* Opens the file again on a fresh context after its connection broke. */
-static int be_nfs_file_reopen(struct be_nfs_file *f)
-{
-	struct be_nfs_ctx *c;
-	int ret = be_nfs_ctx_get(be_nfs(f->base.be), &c);
-
-	if (ret < 0)
-		return ret;
-	ret = nfs_open2(c->nfs, f->path, f->flags | O_NOFOLLOW, 0, &f->fh);
-	if (ret < 0) {
-		f->fh = NULL;
-		be_nfs_ctx_put(be_nfs(f->base.be), c, be_nfs_is_transport(ret));
-		return ret;
-	}
-	f->ctx = c;
-	return 0;
-}
-
-/* Runs @fn on the file's context under its lock, reopening after a broken connection. */
-static int be_nfs_file_call(struct be_nfs_file *f, be_nfs_file_fn *fn, void *arg,
-			    const char *what)
-{
-	struct be_nfs *nb = be_nfs(f->base.be);
-	int64_t started;
-	int ret;
-
-	pthread_mutex_lock(&f->lock);
-	started = be_nfs_now_ns();
-	for (int attempt = 0; !(ret = be_nfs_is_down(nb) ? -EIO : 0);) {
-		int64_t t0 = be_nfs_now_ns();
-		bool proven = f->ctx != NULL;	/* this file's own, used before */
-
-		ret = f->ctx ? 0 : be_nfs_file_reopen(f);
-		if (ret == 0)
-			ret = fn(f, f->ctx->nfs, arg);
-		if (!be_nfs_is_transport(ret))
-			break;
-		be_nfs_file_drop(f, true);
-		if (!be_nfs_again(nb, ret, proven, t0, &attempt))
-			break;
-	}
-	pthread_mutex_unlock(&f->lock);
-	be_nfs_mark_down(nb, ret, started);
-	ret = be_nfs_errno(ret);
-	be_nfs_log(nb, what, f->path, ret);
-	return ret;
-}
 
 static int be_nfs_file_new(struct be_nfs_file **out, struct backend *be, const char *full,
 			   int flags)

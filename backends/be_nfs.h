@@ -1,8 +1,9 @@
 /*
- * be_nfs.h - the NFS backend (be_nfs.c), and the pieces of it that need no
- * server, exposed for tests/unit/test_nfs.c: the options checker, the
- * mapping of libnfs's returns to errno, and the join of a path with the
- * datastore's root.
+ * be_nfs.h - the NFS backend (be_nfs.c, be_nfs_conn.c), and the pieces of
+ * it that need no server, exposed for tests/unit/test_nfs.c: the options
+ * checker, the mapping of libnfs's returns to errno, and the join of a
+ * path with the datastore's root.  What its two files share is in
+ * be_nfs_int.h.
  */
 #ifndef MLFS_BE_NFS_H
 #define MLFS_BE_NFS_H

@@ -2,34 +2,27 @@
  * be_smb.c - a datastore that is a folder in an SMB share (Samba, Windows,
  * a NAS), reached in user space through libsmbclient: no kernel mount.
  *
- * A path of the datastore is a URL smb://HOST/SHARE/ROOT/PATH (be_smb_url),
- * each component percent-encoded; libsmbclient decodes it again.  The root
- * rule of CloudBender holds by construction: fs/ sends canonical paths with
- * no "..", and the URL always starts with the root, so nothing above it can
- * be named.  The server resolves any symlink on its own side (SMB2 shows
- * none to clients); mlfs never follows one itself.
+ * A path of the datastore becomes a URL smb://HOST/SHARE/ROOT/PATH
+ * (be_smb_url).  The root rule of CloudBender holds by construction: fs/
+ * sends canonical paths with no "..", and the URL always starts with the
+ * root, so nothing above it can be named.  The server resolves any symlink
+ * on its own side (SMB2 shows none to clients); mlfs never follows one
+ * itself.
  *
- * Threading.  A libsmbclient context is not thread-safe, so the backend
- * keeps a pool of them: a mutex-guarded list of idle contexts, made lazily,
- * of at most BE_SMB_POOL_MAX.  A call takes one, runs, and gives it back.
- * An open file keeps the context it was opened on for its lifetime (an
- * SMBCFILE belongs to one context) and a mutex that serialises its calls.
- * On top of that, Debian's libsmbclient 4.17 is not safe with two threads
- * inside it even on different contexts (one process-wide talloc frame
- * stack; smbc_thread_posix is not exported), so every call into the
- * library also holds one process-wide lock, be_smb_lib.  Both the file's
- * mutex and be_smb_lib ARE held across network I/O, because the library
- * forces it; each wait is bounded by `timeout`.  The pool's mutex never is.
- * SMB calls of all datastores are therefore serialised in this process.
+ * Every call runs through be_smb_conn.c, which holds the pool of
+ * libsmbclient contexts and the process-wide library lock, logs in,
+ * retries a call whose connection broke on a fresh context, maps
+ * libsmbclient's errno and logs failures; this file says what each call
+ * does on the share, and checks and reads a datastore's keys.  Nothing
+ * touches the network at create: a server down at mount time answers EIO
+ * until it is back.
  *
- * Failures: one function maps libsmbclient's errno (be_smb_errno).  A
- * transport failure (refused, reset, timed out, ...) frees that context and
- * the call is retried on a fresh one, up to `retries` times with a short
- * backoff, so the same mount works again after the server restarts; an open
- * file whose connection died is reopened by URL.  What still fails is EIO.
- * Every network wait is bounded by `timeout` (smbc_setTimeout).  A refused
- * login is EACCES, logged once per datastore.  Nothing touches the network
- * at create: a server down at mount time answers EIO until it is back.
+ * Threading.  A call on a path borrows a context from the pool.  An open
+ * file keeps the context it was opened on for its lifetime (an SMBCFILE
+ * belongs to one context) and a mutex that serialises its calls, held
+ * across network I/O; so is be_smb_lib, which every call into the library
+ * holds (be_smb_conn.c says why): SMB calls of all datastores are
+ * serialised in this process.
  *
  * SMB has no Unix owners: uid/gid/mode come from the datastore's keys
  * (fs/ applies them; no BE_CAP_OWNERS), chown is EPERM, chmod is passed to
@@ -55,256 +48,11 @@
 
 #include <libsmbclient.h>
 
-#include "be_smb.h"
+#include "be_smb_int.h"
 #include "log.h"
 
-#define BE_SMB_POOL_MAX		8	/* idle contexts kept */
-#define BE_SMB_PORT		445
 #define BE_SMB_PASS_MAX		1024
 #define BE_SMB_OPEN_FLAGS	(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)
-
-struct be_smb {
-	struct backend base;
-	struct be_smb_addr addr;
-	char *user;		/* NULL: libsmbclient's default */
-	char *password;		/* never logged */
-	char *workgroup;	/* NULL: libsmbclient's default */
-	int timeout_ms;
-	int retries;
-	pthread_mutex_t lock;	/* guards idle and n_idle */
-	SMBCCTX *idle[BE_SMB_POOL_MAX];
-	unsigned int n_idle;
-	atomic_bool login_logged;
-};
-
-struct be_smb_file {
-	struct backend_file base;
-	pthread_mutex_t lock;	/* guards ctx, fh and flags; held across network I/O */
-	SMBCCTX *ctx;		/* NULL after its connection died, until reopened */
-	SMBCFILE *fh;
-	int flags;		/* for (re)opening */
-	mode_t mode;
-	char *url;
-	char *path;		/* the backend path */
-	bool trust;		/* opened with BE_O_TRUST */
-	off_t size;		/* at open */
-	struct timespec mtime;	/* at open */
-};
-
-/*
- * The lock around every call into libsmbclient, in every datastore.  The
- * library forces it: Debian's libsmbclient 4.17 keeps its talloc stack
- * frames in one process-wide stack (smbc_thread_posix is not exported), so
- * two threads inside it at once, even on different contexts, corrupt each
- * other's frames and abort.  Recursive: freeing a broken context happens
- * inside a locked section.  It is held across network I/O (bounded by the
- * timeout), never across a backoff sleep; readdir's fill callbacks run
- * under it, on the listing libsmbclient fetched at opendir (fill only adds
- * to fs/'s buffer and never calls back into this backend).
- */
-static pthread_mutex_t be_smb_lib = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-
-static void be_smb_lib_lock(void)
-{
-	pthread_mutex_lock(&be_smb_lib);
-}
-
-static void be_smb_lib_unlock(void)
-{
-	pthread_mutex_unlock(&be_smb_lib);
-}
-
-static struct be_smb *be_smb(struct backend *be)
-{
-	return (struct be_smb *)be;
-}
-
-static struct be_smb_file *be_smb_file(struct backend_file *f)
-{
-	return (struct be_smb_file *)f;
-}
-
-/* ---- errors ---- */
-
-int be_smb_errno(int err)
-{
-	switch (err) {
-	case 0:
-	case ECONNREFUSED:
-	case ECONNRESET:
-	case ECONNABORTED:
-	case ENOTCONN:
-	case ETIMEDOUT:
-	case EPIPE:
-	case EHOSTUNREACH:
-	case EHOSTDOWN:
-	case ENETUNREACH:
-	case ENETDOWN:
-		return -EIO;
-	case EPERM:
-		return -EACCES;
-	default:
-		return -err;
-	}
-}
-
-bool be_smb_transient(int err)
-{
-	return be_smb_errno(err) == -EIO;
-}
-
-/* The raw, negated errno a failed libsmbclient call left (never 0). */
-static int be_smb_raw(void)
-{
-	return errno ? -errno : -EIO;
-}
-
-/*
- * Turns a raw failure of @what on @path into the errno returned, and logs
- * what a user must act on: refused access once per datastore, a server
- * out of reach each time.  libsmbclient 4.17 answers a refused login with
- * EACCES (older ones EPERM), as it does a file the user may not open: the
- * one log line names both causes.
- */
-static int be_smb_fail(struct be_smb *sb, int ret, const char *what, const char *path)
-{
-	if (ret >= 0)
-		return ret;
-	if ((-ret == EPERM || -ret == EACCES) && !atomic_exchange(&sb->login_logged, true))
-		log_err("datastore %s: //%s:%u/%s refused access to user %s (%s /%s): check "
-			"username and password (or password_file), and the share's permissions",
-			sb->base.name, sb->addr.host, sb->addr.port, sb->addr.share,
-			sb->user ? sb->user : "(default)", what, path);
-	else if (be_smb_transient(-ret))
-		log_warn("datastore %s: %s /%s: //%s:%u: %s (after %d tries)", sb->base.name,
-			 what, path, sb->addr.host, sb->addr.port, strerror(-ret), sb->retries + 1);
-	else if (ret != -ENOENT)
-		log_debug("datastore %s: %s /%s: %s", sb->base.name, what, path, strerror(-ret));
-	return be_smb_errno(-ret);
-}
-
-static void be_smb_backoff(int attempt)
-{
-	struct timespec ts = { .tv_nsec = (100L << (attempt < 3 ? attempt : 3)) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* ---- addresses and URLs ---- */
-
-/* Splits "host" or "host:port"; returns 0 or -EINVAL. */
-static int be_smb_parse_address(const char *v, char **host, unsigned int *port)
-{
-	const char *colon = strchr(v, ':');
-	char *end;
-	unsigned long p = BE_SMB_PORT;
-
-	if (colon) {
-		if (!colon[1] || strchr(colon + 1, ':'))
-			return -EINVAL;
-		errno = 0;
-		p = strtoul(colon + 1, &end, 10);
-		if (*end || errno || p < 1 || p > 65535 || colon[1] < '0' || colon[1] > '9')
-			return -EINVAL;
-	}
-	if (colon == v || !*v)
-		return -EINVAL;
-	*host = colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
-	*port = (unsigned int)p;
-	return *host ? 0 : -ENOMEM;
-}
-
-/* @v without '/' at either end (a malloc'd copy). */
-static char *be_smb_trim_slashes(const char *v)
-{
-	size_t len;
-
-	while (*v == '/')
-		v++;
-	len = strlen(v);
-	while (len > 0 && v[len - 1] == '/')
-		len--;
-	return strndup(v, len);
-}
-
-static bool be_smb_has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")); p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return true;
-	return false;
-}
-
-int be_smb_addr_init(struct be_smb_addr *a, const struct datastore_config *cfg)
-{
-	const char *address = config_get(cfg, "address", NULL);
-	const char *share = config_get(cfg, "share", NULL);
-	const char *root = config_get(cfg, "root", NULL);
-	int ret;
-
-	memset(a, 0, sizeof(*a));
-	if (!address || !share || !*share || strpbrk(share, "/\\") ||
-	    (root && be_smb_has_dotdot(root)))
-		return -EINVAL;
-	ret = be_smb_parse_address(address, &a->host, &a->port);
-	if (ret < 0)
-		return ret;
-	a->share = strdup(share);
-	a->root = be_smb_trim_slashes(root ? root : "");
-	if (!a->share || !a->root) {
-		be_smb_addr_free(a);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void be_smb_addr_free(struct be_smb_addr *a)
-{
-	free(a->host);
-	free(a->share);
-	free(a->root);
-	memset(a, 0, sizeof(*a));
-}
-
-/* Appends @s percent-encoded at @out; '/' is kept when @keep_slash. Returns the end. */
-static char *be_smb_encode(char *out, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) || (keep_slash && *p == '/')) {
-			*out++ = (char)*p;
-			continue;
-		}
-		*out++ = '%';
-		*out++ = hex[*p >> 4];
-		*out++ = hex[*p & 15];
-	}
-	return out;
-}
-
-char *be_smb_url(const struct be_smb_addr *a, const char *path)
-{
-	size_t len = strlen("smb:///") + strlen(a->host) +
-		     3 * (strlen(a->share) + strlen(a->root) + strlen(path)) + 3;
-	char *url = malloc(len), *p;
-
-	if (!url)
-		return NULL;
-	p = url + sprintf(url, "smb://%s/", a->host);
-	p = be_smb_encode(p, a->share, false);
-	if (a->root[0]) {
-		*p++ = '/';
-		p = be_smb_encode(p, a->root, true);
-	}
-	if (path[0]) {
-		*p++ = '/';
-		p = be_smb_encode(p, path, true);
-	}
-	*p = '\0';
-	return url;
-}
 
 /* ---- validation ---- */
 
@@ -484,123 +232,6 @@ static void be_smb_destroy(struct backend *be)
 	be_smb_free(be_smb(be));
 }
 
-/* ---- the context pool ---- */
-
-static void be_smb_copy(char *dst, int size, const char *src)
-{
-	size_t n;
-
-	if (!src || size <= 0)
-		return;
-	n = strnlen(src, (size_t)size - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-/* libsmbclient asks for credentials here; the backend is the context's user data. */
-static void be_smb_auth(SMBCCTX *ctx, const char *srv, const char *shr, char *wg, int wglen,
-			char *un, int unlen, char *pw, int pwlen)
-{
-	struct be_smb *sb = smbc_getOptionUserData(ctx);
-
-	(void)srv;
-	(void)shr;
-	be_smb_copy(wg, wglen, sb->workgroup);
-	be_smb_copy(un, unlen, sb->user);
-	be_smb_copy(pw, pwlen, sb->password ? sb->password : "");
-}
-
-/* A new context; no network until it is used. */
-static SMBCCTX *be_smb_ctx_new(struct be_smb *sb)
-{
-	SMBCCTX *ctx = smbc_new_context();
-
-	if (!ctx)
-		return NULL;
-	smbc_setDebug(ctx, 0);
-	smbc_setOptionDebugToStderr(ctx, 1);
-	smbc_setOptionUserData(ctx, sb);
-	smbc_setFunctionAuthDataWithContext(ctx, be_smb_auth);
-	smbc_setPort(ctx, (uint16_t)sb->addr.port);
-	smbc_setTimeout(ctx, sb->timeout_ms);
-	smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
-	smbc_setOptionUseKerberos(ctx, 0);
-	smbc_setOptionUseCCache(ctx, 0);
-	if (!smbc_init_context(ctx)) {
-		smbc_free_context(ctx, 0);
-		return NULL;
-	}
-	return ctx;
-}
-
-static int be_smb_ctx_get(struct be_smb *sb, SMBCCTX **out)
-{
-	SMBCCTX *ctx = NULL;
-
-	pthread_mutex_lock(&sb->lock);
-	if (sb->n_idle > 0)
-		ctx = sb->idle[--sb->n_idle];
-	pthread_mutex_unlock(&sb->lock);
-	if (!ctx) {
-		be_smb_lib_lock();
-		ctx = be_smb_ctx_new(sb);
-		be_smb_lib_unlock();
-	}
-	*out = ctx;
-	return ctx ? 0 : -ENOMEM;
-}
-
-/* Gives @ctx back to the pool, or frees it when @broken or the pool is full. */
-static void be_smb_ctx_put(struct be_smb *sb, SMBCCTX *ctx, bool broken)
-{
-	if (!ctx)
-		return;
-	if (!broken) {
-		pthread_mutex_lock(&sb->lock);
-		if (sb->n_idle < BE_SMB_POOL_MAX) {
-			sb->idle[sb->n_idle++] = ctx;
-			ctx = NULL;
-		}
-		pthread_mutex_unlock(&sb->lock);
-	}
-	if (ctx) {
-		be_smb_lib_lock();	/* not the pool's lock: it may talk to the server */
-		smbc_free_context(ctx, 1);
-		be_smb_lib_unlock();
-	}
-}
-
-/* One try of a call on a pooled context: >= 0, or a raw negated errno. */
-typedef int be_smb_fn(SMBCCTX *ctx, char *url, void *arg);
-
-/*
- * Runs @fn on the URL of @path with a context from the pool, retrying a
- * transport failure on a fresh context; returns >= 0 or a mapped errno.
- */
-static int be_smb_call(struct be_smb *sb, const char *what, const char *path, be_smb_fn *fn,
-		       void *arg)
-{
-	char *url = be_smb_url(&sb->addr, path);
-	SMBCCTX *ctx;
-	int ret = -ENOMEM;
-
-	for (int attempt = 0; url; attempt++) {
-		ret = be_smb_ctx_get(sb, &ctx);
-		if (ret < 0)
-			break;
-		be_smb_lib_lock();
-		errno = 0;
-		ret = fn(ctx, url, arg);
-		be_smb_ctx_put(sb, ctx, ret < 0 && be_smb_transient(-ret));
-		be_smb_lib_unlock();
-		if (ret >= 0 || !be_smb_transient(-ret) || attempt >= sb->retries)
-			break;
-		be_smb_backoff(attempt);
-	}
-	free(url);
-	return be_smb_fail(sb, ret, what, path);
-}
-
 /* ---- metadata ---- */
 
 static int be_smb_do_stat(SMBCCTX *ctx, char *url, void *arg)
@@ -747,67 +378,6 @@ static int be_smb_link(struct backend *be, const char *from, const char *to)
 }
 
 /* ---- files ---- */
-
-/* One try on an open file's context: >= 0, or a raw negated errno. */
-typedef ssize_t be_smb_file_fn(struct be_smb_file *f, void *arg);
-
-/* Opens f->url on a context from the pool (one try); 0 or a raw negated errno. */
-static int be_smb_file_attach(struct be_smb *sb, struct be_smb_file *f)
-{
-	int ret = be_smb_ctx_get(sb, &f->ctx);
-
-	if (ret < 0)
-		return ret;
-	errno = 0;
-	f->fh = smbc_getFunctionOpen(f->ctx)(f->ctx, f->url, f->flags, f->mode);
-	if (f->fh) {
-		f->flags &= ~(O_CREAT | O_EXCL | O_TRUNC);	/* a reopen must not redo them */
-		return 0;
-	}
-	ret = be_smb_raw();
-	be_smb_ctx_put(sb, f->ctx, be_smb_transient(-ret));
-	f->ctx = NULL;
-	return ret;
-}
-
-/* Drops an open file's dead connection; the next call reopens it. */
-static void be_smb_file_detach(struct be_smb *sb, struct be_smb_file *f)
-{
-	be_smb_ctx_put(sb, f->ctx, true);	/* closes f->fh with it */
-	f->ctx = NULL;
-	f->fh = NULL;
-}
-
-/*
- * Runs @fn on open file @f under its lock, (re)opening it first when it has
- * no connection, and retrying a transport failure on a fresh context.
- */
-static ssize_t be_smb_file_io(struct be_smb_file *f, const char *what, be_smb_file_fn *fn,
-			      void *arg)
-{
-	struct be_smb *sb = be_smb(f->base.be);
-	ssize_t ret;
-
-	pthread_mutex_lock(&f->lock);
-	for (int attempt = 0;; attempt++) {
-		be_smb_lib_lock();
-		ret = f->fh ? 0 : be_smb_file_attach(sb, f);
-		if (ret == 0) {
-			errno = 0;
-			ret = fn(f, arg);
-		}
-		if (ret < 0 && be_smb_transient((int)-ret))
-			be_smb_file_detach(sb, f);
-		be_smb_lib_unlock();
-		if (ret >= 0 || !be_smb_transient((int)-ret))
-			break;
-		if (attempt >= sb->retries)
-			break;
-		be_smb_backoff(attempt);
-	}
-	pthread_mutex_unlock(&f->lock);
-	return ret < 0 ? be_smb_fail(sb, (int)ret, what, f->path) : ret;
-}
 
 /* libsmbclient's fstat fails (EINVAL) on a write-only handle: then stat by URL. */
 static ssize_t be_smb_do_fstat(struct be_smb_file *f, void *arg)

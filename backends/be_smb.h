@@ -1,8 +1,10 @@
 /*
- * be_smb.h - the SMB backend (be_smb.c), and the pieces of it that need no
- * server, exposed for tests/unit/test_smb.c: where a datastore points
- * (be_smb_addr_init), the URL of a path in it (be_smb_url), and the mapping
- * of libsmbclient's errno values to ours (be_smb_errno, be_smb_transient).
+ * be_smb.h - the SMB backend (be_smb.c, be_smb_conn.c), and the pieces of
+ * it that need no server, exposed for tests/unit/test_smb.c: where a
+ * datastore points (be_smb_addr_init), the URL of a path in it
+ * (be_smb_url), and the mapping of libsmbclient's errno values to ours
+ * (be_smb_errno, be_smb_transient).  What its two files share is in
+ * be_smb_int.h.
  */
 #ifndef MLFS_BE_SMB_H
 #define MLFS_BE_SMB_H

@@ -1,0 +1,123 @@
+/*
+ * be_nfs_int.h - what the files of the NFS backend share and nothing else
+ * sees: the backend's, a pooled connection's and an open file's structs,
+ * and the helpers one of its files defines for the other.  Tests and other
+ * code use be_nfs.h.
+ *
+ *   be_nfs.c       the ops table, setup, checking a datastore's keys, the
+ *                  calls on paths and on open files
+ *   be_nfs_conn.c  the context pool, connecting, the errno map, telling a
+ *                  broken connection, retries and the breaker
+ */
+#ifndef MLFS_BE_NFS_INT_H
+#define MLFS_BE_NFS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <nfsc/libnfs.h>
+
+#include "be_nfs.h"
+
+/* One mounted libnfs connection; used by one call at a time. */
+struct be_nfs_ctx {
+	struct nfs_context *nfs;
+	bool proven;			/* a call succeeded on it: made before this call */
+	struct be_nfs_ctx *next;	/* in the idle list */
+};
+
+struct be_nfs {
+	struct backend base;
+	char *url;		/* nfs://ADDRESS/EXPORT?OPTIONS: no secret in it */
+	char *address;
+	char *export;
+	char *root;		/* as configured; be_nfs_join normalizes it */
+	int timeout_ms;
+	int retries;
+	pthread_mutex_t lock;	/* guards idle and n_idle */
+	struct be_nfs_ctx *idle;
+	unsigned int n_idle;
+	_Atomic int64_t down_until;	/* CLOCK_MONOTONIC ns: calls fail fast before it */
+};
+
+struct be_nfs_file {
+	struct backend_file base;
+	pthread_mutex_t lock;	/* guards ctx and fh, held across this file's RPCs */
+	struct be_nfs_ctx *ctx;	/* NULL after a broken connection, until reopened */
+	struct nfsfh *fh;
+	char *path;		/* on the export, root included */
+	int flags;		/* for reopening: O_ACCMODE only */
+	bool written;
+	bool trust;		/* opened with BE_O_TRUST: size and mtime below are its version */
+	int64_t size;
+	int64_t mtime_ns;
+};
+
+static inline struct be_nfs *be_nfs(struct backend *be)
+{
+	return (struct be_nfs *)be;
+}
+
+static inline struct be_nfs_file *be_nfs_file(struct backend_file *f)
+{
+	return (struct be_nfs_file *)f;
+}
+
+/* What a call on a path needs besides the context and the path (be_nfs.c defines it). */
+struct be_nfs_args;
+
+/* One try of a call on a path: 0 or more, or a libnfs return. */
+typedef int be_nfs_fn(struct nfs_context *nfs, const char *path, struct be_nfs_args *a);
+
+/* One try of a call on an open file's context: 0 or more, or a libnfs return. */
+typedef int be_nfs_file_fn(struct be_nfs_file *f, struct nfs_context *nfs, void *arg);
+
+/* ---- be_nfs_conn.c ---- */
+
+/* An idle context from the pool, or a new mounted one: 0 or a negated errno. */
+int be_nfs_ctx_get(struct be_nfs *nb, struct be_nfs_ctx **out);
+
+/* Unmounts and frees @c; accepts NULL.  The pool's lock is not taken. */
+void be_nfs_ctx_free(struct be_nfs_ctx *c);
+
+/* CLOCK_MONOTONIC in ns. */
+int64_t be_nfs_now_ns(void);
+
+/* True while the breaker is open: calls fail at once with EIO. */
+bool be_nfs_is_down(struct be_nfs *nb);
+
+/* Opens the breaker when @ret is a broken connection after a wait of a timeout or more. */
+void be_nfs_mark_down(struct be_nfs *nb, int ret, int64_t started);
+
+/*
+ * Whether a try that returned @ret, on a context that was @proven, begun at
+ * @t0, is tried again; sleeps the backoff and counts *@attempt when it costs
+ * an attempt.
+ */
+bool be_nfs_again(struct be_nfs *nb, int ret, bool proven, int64_t t0, int *attempt);
+
+/* Logs the failure @ret (our errno) of @what on @path once: EIO/ETIMEDOUT as errors. */
+void be_nfs_log(struct be_nfs *nb, const char *what, const char *path, int ret);
+
+/*
+ * Runs @fn on @path joined with the root, with a context from the pool,
+ * again on a fresh one after a broken connection.  Returns our errno,
+ * logged.
+ */
+int be_nfs_call(struct be_nfs *nb, const char *path, be_nfs_fn *fn,
+		struct be_nfs_args *a, const char *what);
+
+/* Closes @f's handle and gives back its context (@broken: destroyed with the idle ones). */
+void be_nfs_file_drop(struct be_nfs_file *f, bool broken);
+
+/*
+ * Runs @fn on @f's context under f->lock, reopening the file on a fresh
+ * context after a broken connection.  Returns our errno, logged.
+ */
+int be_nfs_file_call(struct be_nfs_file *f, be_nfs_file_fn *fn, void *arg,
+		     const char *what);
+
+#endif
