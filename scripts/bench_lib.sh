@@ -1,5 +1,5 @@
-# bench_lib.sh - helpers shared by scripts/bench_local.sh and
-# scripts/bench_remote.sh; sourced, never run.
+# bench_lib.sh - helpers shared by scripts/bench_local.sh,
+# scripts/bench_remote.sh and scripts/bench_netfs.sh; sourced, never run.
 #
 # The caller sets $bench (its name, for messages) and $pids (the processes it
 # started that may still run; stop_pid keeps it up to date).
@@ -126,4 +126,103 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() {
 	awk -v r="$1" -v bar="$2" -v strict="${3:-}" \
 		'BEGIN { print ((strict ? r > bar : r >= bar) ? "PASS" : "FAIL") }'
+}
+
+# ---------------------------------------------------------------------------
+# The helpers below are shared by the benchmarks of remote backends
+# (bench_remote.sh keeps its own copies of some; bench_netfs.sh uses these).
+# They expect of the caller: $scratch (the benchmark's folder, with logs/
+# and mnt-WAY), $failed (ways left out), $daemon (the PID of the mount of
+# the moment), $line (the progress line of the current way), a function
+# pretouch_mem, and, for bar/info/mibps, $FILE_SIZE and an associative
+# array med (med[WAY.STEP] = median seconds).
+
+# A TCP port nothing listens on yet, on 127.0.0.1.
+free_port() {
+	local p
+
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# Whether way $1 has been left out.
+way_failed() {
+	case " $failed " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+# Leaves way $1 out from now on; prints why ($2) and the end of its log
+# (which wait_mounted has printed already when $3 is "mount"); unmounts it
+# and stops its daemon.
+drop_way() {
+	local way=$1 mnt=$scratch/mnt-$1
+
+	echo "$bench: $way: $2; left out from now on" >&2
+	if [ "${3:-}" != mount ] && [ -f "$scratch/logs/$way.log" ]; then
+		echo "$bench: the end of $way's log:" >&2
+		tail -n 20 "$scratch/logs/$way.log" >&2
+	fi
+	failed="$failed $way"
+	if [ -d "$mnt" ] && is_mounted "$mnt"; then
+		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
+	fi
+	case " $pids " in *" ${daemon:-none} "*) stop_pid "$daemon" 0 ;; esac
+	daemon=""
+}
+
+# Times step $2 ("first", "cache", ...) of way $1 with command $3... after a
+# pre-touch; appends the microseconds to $scratch/res-WAY-STEP and the time
+# to $line, or leaves the way out if the command fails.
+step() {
+	local way=$1 name=$2 t
+	shift 2
+
+	pretouch_mem
+	if ! t=$(time_us "$@"); then
+		drop_way "$way" "$name failed after $(us_to_s "$t") s"
+		return 1
+	fi
+	echo "$t" >>"$scratch/res-$way-$name"
+	line="$line $(printf '%s %.3f s ' "$name" "$(us_to_s "$t")")"
+}
+
+# MiB/s of reading $FILE_SIZE bytes in $1 seconds.
+mibps() { awk -v s="$1" -v b="$FILE_SIZE" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
+
+# bar NAME A.STEP B.STEP BAR [strict]: the throughput ratio A/B (med[] holds
+# times, so B's time over A's), checked against BAR and printed with PASS or
+# FAIL, or n/a when a median is missing; counts in $nbars, $nfail, $nna.
+bar() {
+	local name=$1 a=${med[$2]:-} b=${med[$3]:-} barv=$4 strict=${5:-} r v op=">="
+
+	[ -z "$strict" ] || op=">"
+	nbars=$((nbars + 1))
+	if [ -z "$a" ] || [ -z "$b" ]; then
+		printf '  %-46s %6s  (bar %-2s %-4s) n/a\n' "$name" - "$op" "$barv"
+		nna=$((nna + 1))
+		return
+	fi
+	r=$(ratio "$b" "$a")
+	v=$(verdict "$r" "$barv" "$strict")
+	[ "$v" = PASS ] || nfail=$((nfail + 1))
+	printf '  %-46s %6s  (bar %-2s %-4s) %s\n' "$name" "$r" "$op" "$barv" "$v"
+}
+
+# info NAME A.STEP B.STEP: the same ratio, printed without a bar (nothing
+# when a median is missing).
+info() {
+	local a=${med[$2]:-} b=${med[$3]:-}
+
+	[ -n "$a" ] && [ -n "$b" ] || return 0
+	printf '  %-46s %6s\n' "$1" "$(ratio "$b" "$a")"
 }

@@ -105,19 +105,6 @@ mkdir -p "$srv" "$scratch/disk" "$scratch/logs"
 mount -t tmpfs -o size=2G,mode=755 tmpfs "$srv"
 tmpfs_mounted=1
 
-# A TCP port nothing listens on yet, on 127.0.0.1.
-free_port() {
-	local p
-
-	while :; do
-		p=$((20000 + RANDOM % 20000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-}
-
 # Waits up to 10 s for URL $1 to answer.
 wait_http() {
 	local i
@@ -253,11 +240,6 @@ umount_way() {
 	daemon=""
 }
 
-drop_caches() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-}
-
 pretouch_mem() { pretouch "$srv/pretouch" "$PRETOUCH"; }
 read_file() { cat "$1" >/dev/null; }
 list_ls() { ls -l "$1" >"$srv/ls.out"; }
@@ -265,42 +247,6 @@ curl_s3() { s3curl -o /dev/null -w '%{size_download}\n' "$S3/testbucket/big.bin"
 curl_http() { curl -sSf -o /dev/null -w '%{size_download}\n' "$WEB/big.bin" >"$srv/curl.out"; }
 
 failed=""	# ways left out, each with why
-way_failed() {
-	case " $failed " in *" $1 "*) return 0 ;; esac
-	return 1
-}
-# Leaves way $1 out from now on; prints why ($2) and the end of its log
-# (which wait_mounted has printed already when $3 is "mount").
-drop_way() {
-	local way=$1 mnt=$scratch/mnt-$1
-
-	echo "$bench: $way: $2; left out from now on" >&2
-	if [ "${3:-}" != mount ] && [ -f "$scratch/logs/$way.log" ]; then
-		echo "$bench: the end of $way's log:" >&2
-		tail -n 20 "$scratch/logs/$way.log" >&2
-	fi
-	failed="$failed $way"
-	if [ -d "$mnt" ] && is_mounted "$mnt"; then
-		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
-	fi
-	case " $pids " in *" ${daemon:-none} "*) stop_pid "$daemon" 0 ;; esac
-	daemon=""
-}
-
-# Times step $2 ("first", "cache", "disk", "ls") of way $1 with command $3...;
-# appends the time to its result file, or leaves the way out if it fails.
-step() {
-	local way=$1 name=$2 t
-	shift 2
-
-	pretouch_mem
-	if ! t=$(time_us "$@"); then
-		drop_way "$way" "$name failed after $(us_to_s "$t") s"
-		return 1
-	fi
-	echo "$t" >>"$scratch/res-$way-$name"
-	line="$line $(printf '%s %.3f s ' "$name" "$(us_to_s "$t")")"
-}
 
 # Checks (first repetition only, not timed) that $1 shows big.bin's bytes.
 check_bytes() {
@@ -392,7 +338,6 @@ done
 t_total=$(us_to_s $((${EPOCHREALTIME/./} - t_start)))
 
 # Results ----------------------------------------------------------------
-mibps() { awk -v s="$1" -v b="$FILE_SIZE" 'BEGIN { printf "%.0f", b / 1048576 / s }'; }
 
 declare -A med
 for way in $WAYS; do
@@ -435,27 +380,6 @@ fi
 nbars=0
 nfail=0
 nna=0
-bar() {
-	local name=$1 a=${med[$2]:-} b=${med[$3]:-} barv=$4 strict=${5:-} r v op=">="
-
-	[ -z "$strict" ] || op=">"
-	nbars=$((nbars + 1))
-	if [ -z "$a" ] || [ -z "$b" ]; then
-		printf '  %-44s %6s  (bar %-2s %-4s) n/a\n' "$name" - "$op" "$barv"
-		nna=$((nna + 1))
-		return
-	fi
-	r=$(ratio "$b" "$a")
-	v=$(verdict "$r" "$barv" "$strict")
-	[ "$v" = PASS ] || nfail=$((nfail + 1))
-	printf '  %-44s %6s  (bar %-2s %-4s) %s\n' "$name" "$r" "$op" "$barv" "$v"
-}
-info() {
-	local a=${med[$2]:-} b=${med[$3]:-}
-
-	[ -n "$a" ] && [ -n "$b" ] || return 0
-	printf '  %-44s %6s\n' "$1" "$(ratio "$b" "$a")"
-}
 
 echo
 echo "bars (throughput ratios for reads, time ratios for ls -l):"

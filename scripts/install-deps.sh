@@ -3,8 +3,8 @@
 # and the npm test server for S3 (@20minutes/s3rver, which checks SigV4
 # signatures) under build/tools/.  Idempotent: does nothing when all are
 # there.  Run as root on Debian 12.  With --bench it also installs what the
-# benchmarks compare against (rclone, s3fs, hyperfine, and s3rver 3.7.1,
-# which the S3 peers can talk to: docs/benchmarks.md says why).
+# benchmarks compare against (rclone, s3fs, smbnetfs, hyperfine, and s3rver
+# 3.7.1, which the S3 peers can talk to: docs/benchmarks.md says why).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,7 @@ packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
 	samba smbclient iproute2"
 if [ "${1:-}" = "--bench" ]; then
-	packages="$packages rclone hyperfine s3fs"
+	packages="$packages rclone hyperfine s3fs smbnetfs"
 fi
 # Node.js may come from elsewhere than Debian (it does on these machines).
 if ! command -v npm >/dev/null; then
@@ -24,7 +24,7 @@ fi
 
 # npm_tool DIR PACKAGE: installs an npm package into build/tools/DIR once.
 npm_tool() {
-	[ -e "build/tools/$1/node_modules/$2/package.json" ] && return 0
+	[ -e "build/tools/$1/node_modules/${2%@*}/package.json" ] && return 0	# name without @version
 	mkdir -p "build/tools/$1"
 	echo "install-deps: npm install $2 into build/tools/$1" >&2
 	(cd "build/tools/$1" && npm install --no-audit --no-fund --loglevel=error "$2" >/dev/null)
