@@ -722,16 +722,46 @@ static int be_nfs_do_pwrite(struct be_nfs_file *f, struct nfs_context *nfs, void
 	return nfs_pwrite(nfs, f->fh, io->off, io->len, io->cbuf);
 }
 
+/*
+ * One READ of a file opened read-only under a source tree, on a context of
+ * the pool rather than the file's own: the disk cache's read-ahead fetches
+ * several pieces of one file at once, and on the file's context they would
+ * queue behind its lock.  Any failure is left to the caller, which tries
+ * again on the file's own context (with its retries and reopening).
+ */
+static int be_nfs_pread_pooled(struct be_nfs_file *f, struct be_nfs_io *io)
+{
+	struct be_nfs *nb = be_nfs(f->base.be);
+	struct be_nfs_ctx *c;
+	struct nfsfh *fh;
+	int ret = be_nfs_ctx_get(nb, &c);
+
+	if (ret < 0)
+		return ret;
+	ret = nfs_open2(c->nfs, f->path, O_RDONLY | O_NOFOLLOW, 0, &fh);
+	if (ret == 0) {
+		ret = nfs_pread(c->nfs, fh, io->off, io->len, io->buf);
+		nfs_close(c->nfs, fh);
+	}
+	be_nfs_ctx_put(nb, c, be_nfs_is_transport(ret));
+	return ret;
+}
+
 static ssize_t be_nfs_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
 {
+	struct be_nfs_file *f = be_nfs_file(bf);
+	bool pooled = f->trust && (f->flags & O_ACCMODE) == O_RDONLY;
 	size_t done = 0;
 
 	while (done < len) {
 		struct be_nfs_io io = { .buf = (char *)buf + done, .off = (uint64_t)off + done };
-		int n;
+		int n = -1;
 
 		io.len = len - done < BE_NFS_CHUNK_MAX ? len - done : BE_NFS_CHUNK_MAX;
-		n = be_nfs_file_call(be_nfs_file(bf), be_nfs_do_pread, &io, "read");
+		if (pooled && !be_nfs_is_down(be_nfs(bf->be)))
+			n = be_nfs_pread_pooled(f, &io);
+		if (n < 0)
+			n = be_nfs_file_call(f, be_nfs_do_pread, &io, "read");
 		if (n < 0)
 			return done ? (ssize_t)done : n;
 		if (n == 0)

@@ -151,7 +151,7 @@ void be_nfs_ctx_free(struct be_nfs_ctx *c)
  * destroyed with every idle one: they went to the same server, which has
  * most likely gone away or restarted.
  */
-static void be_nfs_ctx_put(struct be_nfs *nb, struct be_nfs_ctx *c, bool broken)
+void be_nfs_ctx_put(struct be_nfs *nb, struct be_nfs_ctx *c, bool broken)
 {
 	struct be_nfs_ctx *stale = NULL;
 

@@ -80,6 +80,9 @@ typedef int be_nfs_file_fn(struct be_nfs_file *f, struct nfs_context *nfs, void 
 /* An idle context from the pool, or a new mounted one: 0 or a negated errno. */
 int be_nfs_ctx_get(struct be_nfs *nb, struct be_nfs_ctx **out);
 
+/* Gives @c back to the pool (@broken: destroyed, with every idle one). */
+void be_nfs_ctx_put(struct be_nfs *nb, struct be_nfs_ctx *c, bool broken);
+
 /* Unmounts and frees @c; accepts NULL.  The pool's lock is not taken. */
 void be_nfs_ctx_free(struct be_nfs_ctx *c);
 
