@@ -729,6 +729,22 @@ static bool fs_read_cached(fuse_req_t req, struct fs_file *f, size_t size, off_t
 	return true;
 }
 
+/*
+ * Copies what a virtual file holds at @off into @buf.  The reply goes from
+ * the copy: once it is written the reader may close the file, and a
+ * RELEASE in another thread free f->buf while this thread is still
+ * returning from writev (ASan checks the iovec after the call, and
+ * reported exactly that).
+ */
+static ssize_t fs_read_virtual(struct fs_file *f, char *buf, size_t size, off_t off)
+{
+	size_t start = (size_t)off < f->len ? (size_t)off : f->len;
+	size_t len = f->len - start < size ? f->len - start : size;
+
+	memcpy(buf, f->buf + start, len);
+	return (ssize_t)len;
+}
+
 static void fs_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -737,25 +753,13 @@ static void fs_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	ssize_t n;
 
 	(void)ino;
-	buf = fs_thread_buf(size);
-	if (!f->bf && buf) {
-		size_t start = (size_t)off < f->len ? (size_t)off : f->len;
-		size_t len = f->len - start < size ? f->len - start : size;
-
-		/*
-		 * Replied from a copy: once the reply is written the reader may close
-		 * the file, and a RELEASE in another thread free f->buf while this
-		 * thread is still returning from writev (ASan checks the iovec after
-		 * the call, and reported exactly that).
-		 */
-		memcpy(buf, f->buf + start, len);
-		fuse_reply_buf(req, buf, len);
-		return;
-	}
 	if (f->cf && fs_read_cached(req, f, size, off))
 		return;
+	buf = fs_thread_buf(size);
 	if (!buf)
 		n = -ENOMEM;
+	else if (!f->bf)
+		n = fs_read_virtual(f, buf, size, off);
 	else if (f->cf)
 		n = cache_file_read(f->cf, buf, size, off);
 	else

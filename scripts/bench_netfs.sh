@@ -76,6 +76,7 @@ set -eu
 export LC_ALL=C
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
+. scripts/bench_servers.sh
 bench=bench_netfs
 
 bench_start "it mounts a tmpfs, starts ganesha and smbd, and drops the page cache"
@@ -99,19 +100,6 @@ tmpfs_mounted=0
 failed=""			# ways left out
 daemon=""
 
-cleanup() {
-	local s
-
-	set +e
-	bench_stop_all
-	for s in $servers; do
-		"scripts/server-${s%%:*}.sh" stop "${s#*:}" >/dev/null
-	done
-	if [ "$tmpfs_mounted" = 1 ]; then
-		umount "$srv" || umount -l "$srv"
-	fi
-	rm -rf "$scratch"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -226,25 +214,9 @@ mount_way() {
 			-o config="$scratch/smbnetfs-home/.smb/smbnetfs.conf") >>"$log" 2>&1 &
 		root=$mnt/127.0.0.1:$smbport/share/data ;;
 	esac
-	daemon=$!
-	pids="$pids $daemon"
-	wait_mounted "$mnt" "$daemon" "$log"
+	way_started "$mnt" "$log"
 }
 
-umount_way() {
-	local way=$1 mnt=$scratch/mnt-$1
-
-	case $way in
-	mlfs-*) "$MLFS" umount "$mnt" >/dev/null ;;
-	*) fusermount3 -u "$mnt" ;;
-	esac
-	stop_pid "$daemon" 100	# it exits on its own once unmounted
-	daemon=""
-}
-
-pretouch_mem() { pretouch "$srv/pretouch" "$PRETOUCH"; }
-read_file() { cat "$1" >/dev/null; }
-list_ls() { ls -l "$1" >"$srv/ls.out"; }
 nfs_url() { echo "nfs://127.0.0.1/export/data/big.bin?$NFSOPT"; }
 nfs_cp() { nfs-cp "$(nfs_url)" "$1" >"$srv/client.out" 2>&1; }
 nfs_cat() { nfs-cat "$(nfs_url)" >"$1" 2>"$srv/client.out"; }
@@ -266,12 +238,6 @@ check_client() {
 	"$1" "$srv/check.bin" && cmp -s "$srv/check.bin" "$scratch/disk/big.bin" || ok=1
 	rm -f "$srv/check.bin"
 	return $ok
-}
-check_ls() {
-	local n
-
-	n=$(grep -c '^-' "$srv/ls.out" || true)
-	[ "$n" = "$NFILES" ] || { echo "$bench: ls -l showed $n files, not $NFILES" >&2; return 1; }
 }
 
 # Bytes the server of way $1 has written so far, per process: "PID WCHAR"
@@ -378,18 +344,6 @@ echo "nfs-ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha 2>/dev/null) (NFSv
 	"mlfs cache_dir on disk"
 echo "kernel $(uname -r), $(nproc) CPUs; measuring took $t_total s"
 echo
-# A cell: "seconds (MiB/s)" for a read, seconds for ls -l, "-" if none.
-cell() {
-	local v=${med[$1.$2]:-}
-
-	if [ -z "$v" ]; then
-		echo "-"
-	elif [ "$2" = ls ]; then
-		printf '%.3f' "$v"
-	else
-		printf '%.3f (%s)' "$v" "$(mibps "$v")"
-	fi
-}
 printf '%-11s %18s %18s %18s %8s\n' way "first read s(MiB/s)" "store read" "cache/disk read" "ls -l s"
 for way in $WAYS; do
 	again=$(cell "$way" cache)

@@ -66,6 +66,7 @@ set -eu
 export LC_ALL=C
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
+. scripts/bench_servers.sh
 bench=bench_remote
 
 bench_start "it mounts a tmpfs and drops the page cache"
@@ -85,19 +86,6 @@ pids=""				# processes started here that may still run
 servers=""			# "script:dir" of each server started here
 tmpfs_mounted=0
 
-cleanup() {
-	local s
-
-	set +e
-	bench_stop_all
-	for s in $servers; do
-		"scripts/server-${s%%:*}.sh" stop "${s#*:}" >/dev/null
-	done
-	if [ "$tmpfs_mounted" = 1 ]; then
-		umount "$srv" || umount -l "$srv"
-	fi
-	rm -rf "$scratch"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -224,25 +212,9 @@ mount_way() {
 		httpdirfs -f "$WEB/" "$mnt" >>"$log" 2>&1 &
 		root=$mnt ;;
 	esac
-	daemon=$!
-	pids="$pids $daemon"
-	wait_mounted "$mnt" "$daemon" "$log"
+	way_started "$mnt" "$log"
 }
 
-umount_way() {
-	local way=$1 mnt=$scratch/mnt-$1
-
-	case $way in
-	mlfs-*) "$MLFS" umount "$mnt" >/dev/null ;;
-	*) fusermount3 -u "$mnt" ;;
-	esac
-	stop_pid "$daemon" 100	# it exits on its own once unmounted
-	daemon=""
-}
-
-pretouch_mem() { pretouch "$srv/pretouch" "$PRETOUCH"; }
-read_file() { cat "$1" >/dev/null; }
-list_ls() { ls -l "$1" >"$srv/ls.out"; }
 curl_s3() { s3curl -o /dev/null -w '%{size_download}\n' "$S3/testbucket/big.bin" >"$srv/curl.out"; }
 curl_http() { curl -sSf -o /dev/null -w '%{size_download}\n' "$WEB/big.bin" >"$srv/curl.out"; }
 
@@ -252,12 +224,6 @@ failed=""	# ways left out, each with why
 check_bytes() {
 	[ "$run" = 1 ] || return 0
 	cmp -s "$1/big.bin" "$scratch/disk/big.bin"
-}
-check_ls() {
-	local n
-
-	n=$(grep -c '^-' "$srv/ls.out" || true)
-	[ "$n" = "$NFILES" ] || { echo "$bench: ls -l showed $n files, not $NFILES" >&2; return 1; }
 }
 
 # Bytes the server of way $1 has sent so far: s3rver's write count (its log
@@ -353,18 +319,6 @@ echo "mlfs remote benchmark: $RUNS repetitions, medians; 256 MiB object, $NFILES
 echo "s3rver 3.7.1 and nginx on 127.0.0.1, data on tmpfs; mlfs cache_dir on disk"
 echo "kernel $(uname -r), $(nproc) CPUs; measuring took $t_total s"
 echo
-# A cell: "seconds (MiB/s)" for a read, seconds for ls -l, "-" if none.
-cell() {
-	local v=${med[$1.$2]:-}
-
-	if [ -z "$v" ]; then
-		echo "-"
-	elif [ "$2" = ls ]; then
-		printf '%.3f' "$v"
-	else
-		printf '%.3f (%s)' "$v" "$(mibps "$v")"
-	fi
-}
 printf '%-12s %20s %20s %8s\n' way "first read s (MiB/s)" "cache/disk read" "ls -l s"
 for way in $WAYS; do
 	again=$(cell "$way" cache)

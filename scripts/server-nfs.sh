@@ -16,6 +16,7 @@
 # sessions; their PIDs are in DIR/ganesha.pid and DIR/rpcbind.pid, ganesha's
 # log is DIR/ganesha.log.  Needs root, ganesha.nfsd, rpcbind and ip.
 set -eu
+. "$(dirname "$0")/server_lib.sh"
 
 nfs_conf() {
 	local dir=$1 nfsport=$2 mntport=$3
@@ -50,19 +51,6 @@ EXPORT {
 CONF
 }
 
-# Waits until 127.0.0.1:PORT accepts a connection while PID lives.
-nfs_wait_port() {
-	local port=$1 pid=$2
-	for _ in $(seq 1 200); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
-
 nfs_start_rpcbind() {
 	local dir=$1 ns=$2
 	ip netns del "$ns" 2>/dev/null || true
@@ -95,7 +83,7 @@ nfs_start() {
 		-p "$dir/ganesha.run.pid" -N NIV_EVENT </dev/null >"$dir/ganesha.out" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/ganesha.pid"
-	if nfs_wait_port "$nfsport" "$pid" && nfs_wait_port "$mntport" "$pid"; then
+	if server_port_up "$nfsport" "$pid" && server_port_up "$mntport" "$pid"; then
 		echo "$pid"
 		return 0
 	fi

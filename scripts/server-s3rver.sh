@@ -46,19 +46,7 @@ s3rver_start() {
 	setsid "${cmd[@]}" "${args[@]}" </dev/null >"$dir/s3rver.log" 2>&1 &
 	local pid=$!
 	echo "$pid" >"$dir/s3rver.pid"
-	for _ in $(seq 1 200); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$pid"
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "s3rver did not come up on 127.0.0.1:$port:" >&2
-	sed 's/^/  /' "$dir/s3rver.log" >&2
-	kill "$pid" 2>/dev/null || true
-	rm -f "$dir/s3rver.pid"
-	exit 1
+	server_wait_port s3rver "$pid" "$port" "$dir/s3rver.log" "$dir/s3rver.pid"
 }
 
 s3rver_stop() { server_stop_pidfile "$1/s3rver.pid"; }

@@ -68,19 +68,7 @@ smb_start() {
 		</dev/null >>"$dir/smbd.log" 2>&1 &
 	local pid=$!
 	echo "$pid" >"$dir/smbd.pid"
-	for _ in $(seq 1 200); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$pid"
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "smbd did not come up on 127.0.0.1:$port:" >&2
-	tail -20 "$dir/smbd.log" | sed 's/^/  /' >&2
-	kill "$pid" 2>/dev/null || true
-	rm -f "$dir/smbd.pid"
-	exit 1
+	server_wait_port smbd "$pid" "$port" "$dir/smbd.log" "$dir/smbd.pid"
 }
 
 # Stops the main smbd by its PID; it takes its children (one per client) with it.
