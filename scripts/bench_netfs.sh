@@ -225,11 +225,6 @@ smb_get() {
 		-c "get data/big.bin $1" >"$srv/client.out" 2>&1
 }
 
-# Checks (first repetition only, not timed) that file $1 holds big.bin's bytes.
-check_bytes() {
-	[ "$run" = 1 ] || return 0
-	cmp -s "$1" "$scratch/disk/big.bin"
-}
 # The same for a direct client: copies once more (untimed) into the tmpfs.
 check_client() {
 	local ok=0
@@ -276,19 +271,8 @@ measure() {
 	smbclient)
 		step "$way" first smb_get /dev/null || return 0
 		check_client smb_get || { drop_way "$way" "read wrong bytes"; return 0; } ;;
-	direct)
-		drop_caches
-		step "$way" disk read_file "$scratch/disk/big.bin" || return 0 ;;
-	mlfs-local)
-		rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state"
-		mount_way "$way" || { drop_way "$way" "mount failed" mount; return 0; }
-		step "$way" first read_file "$root/big.bin" || return 0
-		umount_way "$way"
-		drop_caches
-		mount_way "$way" || { drop_way "$way" "second mount failed" mount; return 0; }
-		step "$way" disk read_file "$root/big.bin" || return 0
-		check_bytes "$root/big.bin" || { drop_way "$way" "read wrong bytes"; return 0; }
-		umount_way "$way" ;;
+	direct | mlfs-local)
+		measure_disk "$way" || return 0 ;;
 	*)
 		case $way in
 		mlfs-*) rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state" ;;

@@ -220,11 +220,6 @@ curl_http() { curl -sSf -o /dev/null -w '%{size_download}\n' "$WEB/big.bin" >"$s
 
 failed=""	# ways left out, each with why
 
-# Checks (first repetition only, not timed) that $1 shows big.bin's bytes.
-check_bytes() {
-	[ "$run" = 1 ] || return 0
-	cmp -s "$1/big.bin" "$scratch/disk/big.bin"
-}
 
 # Bytes the server of way $1 has sent so far: s3rver's write count (its log
 # cannot tell a HEAD from a GET), the body bytes in nginx's access log.
@@ -247,26 +242,15 @@ measure() {
 			drop_way "$way" "curl got $(cat "$srv/curl.out") bytes"
 			return 0
 		fi ;;
-	direct)
-		drop_caches
-		step "$way" disk read_file "$scratch/disk/big.bin" || return 0 ;;
-	mlfs-local)
-		rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state"
-		mount_way "$way" || { drop_way "$way" "mount failed" mount; return 0; }
-		step "$way" first read_file "$root/big.bin" || return 0
-		umount_way "$way"
-		drop_caches
-		mount_way "$way" || { drop_way "$way" "second mount failed" mount; return 0; }
-		step "$way" disk read_file "$root/big.bin" || return 0
-		check_bytes "$root" || { drop_way "$way" "read wrong bytes"; return 0; }
-		umount_way "$way" ;;
+	direct | mlfs-local)
+		measure_disk "$way" || return 0 ;;
 	*)
 		case $way in
 		mlfs-*) rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state" ;;
 		esac
 		mount_way "$way" || { drop_way "$way" "mount failed" mount; return 0; }
 		step "$way" first read_file "$root/big.bin" || return 0
-		check_bytes "$root" || { drop_way "$way" "read wrong bytes"; return 0; }
+		check_bytes "$root/big.bin" || { drop_way "$way" "read wrong bytes"; return 0; }
 		step "$way" ls list_ls "$root/many" || return 0
 		check_ls || { drop_way "$way" "wrong listing"; return 0; }
 		umount_way "$way"
@@ -279,7 +263,7 @@ measure() {
 			step "$way" cache read_file "$root/big.bin" || return 0
 			sent=$(($(server_sent "$way") - sent))
 			line="$line(the server sent $(awk -v b="$sent" 'BEGIN { printf "%.1f", b / 1048576 }') MiB) "
-			check_bytes "$root" || { drop_way "$way" "cache read wrong bytes"; return 0; }
+			check_bytes "$root/big.bin" || { drop_way "$way" "cache read wrong bytes"; return 0; }
 			umount_way "$way" ;;
 		esac ;;
 	esac

@@ -67,3 +67,30 @@ cell() {
 		printf '%.3f (%s)' "$v" "$(mibps "$v")"
 	fi
 }
+
+# check_bytes FILE: in the first repetition ($run), FILE is the original big.bin.
+check_bytes() {
+	[ "$run" = 1 ] || return 0
+	cmp -s "$1" "$scratch/disk/big.bin"
+}
+
+# measure_disk WAY: the disk reads both benchmarks compare the cache with:
+# "direct" (the disk file after drop_caches) and "mlfs-local" (first read,
+# then unmount, drop_caches, mount, read).  Returns 1 when WAY was left out.
+measure_disk() {
+	local way=$1
+	if [ "$way" = direct ]; then
+		drop_caches
+		step "$way" disk read_file "$scratch/disk/big.bin"
+		return
+	fi
+	rm -rf "$scratch/mlfs-cache" "$scratch/mlfs-state"
+	mount_way "$way" || { drop_way "$way" "mount failed" mount; return 1; }
+	step "$way" first read_file "$root/big.bin" || return 1
+	umount_way "$way"
+	drop_caches
+	mount_way "$way" || { drop_way "$way" "second mount failed" mount; return 1; }
+	step "$way" disk read_file "$root/big.bin" || return 1
+	check_bytes "$root/big.bin" || { drop_way "$way" "read wrong bytes"; return 1; }
+	umount_way "$way"
+}
