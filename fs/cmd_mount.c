@@ -317,6 +317,11 @@ static int mount_serve(struct fs *fs, const struct mount_args *a)
 		goto out_unmount;
 	if (!a->foreground)
 		log_to_syslog();
+	/* After the fork of daemonizing, which would leave its thread behind. */
+	if (fs_jobs_start(fs) < 0) {
+		log_err("cannot start the scheduler; unmounting");
+		goto out_unmount;
+	}
 	log_info("serving %s at %s", fs->cfg->file, a->realmount);
 	status = mount_loop(se) < 0 ? 1 : 0;
 out_unmount:

@@ -28,6 +28,7 @@ enum node_kind {
 	NODE_VDIR,		/* a virtual folder */
 	NODE_VFILE,		/* a virtual file whose content is made at open */
 	NODE_BACKEND,		/* a path inside a view */
+	NODE_JOBS,		/* jobs/ and everything beneath it (fs_jobs.c) */
 };
 
 struct fs;
@@ -82,6 +83,8 @@ struct fs {
 	struct view *views;
 	size_t nviews;
 	struct cache *cache;		/* the shared disk cache; NULL without remote backends */
+	struct fs_jobs *jobs;		/* jobs/ (fs_jobs.c); NULL until fs_jobs_start */
+	struct view jobs_view;		/* the "view" jobs/ nodes hang from: root "" */
 	struct node *root;
 	struct node *vnodes;		/* every virtual node and view top, one allocation */
 	size_t nvnodes;
@@ -145,6 +148,35 @@ int fs_passthrough_reply_open(struct fuse_req *req, const struct fuse_file_info 
 
 /* fs_stats.c */
 int fs_stats_content(struct fs *fs, char **buf, size_t *len);
+
+/* fs_jobs.c: jobs/ and .mlfs/node.  Each fs_jobs_* below is the FUSE
+ * operation of the same name for a node (or parent) of kind NODE_JOBS. */
+struct fuse_req;
+struct fuse_file_info;
+struct stat;
+/* Starts the scheduler; call once the config is known, before serving. */
+int fs_jobs_start(struct fs *fs);
+void fs_jobs_stop(struct fs *fs);
+int fs_jobs_node_content(struct fs *fs, char **buf, size_t *len);
+void fs_jobs_lookup(struct fuse_req *req, struct node *parent, const char *name);
+void fs_jobs_getattr(struct fuse_req *req, struct node *n);
+void fs_jobs_setattr(struct fuse_req *req, struct node *n, struct stat *attr, int to_set);
+void fs_jobs_create(struct fuse_req *req, struct node *parent, const char *name, mode_t mode,
+		    struct fuse_file_info *fi);
+void fs_jobs_open(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
+void fs_jobs_read(struct fuse_req *req, struct node *n, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void fs_jobs_write(struct fuse_req *req, struct node *n, const char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void fs_jobs_flush(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
+void fs_jobs_release(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
+void fs_jobs_opendir(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
+void fs_jobs_readdir(struct fuse_req *req, struct node *n, size_t size, off_t off,
+		     struct fuse_file_info *fi, int plus);
+void fs_jobs_releasedir(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
+void fs_jobs_remove(struct fuse_req *req, struct node *parent, const char *name, int is_dir);
+void fs_jobs_rename(struct fuse_req *req, struct node *parent, const char *name,
+		    struct node *newparent, const char *newname, unsigned int flags);
 
 /* fs_ops.c */
 struct fuse_lowlevel_ops;

@@ -101,6 +101,8 @@ static double fs_attr_timeout(const struct node *n, const struct stat *st)
 /* 0 when things may be made or changed inside @dir, else the negated errno. */
 static int fs_writable(const struct node *dir)
 {
+	if (dir->kind == NODE_JOBS)
+		return -EPERM;	/* only files are written into jobs/ (fs_jobs.c) */
 	if (dir->kind != NODE_BACKEND)
 		return -dir->write_errno;
 	return dir->view->readonly ? -EROFS : 0;
@@ -222,6 +224,10 @@ static void fs_ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fs_lookup_backend(req, fs, p, name);
 		return;
 	}
+	if (p->kind == NODE_JOBS) {
+		fs_jobs_lookup(req, p, name);
+		return;
+	}
 	child = fs_vdir_child(p, name);
 	if (!child) {
 		fs_reply_noent(req, FS_VIRTUAL_TIMEOUT);
@@ -250,10 +256,15 @@ static void fs_ops_forget_multi(fuse_req_t req, size_t count, struct fuse_forget
 static void fs_ops_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct node *n = fs_req_node(req, ino);
-	struct fs_file *f = fi ? fs_file_of(fi) : NULL;
+	struct fs_file *f = fi && n->kind != NODE_JOBS ? fs_file_of(fi) : NULL;
 	struct stat st;
-	int ret = fs_getattr_node(fs_of(req), n, f ? f->bf : NULL, &st);
+	int ret;
 
+	if (n->kind == NODE_JOBS) {
+		fs_jobs_getattr(req, n);
+		return;
+	}
+	ret = fs_getattr_node(fs_of(req), n, f ? f->bf : NULL, &st);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
@@ -295,12 +306,16 @@ static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 {
 	struct fs *fs = fs_of(req);
 	struct node *n = fs_req_node(req, ino);
-	struct backend_file *bf = fi ? fs_file_of(fi)->bf : NULL;
+	struct backend_file *bf = fi && n->kind != NODE_JOBS ? fs_file_of(fi)->bf : NULL;
 	unsigned int flags = fs_setattr_flags(to_set);
 	char *path = NULL;
 	struct stat st;
 	int ret = n->kind == NODE_BACKEND ? (n->view->readonly ? -EROFS : 0) : -n->parent->write_errno;
 
+	if (n->kind == NODE_JOBS) {
+		fs_jobs_setattr(req, n, attr, to_set);
+		return;
+	}
 	if (ret == 0)
 		ret = fs_node_path(fs, n, NULL, &path);
 	if (ret == -ENOENT && bf)
@@ -424,8 +439,13 @@ static void fs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int i
 	struct fs *fs = fs_of(req);
 	struct node *p = fs_req_node(req, parent);
 	char *path = NULL;
-	int ret = fs_new_path(fs, p, name, &path);
+	int ret;
 
+	if (p->kind == NODE_JOBS) {
+		fs_jobs_remove(req, p, name, is_dir);
+		return;
+	}
+	ret = fs_new_path(fs, p, name, &path);
 	if (ret == 0)
 		ret = is_dir ? backend_rmdir(p->view->be, path) : backend_unlink(p->view->be, path);
 	if (ret == 0)
@@ -452,8 +472,13 @@ static void fs_ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, f
 	struct node *p = fs_req_node(req, parent);
 	struct node *np = fs_req_node(req, newparent);
 	char *from = NULL, *to = NULL;
-	int ret = fs_new_path(fs, p, name, &from);
+	int ret;
 
+	if (p->kind == NODE_JOBS || np->kind == NODE_JOBS) {
+		fs_jobs_rename(req, p, name, np, newname, flags);
+		return;
+	}
+	ret = fs_new_path(fs, p, name, &from);
 	if (ret == 0)
 		ret = fs_new_path(fs, np, newname, &to);
 	if (ret == 0 && p->view->be != np->view->be)
@@ -622,9 +647,14 @@ static void fs_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 {
 	struct fs *fs = fs_of(req);
 	struct node *n = fs_req_node(req, ino);
-	struct fs_file *f = calloc(1, sizeof(*f));
+	struct fs_file *f;
 	int ret;
 
+	if (n->kind == NODE_JOBS) {
+		fs_jobs_open(req, n, fi);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
 	if (!f) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -647,11 +677,17 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	struct fs *fs = fs_of(req);
 	struct node *p = fs_req_node(req, parent);
 	struct backend_cred cred = fs_cred(req);
-	struct fs_file *f = calloc(1, sizeof(*f));
+	struct fs_file *f;
 	struct fuse_entry_param e = { 0 };
 	char *path = NULL;
-	int ret = f ? fs_new_path(fs, p, name, &path) : -ENOMEM;
+	int ret;
 
+	if (p->kind == NODE_JOBS) {
+		fs_jobs_create(req, p, name, mode, fi);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	ret = f ? fs_new_path(fs, p, name, &path) : -ENOMEM;
 	if (ret == 0)
 		ret = backend_create_file(&f->bf, p->view->be, path, fi->flags, mode, &cred);
 	free(path);
@@ -749,10 +785,14 @@ static void fs_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs_file *f = fs_file_of(fi);
+	struct node *node = fs_req_node(req, ino);
 	char *buf;
 	ssize_t n;
 
-	(void)ino;
+	if (node->kind == NODE_JOBS) {
+		fs_jobs_read(req, node, size, off, fi);
+		return;
+	}
 	if (f->cf && fs_read_cached(req, f, size, off))
 		return;
 	buf = fs_thread_buf(size);
@@ -774,9 +814,14 @@ static void fs_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 		     struct fuse_file_info *fi)
 {
 	struct fs_file *f = fs_file_of(fi);
-	ssize_t n = f->bf ? backend_pwrite(f->bf, buf, size, off) : -EBADF;
+	struct node *node = fs_req_node(req, ino);
+	ssize_t n;
 
-	(void)ino;
+	if (node->kind == NODE_JOBS) {
+		fs_jobs_write(req, node, buf, size, off, fi);
+		return;
+	}
+	n = f->bf ? backend_pwrite(f->bf, buf, size, off) : -EBADF;
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
@@ -789,14 +834,23 @@ static void fs_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 static void fs_ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_file *f = fs_file_of(fi);
+	struct node *node = fs_req_node(req, ino);
 
-	(void)ino;
+	if (node->kind == NODE_JOBS) {
+		fs_jobs_flush(req, node, fi);
+		return;
+	}
 	fuse_reply_err(req, f->bf ? -backend_flush(f->bf) : 0);
 }
 
 static void fs_ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct node *node = fs_req_node(req, ino);
+
+	if (node->kind == NODE_JOBS) {
+		fs_jobs_release(req, node, fi);
+		return;
+	}
 	fs_release_file(fs_of(req), fs_file_of(fi));
 	fuse_reply_err(req, 0);
 }
@@ -805,8 +859,9 @@ static void fs_ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fu
 {
 	struct fs_file *f = fs_file_of(fi);
 
-	(void)ino;
-	fuse_reply_err(req, f->bf ? -backend_fsync(f->bf, datasync) : 0);
+	if (fs_req_node(req, ino)->kind == NODE_JOBS)
+		f = NULL;	/* a draft is made durable when it is accepted */
+	fuse_reply_err(req, f && f->bf ? -backend_fsync(f->bf, datasync) : 0);
 }
 
 /* ---- folders ---- */
@@ -896,9 +951,14 @@ static int fs_dir_read(struct fs *fs, struct fs_dir *d)
 static void fs_ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	struct fs_dir *d = calloc(1, sizeof(*d));
+	struct fs_dir *d;
 	int ret;
 
+	if (fs_req_node(req, ino)->kind == NODE_JOBS) {
+		fs_jobs_opendir(req, fs_req_node(req, ino), fi);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
 	if (!d) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -982,20 +1042,29 @@ static void fs_do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_fi
 static void fs_ops_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	(void)ino;
+	if (fs_req_node(req, ino)->kind == NODE_JOBS) {
+		fs_jobs_readdir(req, fs_req_node(req, ino), size, off, fi, 0);
+		return;
+	}
 	fs_do_readdir(req, size, off, fi, 0);
 }
 
 static void fs_ops_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	(void)ino;
+	if (fs_req_node(req, ino)->kind == NODE_JOBS) {
+		fs_jobs_readdir(req, fs_req_node(req, ino), size, off, fi, 1);
+		return;
+	}
 	fs_do_readdir(req, size, off, fi, 1);
 }
 
 static void fs_ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	if (fs_req_node(req, ino)->kind == NODE_JOBS) {
+		fs_jobs_releasedir(req, fs_req_node(req, ino), fi);
+		return;
+	}
 	fs_dir_free(fs_dir_of(fi));
 	fuse_reply_err(req, 0);
 }

@@ -204,7 +204,7 @@ int fs_node_get(struct fs *fs, struct node *parent, const char *name, struct nod
 			free(n);
 			return -ENOMEM;
 		}
-		n->kind = NODE_BACKEND;
+		n->kind = parent->kind == NODE_JOBS ? NODE_JOBS : NODE_BACKEND;
 		n->view = parent->view;
 		n->parent = parent;
 		parent->nchildren++;
@@ -317,8 +317,9 @@ void fs_vnode_attr(struct fs *fs, const struct node *n, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = n->ino;
-	st->st_mode = n->kind == NODE_VDIR ? S_IFDIR | 0755 : S_IFREG | 0444;
-	st->st_nlink = n->kind == NODE_VDIR ? 2 : 1;
+	st->st_mode = n->kind == NODE_VDIR ? S_IFDIR | 0755
+		    : n->kind == NODE_JOBS ? S_IFDIR | 01777 : S_IFREG | 0444;
+	st->st_nlink = n->kind == NODE_VFILE ? 1 : 2;
 	st->st_blksize = 4096;
 	st->st_atime = st->st_mtime = st->st_ctime = fs->started;
 }
@@ -333,6 +334,8 @@ enum {
 	FS_V_MODELS,
 	FS_V_MLFS,
 	FS_V_STATS,
+	FS_V_NODE,
+	FS_V_JOBS,
 	FS_V_COUNT
 };
 
@@ -348,6 +351,8 @@ static const struct {
 	[FS_V_MODELS] = { "models", FS_V_ROOT, EROFS },
 	[FS_V_MLFS] = { ".mlfs", FS_V_ROOT, EPERM },
 	[FS_V_STATS] = { "stats", FS_V_MLFS, EPERM },
+	[FS_V_NODE] = { "node", FS_V_MLFS, EPERM },
+	[FS_V_JOBS] = { "jobs", FS_V_ROOT, EPERM },
 };
 
 static int fs_vdir_add(struct node *dir, struct node *child)
@@ -367,7 +372,8 @@ static int fs_build_vnodes(struct fs *fs)
 	for (int i = 0; i < FS_V_COUNT; i++) {
 		struct node *n = &fs->vnodes[i];
 
-		n->kind = i == FS_V_STATS ? NODE_VFILE : NODE_VDIR;
+		n->kind = i == FS_V_STATS || i == FS_V_NODE ? NODE_VFILE
+			: i == FS_V_JOBS ? NODE_JOBS : NODE_VDIR;
 		n->ino = (uint64_t)i + 1;
 		n->permanent = true;
 		n->write_errno = fs_vtable[i].write_errno;
@@ -379,6 +385,8 @@ static int fs_build_vnodes(struct fs *fs)
 			return -ENOMEM;
 	}
 	fs->vnodes[FS_V_STATS].content = fs_stats_content;
+	fs->vnodes[FS_V_NODE].content = fs_jobs_node_content;
+	fs->vnodes[FS_V_JOBS].view = &fs->jobs_view;
 	fs->root = &fs->vnodes[FS_V_ROOT];
 	fs->root->parent = fs->root;
 	return 0;
@@ -498,6 +506,9 @@ int fs_create(struct fs **out, struct mlfs_config *cfg)
 	fs->nvnodes = FS_V_COUNT + fs->nviews;
 	fs->hash_size = 1024;
 	fs->pt_fd = -1;
+	fs->jobs_view.name = "jobs";
+	fs->jobs_view.root = "";
+	fs->jobs_view.readonly = false;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->cache_lock, NULL);
 	fs->backends = calloc(cfg->n_datastores + 1, sizeof(*fs->backends));
@@ -520,6 +531,7 @@ void fs_destroy(struct fs *fs)
 {
 	if (!fs)
 		return;
+	fs_jobs_stop(fs);
 	for (struct node *n = fs->all, *next; n; n = next) {
 		next = n->lnext;
 		free(n->name);

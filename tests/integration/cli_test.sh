@@ -102,7 +102,11 @@ check "check accepts a good config" sh -c "'$MLFS' check good.conf | grep -qx 'g
 fails "check names the line of a bad config" "malformed.conf:3:" "$MLFS" check malformed.conf
 fails "check reports every bad file" "noroot.conf:3:" "$MLFS" check good.conf malformed.conf noroot.conf
 echo '{"name": "job"}' >job.json
-fails "check says job specs are not read by this build" "job.json: not a config file" "$MLFS" check job.json
+fails "check names the field a spec lacks" "job.json:1:1: workers: " "$MLFS" check job.json
+printf '{"workers": [{"command": "true"}]}\n' >good.json
+check "check accepts a good spec, naming the job after the file" \
+	sh -c "'$MLFS' check good.json | grep -qx 'good.json: ok (native spec, job good, 1 worker(s))'"
+fails "check reports a spec and a config in one run" "job.json:1:1: workers: " "$MLFS" check good.conf job.json
 fails "check -c with a bad config" "malformed.conf:3:" "$MLFS" check -c malformed.conf
 
 t_finish

@@ -73,12 +73,13 @@ static void test_tree_has_the_design_folders_and_views(void **state)
 {
 	struct fs *fs = *state;
 
-	assert_int_equal(fs->root->nentries, 5);
+	assert_int_equal(fs->root->nentries, 6);
 	child(child(fs->root, "datastores"), "store");
 	child(child(fs->root, "datasets"), "PASCAL_VOC");
 	child(child(fs->root, "checkpoints"), "resnet");
 	assert_int_equal(child(fs->root, "models")->nentries, 0);
-	assert_null(fs_vdir_child(fs->root, "jobs"));	/* jobs/ comes with the scheduler */
+	assert_int_equal(child(fs->root, "jobs")->kind, NODE_JOBS);
+	assert_int_equal(child(child(fs->root, ".mlfs"), "node")->kind, NODE_VFILE);
 }
 
 static void test_tree_maps_view_paths_into_the_backend(void **state)

@@ -1,0 +1,952 @@
+/*
+ * exec_local.c - the `local` executor: runs workers on this node.
+ *
+ * start() forks a *shepherd* that outlives the daemon.  The shepherd starts
+ * a new session, forks the worker (/bin/sh -c COMMAND with exactly the
+ * environment it was given, in its folder, as its uid and gid, inside its
+ * memory cgroup when it has a limit), copies the worker's output into the
+ * worker's log unchanged and into the job's log line by line with a "[N] "
+ * prefix, and when the worker has ended writes how into the exit file
+ * (exit_path.tmp, fsync, rename).  The daemon watches the shepherd, not the
+ * worker: run->pid is the shepherd, and a new daemon adopts a shepherd by
+ * its pid and start time (/proc/PID/stat field 22), so a pid reused by
+ * another process is never taken for it.
+ *
+ * The worker leads its own process group inside the shepherd's session:
+ * run->pgid is the worker's pid, not the shepherd's, so signal() with
+ * SIGKILL ends the worker and its children while the shepherd lives on to
+ * record "signaled 9" (a group that held the shepherd would lose the
+ * outcome to SIGKILL).  The shepherd tells start() the worker's pid through
+ * a pipe before start() returns.  When the worker ends, whatever it left
+ * running in its group is killed, so a stray background process neither
+ * holds the worker open nor keeps its GPUs.
+ *
+ * Memory limits use a memory cgroup per worker: v1 under
+ * /sys/fs/cgroup/memory/mlfs/, v2 under /sys/fs/cgroup/mlfs/.  Where none
+ * can be made, workers run without a limit and one warning is logged.
+ *
+ * The daemon is multi-threaded, so the shepherd and the worker (forked
+ * children that never exec, or not yet) only make async-signal-safe calls:
+ * everything that needs memory is prepared in a struct exec_local_plan
+ * before fork(), numbers are formatted by hand, and they end with _exit().
+ *
+ * Not done here: deciding when a worker runs (the scheduler), retries,
+ * removing exit files or logs (the scheduler owns them).  The executor's
+ * functions are safe to call from several threads.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec.h"
+#include "exec_local_int.h"
+#include "log.h"
+
+#define EXEC_LOCAL_CHUNK	(64 * 1024)
+#define EXEC_LOCAL_DRAIN_S	10	/* reading output after the worker ended */
+#define EXEC_LOCAL_CG_V1	"/sys/fs/cgroup/memory/mlfs"
+#define EXEC_LOCAL_CG_V2	"/sys/fs/cgroup/mlfs"
+#define EXEC_LOCAL_CG_V2_ROOT	"/sys/fs/cgroup"
+
+struct exec_local {
+	struct executor base;		/* first */
+	atomic_flag cg_warned;		/* "no memory cgroup" was logged */
+};
+
+/* Everything the shepherd and the worker need, made before fork(). */
+struct exec_local_plan {
+	const struct exec_start *w;
+	const char *argv[4];
+	int log_fd;			/* -1 = none */
+	int job_log_fd;			/* -1 = none */
+	int status[2];			/* shepherd -> start(): exec_local_status */
+	char exit_tmp[sizeof(((struct exec_run *)0)->exit_path) + 8];
+	char cg_procs[320];		/* "" = no memory cgroup */
+	char cg_events[320];		/* v1 memory.oom_control, v2 memory.events */
+	char cg_failcnt[320];		/* v1 memory.failcnt, v2 "" */
+	size_t prefix_len;		/* "[N] " at the start of line */
+	size_t line_len;		/* bytes of the current line after it */
+	char line[EXEC_LOCAL_LINE_MAX + 32];
+	char chunk[EXEC_LOCAL_CHUNK];
+};
+
+struct exec_local_status {
+	pid_t worker;
+	int err;			/* errno when no worker started */
+};
+
+static struct exec_local *exec_local_of(struct executor *ex)
+{
+	return (struct exec_local *)ex;
+}
+
+/* ---- async-signal-safe helpers, for the shepherd and the worker ---- */
+
+static size_t exec_local_cat(char *buf, size_t size, size_t len, const char *s)
+{
+	while (s && *s && len + 1 < size)
+		buf[len++] = *s++;
+	buf[len] = '\0';
+	return len;
+}
+
+/* Formats @v at the end of @buf (24 bytes are enough); returns its start. */
+static const char *exec_local_utoa(char *buf, size_t size, unsigned long long v)
+{
+	char *p = buf + size - 1;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && p > buf);
+	return p;
+}
+
+static void exec_local_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+static time_t exec_local_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static void exec_local_close_range(unsigned int lo, unsigned int hi)
+{
+	struct rlimit rl;
+	unsigned int fd;
+
+	if (lo > hi || close_range(lo, hi, 0) == 0)
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > 65536)
+		rl.rlim_cur = 65536;
+	for (fd = lo; fd <= hi && fd < rl.rlim_cur; fd++)
+		close((int)fd);
+}
+
+/* Closes every fd from 3 up except the @n in @keep (-1 entries ignored). */
+static void exec_local_close_except(int *keep, int n)
+{
+	unsigned int lo = 3;
+	int i, j, t;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < (int)lo)
+			continue;
+		exec_local_close_range(lo, (unsigned int)keep[i] - 1);
+		lo = (unsigned int)keep[i] + 1;
+	}
+	exec_local_close_range(lo, ~0U);
+}
+
+static void exec_local_default_signals(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL);	/* SIGKILL, SIGSTOP: fail, fine */
+}
+
+/*
+ * The value after "KEY " at the start of a line of @text (KEY NULL: the
+ * number @text starts with); -1 when there is none.
+ */
+static long long exec_local_counter(const char *text, const char *key)
+{
+	size_t klen = key ? strlen(key) : 0;
+	const char *p = text;
+	long long v = 0;
+
+	while (key && p && !(strncmp(p, key, klen) == 0 && p[klen] == ' ')) {
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	if (!p)
+		return -1;
+	p += key ? klen + 1 : 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (*p++ - '0');
+	return v;
+}
+
+static long long exec_local_file_counter(const char *path, const char *key)
+{
+	char buf[2048];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return exec_local_counter(buf, key);
+}
+
+/* ---- the worker: a child of the shepherd, until execve() ---- */
+
+/* Writes "mlfs: cannot WHAT ARG: ERROR" to the worker's output; exits 127. */
+static _Noreturn void exec_local_fail(const char *what, const char *arg, int err)
+{
+	const char *desc = strerrordesc_np(err);
+	char msg[1024];
+	size_t len = 0;
+
+	len = exec_local_cat(msg, sizeof(msg), len, "mlfs: cannot ");
+	len = exec_local_cat(msg, sizeof(msg), len, what);
+	if (arg) {
+		len = exec_local_cat(msg, sizeof(msg), len, " ");
+		len = exec_local_cat(msg, sizeof(msg), len, arg);
+	}
+	len = exec_local_cat(msg, sizeof(msg), len, ": ");
+	len = exec_local_cat(msg, sizeof(msg), len, desc ? desc : "unknown error");
+	len = exec_local_cat(msg, sizeof(msg), len, "\n");
+	exec_local_write_all(STDERR_FILENO, msg, len);
+	_exit(127);
+}
+
+static void exec_local_worker_cgroup(const struct exec_local_plan *p)
+{
+	char num[24];
+	const char *s;
+	int fd;
+
+	if (!p->cg_procs[0])
+		return;
+	s = exec_local_utoa(num, sizeof(num), (unsigned long long)getpid());
+	fd = open(p->cg_procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, s, strlen(s)) < 0)
+		exec_local_fail("join memory cgroup", p->cg_procs, errno);
+	close(fd);
+}
+
+/* Takes the worker's uid and gid, and no supplementary groups. */
+static void exec_local_worker_ids(const struct exec_start *w)
+{
+	char num[24];
+
+	if (w->uid == geteuid() && w->gid == getegid())
+		return;
+	if (setgroups(0, NULL) < 0)
+		exec_local_fail("drop supplementary groups", NULL, errno);
+	if (setgid(w->gid) < 0)
+		exec_local_fail("run as gid", exec_local_utoa(num, sizeof(num), w->gid), errno);
+	if (setuid(w->uid) < 0)
+		exec_local_fail("run as uid", exec_local_utoa(num, sizeof(num), w->uid), errno);
+}
+
+/*
+ * Starts with every signal blocked (the shepherd forks it so): a signal
+ * sent to its group before the dispositions are reset stays pending
+ * instead of being ignored, and arrives once they are.
+ */
+static _Noreturn void exec_local_worker(const struct exec_local_plan *p, int out)
+{
+	const struct exec_start *w = p->w;
+	sigset_t none;
+
+	setpgid(0, 0);
+	exec_local_default_signals();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
+		_exit(127);
+	exec_local_worker_cgroup(p);
+	exec_local_worker_ids(w);
+	/* after giving up root: the worker enters only what its user may */
+	if (w->dir && chdir(w->dir) < 0)
+		exec_local_fail("enter", w->dir, errno);
+	exec_local_close_range(3, ~0U);
+	execve("/bin/sh", (char *const *)p->argv, w->envp);
+	exec_local_fail("run", "/bin/sh", errno);
+}
+
+/* ---- the shepherd: a child of the daemon that never execs ---- */
+
+static void exec_local_job_line(struct exec_local_plan *p)
+{
+	size_t len = p->prefix_len + p->line_len;
+
+	p->line[len++] = '\n';
+	exec_local_write_all(p->job_log_fd, p->line, len);	/* one write: whole lines */
+	p->line_len = 0;
+}
+
+/* Adds output to the job's log, a complete line (at most LINE_MAX) at a time. */
+static void exec_local_job_text(struct exec_local_plan *p, const char *buf, size_t len)
+{
+	while (len > 0) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t seg = nl ? (size_t)(nl - buf) : len;
+		size_t room = EXEC_LOCAL_LINE_MAX - p->line_len;
+
+		if (seg > room) {
+			seg = room;
+			nl = NULL;
+		}
+		memcpy(p->line + p->prefix_len + p->line_len, buf, seg);
+		p->line_len += seg;
+		buf += seg;
+		len -= seg;
+		if (nl) {
+			buf++;
+			len--;
+			exec_local_job_line(p);
+		} else if (p->line_len == EXEC_LOCAL_LINE_MAX && len > 0) {
+			exec_local_job_line(p);
+		}
+	}
+}
+
+static void exec_local_emit(struct exec_local_plan *p, const char *buf, size_t len)
+{
+	if (p->log_fd >= 0)
+		exec_local_write_all(p->log_fd, buf, len);
+	if (p->job_log_fd >= 0)
+		exec_local_job_text(p, buf, len);
+}
+
+/*
+ * Copies the worker's output until EOF; returns its wait status (-1 when
+ * unknown).  Once the worker has ended, what it left in its group is
+ * killed and the output is drained for at most EXEC_LOCAL_DRAIN_S.
+ */
+static int exec_local_pump(struct exec_local_plan *p, int fd, pid_t worker)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	time_t deadline = 0;
+	bool done = false;
+	int status = -1;
+	ssize_t n;
+
+	for (;;) {
+		if (!done && waitpid(worker, &status, WNOHANG) == worker) {
+			done = true;
+			kill(-worker, SIGKILL);
+			deadline = exec_local_now() + EXEC_LOCAL_DRAIN_S;
+		}
+		if (done && exec_local_now() > deadline)
+			break;
+		n = poll(&pfd, 1, 1000);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		n = read(fd, p->chunk, sizeof(p->chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		exec_local_emit(p, p->chunk, (size_t)n);
+	}
+	if (p->job_log_fd >= 0 && p->line_len > 0)
+		exec_local_job_line(p);
+	close(fd);
+	while (!done && waitpid(worker, &status, 0) < 0 && errno == EINTR)
+		;
+	kill(-worker, SIGKILL);
+	return status;
+}
+
+/* Did the memory cgroup kill the worker (or, seen by sh, its command)? */
+static bool exec_local_oom(const struct exec_local_plan *p, int status)
+{
+	bool killed = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+		(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL);
+	long long kills;
+
+	if (!killed || !p->cg_events[0])
+		return false;
+	kills = exec_local_file_counter(p->cg_events, "oom_kill");
+	if (kills >= 0)
+		return kills > 0;
+	return p->cg_failcnt[0] && exec_local_file_counter(p->cg_failcnt, NULL) > 0;
+}
+
+/* Writes how the worker ended to the exit file, atomically. */
+static void exec_local_record(const struct exec_local_plan *p, int status)
+{
+	char text[64], num[24];
+	size_t len = 0;
+	int fd;
+
+	if (status == -1)
+		return;
+	if (exec_local_oom(p, status)) {
+		len = exec_local_cat(text, sizeof(text), len, "oom");
+	} else if (WIFSIGNALED(status)) {
+		len = exec_local_cat(text, sizeof(text), len, "signaled ");
+		len = exec_local_cat(text, sizeof(text), len,
+				     exec_local_utoa(num, sizeof(num), (unsigned)WTERMSIG(status)));
+	} else {
+		len = exec_local_cat(text, sizeof(text), len, "exited ");
+		len = exec_local_cat(text, sizeof(text), len,
+				     exec_local_utoa(num, sizeof(num), (unsigned)WEXITSTATUS(status)));
+	}
+	len = exec_local_cat(text, sizeof(text), len, "\n");
+	fd = open(p->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	exec_local_write_all(fd, text, len);
+	fsync(fd);
+	close(fd);
+	rename(p->exit_tmp, p->w->exit_path);
+}
+
+/* Detaches from the daemon: signals, stdio on /dev/null, no fds of its. */
+static void exec_local_shepherd_detach(struct exec_local_plan *p)
+{
+	static const int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE };
+	int keep[3] = { p->log_fd, p->job_log_fd, p->status[1] };
+	struct sigaction sa;
+	size_t i;
+	int null;
+
+	setsid();
+	exec_local_default_signals();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		sigaction(ignored[i], &sa, NULL);
+	exec_local_close_except(keep, 3);
+	null = open("/dev/null", O_RDWR);	/* no O_CLOEXEC: it may land on 0-2 */
+	for (i = 0; null >= 0 && i < 3; i++)
+		if ((int)i != null)
+			dup2(null, (int)i);
+	if (null > 2)
+		close(null);
+}
+
+static void exec_local_shepherd_report(struct exec_local_plan *p, pid_t worker, int err)
+{
+	struct exec_local_status st = { .worker = worker, .err = err };
+
+	exec_local_write_all(p->status[1], (const char *)&st, sizeof(st));
+	close(p->status[1]);
+}
+
+static _Noreturn void exec_local_shepherd(struct exec_local_plan *p)
+{
+	sigset_t all, none;
+	pid_t worker;
+	int out[2];
+
+	exec_local_shepherd_detach(p);
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		exec_local_shepherd_report(p, 0, errno);
+		_exit(1);
+	}
+	sigfillset(&all);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	worker = fork();
+	if (worker == 0)
+		exec_local_worker(p, out[1]);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (worker < 0) {
+		exec_local_shepherd_report(p, 0, errno);
+		_exit(1);
+	}
+	setpgid(worker, worker);	/* before start() hears of the group */
+	close(out[1]);
+	exec_local_shepherd_report(p, worker, 0);
+	exec_local_record(p, exec_local_pump(p, out[0], worker));
+	_exit(0);
+}
+
+/* ---- the daemon's side ---- */
+
+static int exec_local_open_log(const char *path, int *fd)
+{
+	*fd = -1;
+	if (!path)
+		return 0;
+	*fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0) {
+		int err = -errno;
+
+		log_err("cannot open worker log %s: %s", path, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static void exec_local_plan_free(struct exec_local_plan *p)
+{
+	int *fds[] = { &p->log_fd, &p->job_log_fd, &p->status[0], &p->status[1] };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	free(p);
+}
+
+static int exec_local_plan_make(struct exec_local_plan **out, const struct exec_start *w)
+{
+	struct exec_local_plan *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->w = w;
+	p->argv[0] = "sh";
+	p->argv[1] = "-c";
+	p->argv[2] = w->command;
+	p->log_fd = p->job_log_fd = p->status[0] = p->status[1] = -1;
+	snprintf(p->exit_tmp, sizeof(p->exit_tmp), "%s.tmp", w->exit_path);
+	p->prefix_len = (size_t)snprintf(p->line, 32, "[%u] ", w->worker);
+	err = exec_local_open_log(w->log_path, &p->log_fd);
+	if (!err)
+		err = exec_local_open_log(w->job_log_path, &p->job_log_fd);
+	if (!err && pipe2(p->status, O_CLOEXEC) < 0)
+		err = -errno;
+	if (err) {
+		exec_local_plan_free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+static int exec_local_write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int exec_local_mkdir(const char *path)
+{
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* Makes BASE/<job>-<worker>-<attempt> afresh into @dir. */
+static int exec_local_cg_leaf(const char *base, const struct exec_start *w, char *dir, size_t size)
+{
+	char name[200];
+	size_t i;
+	int err = exec_local_mkdir(base);
+
+	if (err)
+		return err;
+	snprintf(name, sizeof(name) - 24, "%s", w->job ? w->job : "job");
+	for (i = 0; name[i]; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
+			    name[i]) || (i == 0 && name[i] == '.'))
+			name[i] = '_';
+	snprintf(name + i, sizeof(name) - i, "-%u-%u", w->worker, w->attempt);
+	if ((size_t)snprintf(dir, size, "%s/%s", base, name) >= size)
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	/* one left by a worker whose daemon died: its counters would lie */
+	if (errno != EEXIST || rmdir(dir) < 0 || mkdir(dir, 0755) < 0)
+		return -errno;
+	return 0;
+}
+
+static int exec_local_cg_set(const char *dir, const char *file, const char *value, bool optional)
+{
+	char path[320];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (optional && access(path, F_OK) < 0)
+		return 0;
+	return exec_local_write_file(path, value);
+}
+
+static int exec_local_cg_v1(const struct exec_start *w, char *dir, size_t size)
+{
+	char num[24];
+	int err = exec_local_cg_leaf(EXEC_LOCAL_CG_V1, w, dir, size);
+
+	if (err)
+		return err;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)w->memory_limit);
+	err = exec_local_cg_set(dir, "memory.limit_in_bytes", num, false);
+	/* memory plus swap: so swapping does not stretch the limit */
+	if (!err)
+		err = exec_local_cg_set(dir, "memory.memsw.limit_in_bytes", num, true);
+	if (err)
+		rmdir(dir);
+	return err;
+}
+
+static int exec_local_cg_v2(const struct exec_start *w, char *dir, size_t size)
+{
+	char num[24];
+	int err;
+
+	exec_local_mkdir(EXEC_LOCAL_CG_V2);
+	/* either may already be on, or refuse: memory.max below tells */
+	exec_local_write_file(EXEC_LOCAL_CG_V2_ROOT "/cgroup.subtree_control", "+memory");
+	exec_local_write_file(EXEC_LOCAL_CG_V2 "/cgroup.subtree_control", "+memory");
+	err = exec_local_cg_leaf(EXEC_LOCAL_CG_V2, w, dir, size);
+	if (err)
+		return err;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)w->memory_limit);
+	err = exec_local_cg_set(dir, "memory.max", num, false);
+	if (!err)
+		err = exec_local_cg_set(dir, "memory.swap.max", "0", true);
+	if (err)
+		rmdir(dir);
+	return err;
+}
+
+/* Makes the worker's memory cgroup, or leaves run->cgroup "" and warns once. */
+static void exec_local_cgroup(struct exec_local *el, const struct exec_start *w,
+			      struct exec_local_plan *p, struct exec_run *run)
+{
+	bool v2 = access(EXEC_LOCAL_CG_V2_ROOT "/cgroup.controllers", F_OK) == 0;
+	char *dir = run->cgroup;
+	int err;
+
+	dir[0] = '\0';
+	if (w->memory_limit == 0)
+		return;
+	err = v2 ? exec_local_cg_v2(w, dir, sizeof(run->cgroup))
+		 : exec_local_cg_v1(w, dir, sizeof(run->cgroup));
+	if (err) {
+		dir[0] = '\0';
+		if (!atomic_flag_test_and_set(&el->cg_warned))
+			log_warn("memory limits are not enforced: cannot make a memory cgroup under %s: %s",
+				 v2 ? EXEC_LOCAL_CG_V2 : EXEC_LOCAL_CG_V1, strerror(-err));
+		return;
+	}
+	snprintf(p->cg_procs, sizeof(p->cg_procs), "%s/cgroup.procs", dir);
+	snprintf(p->cg_events, sizeof(p->cg_events), "%s/%s", dir,
+		 v2 ? "memory.events" : "memory.oom_control");
+	if (!v2)
+		snprintf(p->cg_failcnt, sizeof(p->cg_failcnt), "%s/memory.failcnt", dir);
+}
+
+static void exec_local_cg_remove(struct exec_run *run)
+{
+	if (!run->cgroup[0])
+		return;
+	if (rmdir(run->cgroup) < 0 && errno != ENOENT) {
+		log_warn("cannot remove memory cgroup %s: %s", run->cgroup, strerror(errno));
+		return;
+	}
+	run->cgroup[0] = '\0';
+}
+
+int exec_local_parse_stat(const char *text, char *state, unsigned long long *start_time)
+{
+	const char *p = strrchr(text, ')');
+	char *end;
+	int field;
+
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
+	p += 2;
+	*state = *p;
+	for (field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -EINVAL;
+		p++;
+	}
+	errno = 0;
+	*start_time = strtoull(p, &end, 10);
+	if (end == p || errno)
+		return -EINVAL;
+	return 0;
+}
+
+static int exec_local_proc(pid_t pid, char *state, unsigned long long *start_time)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	return exec_local_parse_stat(buf, state, start_time);
+}
+
+/* Is @pid still the process started at @start_time, and not ended? */
+static bool exec_local_alive(pid_t pid, unsigned long long start_time)
+{
+	unsigned long long t;
+	char state;
+
+	if (pid <= 0 || exec_local_proc(pid, &state, &t) < 0)
+		return false;
+	return t == start_time && state != 'Z' && state != 'X';
+}
+
+static int exec_local_pidfd(pid_t pid)
+{
+	long fd = syscall(SYS_pidfd_open, pid, 0);
+
+	return fd < 0 ? -1 : (int)fd;
+}
+
+static void exec_local_fill_run(struct exec_run *run, pid_t shepherd, pid_t worker,
+				const struct exec_start *w)
+{
+	char state;
+
+	run->pid = shepherd;
+	run->pgid = worker;
+	if (exec_local_proc(shepherd, &state, &run->start_time) < 0)
+		run->start_time = 0;
+	run->pidfd = exec_local_pidfd(shepherd);
+	snprintf(run->exit_path, sizeof(run->exit_path), "%s", w->exit_path);
+}
+
+static int exec_local_read_status(int fd, struct exec_local_status *st)
+{
+	size_t got = 0;
+
+	while (got < sizeof(*st)) {
+		ssize_t n = read(fd, (char *)st + got, sizeof(*st) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int exec_local_start(struct executor *ex, const struct exec_start *w, struct exec_run *run)
+{
+	struct exec_local_status st = { 0, 0 };
+	struct exec_local_plan *p;
+	pid_t pid;
+	int err;
+
+	if (!w->command || !w->exit_path || strlen(w->exit_path) >= sizeof(run->exit_path))
+		return -EINVAL;
+	memset(run, 0, sizeof(*run));
+	run->pidfd = -1;
+	err = exec_local_plan_make(&p, w);
+	if (err)
+		return err;
+	exec_local_cgroup(exec_local_of(ex), w, p, run);
+	pid = fork();
+	if (pid == 0)
+		exec_local_shepherd(p);
+	if (pid < 0) {
+		err = -errno;
+		goto out_cgroup;
+	}
+	close(p->status[1]);
+	p->status[1] = -1;
+	err = exec_local_read_status(p->status[0], &st);
+	if (!err && st.err)
+		err = -st.err;
+	if (err) {
+		waitpid(pid, NULL, 0);
+		goto out_cgroup;
+	}
+	exec_local_fill_run(run, pid, st.worker, w);
+	exec_local_plan_free(p);
+	return 0;
+
+out_cgroup:
+	log_err("cannot start worker %u of %s: %s", w->worker, w->job ? w->job : "?",
+		strerror(-err));
+	exec_local_cg_remove(run);
+	exec_local_plan_free(p);
+	return err;
+}
+
+static int exec_local_signal(struct executor *ex, struct exec_run *run, int sig)
+{
+	(void)ex;
+	if (run->pgid <= 1)		/* kill(-1) or kill(0): never */
+		return -EINVAL;
+	if (kill(-run->pgid, sig) == 0 || errno == ESRCH)
+		return 0;
+	return -errno;
+}
+
+void exec_local_parse_exit(const char *text, struct exec_result *res)
+{
+	static const struct {
+		const char *word;
+		enum exec_end how;
+	} words[] = {
+		{ "exited ", EXEC_EXITED },
+		{ "signaled ", EXEC_SIGNALED },
+	};
+	long long v;
+	size_t i;
+
+	res->how = EXEC_LOST;
+	res->code = 0;
+	if (strcmp(text, "oom\n") == 0 || strcmp(text, "oom") == 0) {
+		res->how = EXEC_OOM;
+		res->code = SIGKILL;
+		return;
+	}
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		size_t len = strlen(words[i].word);
+
+		if (strncmp(text, words[i].word, len) != 0)
+			continue;
+		v = exec_local_counter(text + len, NULL);
+		if (v < 0 || v > 255)
+			return;
+		res->how = words[i].how;
+		res->code = (int)v;
+	}
+}
+
+static void exec_local_read_exit(const char *path, struct exec_result *res)
+{
+	char buf[64];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	res->how = EXEC_LOST;
+	res->code = 0;
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	exec_local_parse_exit(buf, res);
+}
+
+/* The shepherd ended: reaps it if ours, reads the outcome, frees the run. */
+static void exec_local_finish(struct exec_run *run, struct exec_result *res)
+{
+	unsigned long long t;
+	char state;
+
+	/* a zombie's pid cannot be reused, and the start time says it is ours */
+	if (exec_local_proc(run->pid, &state, &t) == 0 && t == run->start_time)
+		waitpid(run->pid, NULL, WNOHANG);
+	exec_local_read_exit(run->exit_path, res);
+	if (run->pidfd >= 0)
+		close(run->pidfd);
+	run->pidfd = -1;
+	exec_local_cg_remove(run);
+}
+
+static bool exec_local_ended(const struct exec_run *run)
+{
+	struct pollfd pfd = { .fd = run->pidfd, .events = POLLIN };
+	int n;
+
+	if (run->pidfd >= 0) {
+		n = poll(&pfd, 1, 0);
+		if (n >= 0)
+			return n > 0;
+	}
+	return !exec_local_alive(run->pid, run->start_time);
+}
+
+static int exec_local_poll(struct executor *ex, struct exec_run *run, struct exec_result *res)
+{
+	(void)ex;
+	if (!exec_local_ended(run))
+		return 0;
+	exec_local_finish(run, res);
+	return 1;
+}
+
+static int exec_local_adopt(struct executor *ex, struct exec_run *run, struct exec_result *res)
+{
+	(void)ex;
+	run->pidfd = -1;		/* a number from another process's table */
+	if (exec_local_alive(run->pid, run->start_time)) {
+		run->pidfd = exec_local_pidfd(run->pid);
+		/* checked again: the pid may have been reused before the open */
+		if (run->pidfd < 0 || exec_local_alive(run->pid, run->start_time))
+			return 0;
+	}
+	exec_local_finish(run, res);
+	return 1;
+}
+
+static int exec_local_create(struct executor **out, const struct mlfs_config *cfg)
+{
+	struct exec_local *el = calloc(1, sizeof(*el));
+
+	(void)cfg;
+	if (!el)
+		return -ENOMEM;
+	el->base.ops = &exec_local_ops;
+	atomic_flag_clear(&el->cg_warned);
+	*out = &el->base;
+	return 0;
+}
+
+static void exec_local_destroy(struct executor *ex)
+{
+	free(ex ? exec_local_of(ex) : NULL);
+}
+
+const struct exec_ops exec_local_ops = {
+	.version = EXEC_OPS_VERSION,
+	.name = "local",
+	.create = exec_local_create,
+	.destroy = exec_local_destroy,
+	.start = exec_local_start,
+	.signal = exec_local_signal,
+	.poll = exec_local_poll,
+	.adopt = exec_local_adopt,
+};

@@ -1,0 +1,651 @@
+/*
+ * sched.c - the scheduler: its lock, its thread, and the calls fs/ makes.
+ *
+ * A job is accepted by sched_submit: the spec is checked, a record holding
+ * the spec as written is appended to the journal and made durable
+ * (fdatasync), and only then is the job visible and queued.  The name is
+ * reserved under the lock before the journal write, so two writers of the
+ * same name cannot both win.
+ *
+ * One thread (sched_thread) does everything that takes time: it places
+ * queued workers, starts them through the executor, waits on their pidfds,
+ * and enforces timeouts and cancels.  Other calls only change fields under
+ * the lock and wake it through an eventfd.  The thread never holds the lock
+ * while it calls sched_final_fn (fs/ replies to waiting readers there).
+ *
+ * What this does not do: data staging and output (a later issue), gang
+ * scheduling across nodes (the slurm executor).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "sched_int.h"
+
+static const char *const sched_state_names[] = {
+	[SCHED_QUEUED] = "QUEUED",
+	[SCHED_STAGING_IN] = "STAGING_IN",
+	[SCHED_RUNNING] = "RUNNING",
+	[SCHED_STAGING_OUT] = "STAGING_OUT",
+	[SCHED_SUCCEEDED] = "SUCCEEDED",
+	[SCHED_FAILED] = "FAILED",
+	[SCHED_CANCELLED] = "CANCELLED",
+	[SCHED_RETRYING] = "RETRYING",
+};
+
+const char *sched_state_name(enum sched_state st)
+{
+	return sched_state_names[st];
+}
+
+bool sched_state_final(enum sched_state st)
+{
+	return st == SCHED_SUCCEEDED || st == SCHED_FAILED || st == SCHED_CANCELLED;
+}
+
+static long long sched_clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+long long sched_now_ns(void)
+{
+	return sched_clock_ns(CLOCK_REALTIME);
+}
+
+long long sched_mono_ns(void)
+{
+	return sched_clock_ns(CLOCK_MONOTONIC);
+}
+
+void sched_wake(struct sched *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->wake_fd, &one, sizeof(one)) < 0)
+		log_warn("sched: cannot wake the scheduler: %s", strerror(errno));
+}
+
+struct sched_job *sched_find(struct sched *s, const char *name)
+{
+	for (struct sched_job *j = s->jobs; j; j = j->next)
+		if (strcmp(j->name, name) == 0)
+			return j;
+	return NULL;
+}
+
+void sched_job_free(struct sched_job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n_workers; i++)
+		free(j->workers[i].attempts);
+	free(j->workers);
+	spec_free(j->spec);
+	free(j->name);
+	free(j->file);
+	free(j->text);
+	free(j->reason);
+	free(j->dir);
+	free(j);
+}
+
+/* "2026-11-23T08:50:01.123Z" */
+static void sched_timestamp(char *buf, size_t len, long long ns)
+{
+	time_t t = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03lldZ", ns / 1000000LL % 1000);
+}
+
+void sched_event(struct sched_job *j, const char *fmt, ...)
+{
+	char line[1024], path[4096];
+	va_list ap;
+	size_t n;
+	FILE *f;
+
+	sched_timestamp(line, sizeof(line), sched_now_ns());
+	n = strlen(line);
+	line[n++] = ' ';
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), "%s/events", j->dir);
+	f = fopen(path, "ae");
+	if (!f) {
+		log_warn("job %s: cannot write its events: %s", j->name, strerror(errno));
+		return;
+	}
+	fprintf(f, "%s\n", line);
+	fclose(f);
+}
+
+/* Remembers that @name ended, for the thread to tell fs/ without the lock. */
+static void sched_final_add(struct sched *s, const char *name)
+{
+	char **v = s->finals;
+	char *copy = strdup(name);
+
+	if (s->n_finals == s->cap_finals) {
+		s->cap_finals = s->cap_finals ? 2 * s->cap_finals : 16;
+		v = realloc(s->finals, s->cap_finals * sizeof(*v));
+	}
+	if (!v || !copy) {
+		free(copy);
+		log_err("job %s: out of memory telling its readers it ended", name);
+		return;
+	}
+	s->finals = v;
+	v[s->n_finals++] = copy;
+}
+
+/* Tells fs/ about the jobs that ended; called without the lock. */
+static void sched_final_flush(struct sched *s)
+{
+	char **v;
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	v = s->finals;
+	n = s->n_finals;
+	s->finals = NULL;
+	s->n_finals = s->cap_finals = 0;
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (s->final)
+			s->final(s->final_arg, v[i]);
+		free(v[i]);
+	}
+	free(v);
+}
+
+void sched_set_state(struct sched *s, struct sched_job *j, enum sched_state st, const char *fmt, ...)
+{
+	char *reason = NULL;
+	bool changed = st != j->state || !j->reason;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&reason, fmt, ap) < 0)
+		reason = NULL;
+	va_end(ap);
+	if (!changed && reason && j->reason && strcmp(reason, j->reason) == 0) {
+		free(reason);
+		return;
+	}
+	free(j->reason);
+	j->reason = reason;
+	j->state = st;
+	if (st == SCHED_RUNNING && !j->started_ns)
+		j->started_ns = sched_now_ns();
+	if (sched_state_final(st) && !j->ended_ns)
+		j->ended_ns = sched_now_ns();
+	if (changed)
+		sched_event(j, "%s: %s", sched_state_name(st), reason ? reason : "");
+	sched_store_status(j);
+	if (changed && sched_state_final(st))
+		sched_final_add(s, j->name);
+}
+
+static void *sched_thread(void *arg)
+{
+	struct sched *s = arg;
+
+	for (;;) {
+		struct pollfd pfd[1 + 256];
+		nfds_t nfds = 1;
+		int timeout;
+
+		pthread_mutex_lock(&s->lock);
+		if (s->stop) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		timeout = sched_run_pass(s);
+		for (struct sched_job *j = s->jobs; j && nfds < 257; j = j->next)
+			for (size_t i = 0; i < j->n_workers && nfds < 257; i++)
+				if (j->workers[i].running && j->workers[i].run.pidfd >= 0)
+					pfd[nfds++] = (struct pollfd){ .fd = j->workers[i].run.pidfd,
+								       .events = POLLIN };
+		pthread_mutex_unlock(&s->lock);
+		sched_final_flush(s);
+		pfd[0] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
+		if (nfds >= 257 && (timeout < 0 || timeout > 100))
+			timeout = 100;	/* more workers than we watch: poll the rest */
+		if (poll(pfd, nfds, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+			uint64_t v;
+
+			if (read(s->wake_fd, &v, sizeof(v)) < 0)
+				continue;
+		}
+	}
+	return NULL;
+}
+
+static int sched_start_thread(struct sched *s)
+{
+	int ret = pthread_create(&s->thread, NULL, sched_thread, s);
+
+	if (ret != 0)
+		return -ret;
+	s->thread_started = true;
+	return 0;
+}
+
+static int sched_make_executor(struct sched *s, const struct exec_ops *ops)
+{
+	const char *name = s->cfg->executor ? s->cfg->executor : "local";
+
+	if (!ops) {
+		if (strcmp(name, "local") != 0) {
+			log_err("executor %s: not compiled in", name);
+			return -ENOTSUP;
+		}
+		ops = &exec_local_ops;
+	}
+	if (ops->version < 1 || ops->version > EXEC_OPS_VERSION)
+		return -EINVAL;
+	return ops->create(&s->ex, s->cfg);
+}
+
+int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct exec_ops *ops,
+		 sched_final_fn *final, void *final_arg)
+{
+	struct sched *s = calloc(1, sizeof(*s));
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = cfg;
+	s->final = final;
+	s->final_arg = final_arg;
+	s->jobs_tail = &s->jobs;
+	s->journal_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->journal_lock, NULL);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ret = s->wake_fd < 0 ? -errno : sched_node_init(&s->node, cfg);
+	if (ret == 0)
+		ret = sched_make_executor(s, ops);
+	if (ret == 0)
+		ret = sched_store_open(s);
+	if (ret == 0)
+		ret = sched_store_load(s);
+	if (ret == 0) {
+		sched_run_adopt(s);
+		ret = sched_start_thread(s);
+	}
+	if (ret < 0) {
+		sched_destroy(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+void sched_destroy(struct sched *s)
+{
+	if (!s)
+		return;
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = true;
+		pthread_mutex_unlock(&s->lock);
+		sched_wake(s);
+		pthread_join(s->thread, NULL);
+	}
+	while (s->jobs) {
+		struct sched_job *j = s->jobs;
+
+		s->jobs = j->next;
+		for (size_t i = 0; i < j->n_workers; i++)
+			if (j->workers[i].run.pidfd >= 0)
+				close(j->workers[i].run.pidfd);
+		sched_job_free(j);
+	}
+	if (s->ex)
+		s->ex->ops->destroy(s->ex);
+	sched_store_close(s);
+	sched_node_free(&s->node);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	sched_names_free(s->finals, s->n_finals);
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->journal_lock);
+	free(s);
+}
+
+/* The job name a file gives when its spec has none: the file name without its extension. */
+static char *sched_default_name(const char *file)
+{
+	const char *dot = strrchr(file, '.');
+	size_t len = dot && dot != file ? (size_t)(dot - file) : strlen(file);
+
+	return strndup(file, len);
+}
+
+int sched_job_new(struct sched *s, struct spec *spec, const char *file, const char *text,
+			 size_t len, uid_t uid, gid_t gid, struct sched_job **out)
+{
+	struct sched_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->spec = spec;
+	j->uid = uid;
+	j->gid = gid;
+	j->text_len = len;
+	j->name = strdup(spec->name);
+	j->file = strdup(file);
+	j->text = malloc(len + 1);
+	j->workers = calloc(spec->n_workers, sizeof(*j->workers));
+	j->n_workers = spec->n_workers;
+	if (asprintf(&j->dir, "%s/%s", s->jobs_dir, spec->name) < 0)
+		j->dir = NULL;
+	if (!j->name || !j->file || !j->text || !j->workers || !j->dir) {
+		j->spec = NULL;
+		sched_job_free(j);
+		return -ENOMEM;
+	}
+	memcpy(j->text, text, len);
+	j->text[len] = '\0';
+	for (size_t i = 0; i < j->n_workers; i++) {
+		j->workers[i].n = (unsigned int)i + 1;
+		j->workers[i].exit_code = -1;
+		j->workers[i].run.pidfd = -1;
+	}
+	j->accepted_ns = sched_now_ns();
+	j->accepted_mono_ns = sched_mono_ns();
+	*out = j;
+	return 0;
+}
+
+/* Links @j at the end of the list, invisible; -EEXIST when its name is taken. */
+static int sched_reserve(struct sched *s, struct sched_job *j)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (sched_find(s, j->name)) {
+		ret = -EEXIST;
+	} else {
+		*s->jobs_tail = j;
+		s->jobs_tail = &j->next;
+		s->n_jobs++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* Takes @j out of the list; called with the lock held. */
+static void sched_unlink(struct sched *s, struct sched_job *j)
+{
+	struct sched_job **p = &s->jobs;
+
+	while (*p && *p != j)
+		p = &(*p)->next;
+	if (!*p)
+		return;
+	*p = j->next;
+	if (s->jobs_tail == &j->next)
+		s->jobs_tail = p;
+	s->n_jobs--;
+}
+
+int sched_submit(struct sched *s, const char *file, const char *text, size_t len,
+		 uid_t uid, gid_t gid, char **name, struct diag *d)
+{
+	char *defname = sched_default_name(file);
+	struct sched_job *j = NULL;
+	struct spec *spec = NULL;
+	int ret;
+
+	if (!defname)
+		return -ENOMEM;
+	ret = spec_parse(&spec, file, text, len, defname, d);
+	free(defname);
+	if (ret < 0)
+		return ret;
+	ret = sched_job_new(s, spec, file, text, len, uid, gid, &j);
+	if (ret < 0) {
+		spec_free(spec);
+		return ret;
+	}
+	ret = sched_reserve(s, j);
+	if (ret == -EEXIST)
+		diag_add(d, file, 0, "name: a job named %s exists already", j->name);
+	if (ret < 0) {
+		sched_job_free(j);
+		return ret;
+	}
+	ret = sched_make_dirs(j);
+	if (ret == 0)
+		ret = sched_store_accept(s, j);
+	pthread_mutex_lock(&s->lock);
+	if (ret < 0) {
+		sched_unlink(s, j);
+		pthread_mutex_unlock(&s->lock);
+		diag_add(d, file, 0, "cannot keep the job in the state folder: %s", strerror(-ret));
+		sched_rmtree(j->dir);
+		sched_job_free(j);
+		return -EIO;
+	}
+	j->visible = true;
+	*name = strdup(j->name);
+	sched_event(j, "accepted from %s, written by uid %u", j->file, (unsigned int)uid);
+	sched_set_state(s, j, SCHED_QUEUED, "waiting for the scheduler");
+	pthread_mutex_unlock(&s->lock);
+	sched_wake(s);
+	return *name ? 0 : -ENOMEM;
+}
+
+int sched_names(struct sched *s, char ***names, size_t *n)
+{
+	char **v;
+	size_t i = 0;
+
+	pthread_mutex_lock(&s->lock);
+	v = calloc(s->n_jobs + 1, sizeof(*v));
+	for (struct sched_job *j = s->jobs; v && j; j = j->next) {
+		if (!j->visible)
+			continue;
+		v[i] = strdup(j->name);
+		if (!v[i]) {
+			sched_names_free(v, i);
+			v = NULL;
+			break;
+		}
+		i++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!v)
+		return -ENOMEM;
+	*names = v;
+	*n = i;
+	return 0;
+}
+
+void sched_names_free(char **names, size_t n)
+{
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static struct sched_job *sched_find_visible(struct sched *s, const char *name)
+{
+	struct sched_job *j = sched_find(s, name);
+
+	return j && j->visible ? j : NULL;
+}
+
+int sched_info(struct sched *s, const char *name, struct sched_info *info)
+{
+	struct sched_job *j;
+
+	pthread_mutex_lock(&s->lock);
+	j = sched_find_visible(s, name);
+	if (j)
+		*info = (struct sched_info){ .uid = j->uid, .gid = j->gid, .state = j->state,
+					     .n_workers = j->n_workers,
+					     .accepted_ns = j->accepted_ns };
+	pthread_mutex_unlock(&s->lock);
+	return j ? 0 : -ENOENT;
+}
+
+static char *sched_render_worker(const struct sched_worker *w, const char *what)
+{
+	char *text = NULL;
+	int ret = -1;
+
+	if (strcmp(what, "state") == 0)
+		ret = asprintf(&text, "%s\n", sched_state_name(w->state));
+	else if (strcmp(what, "exit_code") == 0)
+		ret = w->exit_code >= 0 ? asprintf(&text, "%d\n", w->exit_code)
+					: asprintf(&text, "%s", "");
+	return ret < 0 ? NULL : text;
+}
+
+static char *sched_render_job(const struct sched_job *j, const char *what)
+{
+	char *text = NULL;
+
+	if (strcmp(what, "state") == 0) {
+		if (asprintf(&text, "%s\n", sched_state_name(j->state)) < 0)
+			text = NULL;
+	} else if (strcmp(what, "reason") == 0) {
+		if (asprintf(&text, "%s\n", j->reason ? j->reason : "") < 0)
+			text = NULL;
+	} else if (strcmp(what, "status.json") == 0) {
+		text = sched_status_json(j);
+	} else if (strcmp(what, "spec.json") == 0) {
+		text = spec_to_json(j->spec);
+	}
+	return text;
+}
+
+static bool sched_render_known(unsigned int worker, const char *what)
+{
+	static const char *const job[] = { "state", "reason", "status.json", "spec.json" };
+
+	if (worker)
+		return strcmp(what, "state") == 0 || strcmp(what, "exit_code") == 0;
+	for (size_t i = 0; i < sizeof(job) / sizeof(job[0]); i++)
+		if (strcmp(what, job[i]) == 0)
+			return true;
+	return false;
+}
+
+int sched_render(struct sched *s, const char *name, unsigned int worker, const char *what,
+		 char **buf, size_t *len)
+{
+	struct sched_job *j;
+	char *text = NULL;
+	int ret = 0;
+
+	if (!sched_render_known(worker, what))
+		return -ENOENT;
+	pthread_mutex_lock(&s->lock);
+	j = sched_find_visible(s, name);
+	if (!j || worker > j->n_workers)
+		ret = -ENOENT;
+	else if (worker)
+		text = sched_render_worker(&j->workers[worker - 1], what);
+	else
+		text = sched_render_job(j, what);
+	pthread_mutex_unlock(&s->lock);
+	if (ret == 0 && !text)
+		ret = -ENOMEM;
+	if (ret < 0)
+		return ret;
+	*buf = text;
+	*len = strlen(text);
+	return 0;
+}
+
+int sched_file_path(struct sched *s, const char *name, unsigned int worker, const char *what,
+		    char **path)
+{
+	struct sched_job *j;
+	int ret = -ENOENT;
+
+	if (strcmp(what, "log") != 0 && (worker || strcmp(what, "events") != 0))
+		return -ENOENT;
+	pthread_mutex_lock(&s->lock);
+	j = sched_find_visible(s, name);
+	if (j && worker <= j->n_workers) {
+		ret = worker ? asprintf(path, "%s/workers/%u/log", j->dir, worker)
+			     : asprintf(path, "%s/%s", j->dir, what);
+		ret = ret < 0 ? -ENOMEM : 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+int sched_ctl(struct sched *s, const char *name, uid_t uid, const char *cmd)
+{
+	struct sched_job *j;
+	int ret;
+
+	if (strcmp(cmd, "cancel") != 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	j = sched_find_visible(s, name);
+	if (!j)
+		ret = -ENOENT;
+	else if (uid != 0 && uid != j->uid)
+		ret = -EPERM;
+	else if (sched_state_final(j->state))
+		ret = -EINVAL;
+	else
+		ret = sched_run_cancel(s, j);
+	pthread_mutex_unlock(&s->lock);
+	if (ret == 0)
+		sched_wake(s);
+	return ret;
+}
+
+int sched_remove(struct sched *s, const char *name, uid_t uid)
+{
+	struct sched_job *j;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	j = sched_find_visible(s, name);
+	if (!j)
+		ret = -ENOENT;
+	else if (uid != 0 && uid != j->uid)
+		ret = -EPERM;
+	else if (!sched_state_final(j->state))
+		ret = -EBUSY;
+	else
+		ret = sched_store_remove(s, name);
+	if (ret == 0)
+		sched_unlink(s, j);
+	pthread_mutex_unlock(&s->lock);
+	if (ret == 0) {
+		sched_rmtree(j->dir);
+		sched_job_free(j);
+	}
+	return ret;
+}

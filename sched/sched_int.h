@@ -1,0 +1,151 @@
+/*
+ * sched_int.h - the scheduler's own structures, shared by sched*.c only.
+ *
+ * Every field below is guarded by sched->lock unless it says otherwise.
+ */
+#ifndef MLFS_SCHED_INT_H
+#define MLFS_SCHED_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "exec.h"
+#include "scheduler.h"
+#include "spec.h"
+
+#define SCHED_MAX_RETRIES 10	/* cap on retry_count, whatever a spec asks */
+#define SCHED_MAX_GPUS 64
+
+/* One attempt of one worker, kept for status.json. */
+struct sched_attempt {
+	long long started_ns, ended_ns;
+	char end[32];		/* "exited 0", "signaled 15", "oom", "lost", "" while running */
+};
+
+struct sched_worker {
+	unsigned int n;			/* from 1 */
+	enum sched_state state;		/* QUEUED, RUNNING, RETRYING or a final state */
+	int exit_code;			/* of the last attempt; -1 = none */
+	struct sched_attempt *attempts;
+	unsigned int n_attempts;
+	bool running;			/* run is live: resources below are held */
+	struct exec_run run;
+	int gpus[SCHED_MAX_GPUS];	/* indices held while running */
+	unsigned int n_gpus;
+	bool term_sent;			/* SIGTERM sent; SIGKILL at kill_at */
+	long long kill_at_ns;		/* CLOCK_MONOTONIC; 0 = none */
+	bool timed_out;
+};
+
+struct sched_job {
+	char *name;
+	char *file;			/* the file name it was written as */
+	uid_t uid;
+	gid_t gid;
+	char *text;			/* the spec as written (kept to re-read it after a restart) */
+	size_t text_len;
+	struct spec *spec;
+	enum sched_state state;
+	char *reason;
+	long long accepted_ns, started_ns, ended_ns;	/* CLOCK_REALTIME; 0 = not yet */
+	long long accepted_mono_ns;	/* CLOCK_MONOTONIC, for the wait timeout */
+	struct sched_worker *workers;
+	size_t n_workers;
+	bool cancelled;
+	bool visible;			/* false while its acceptance is being made durable */
+	char *dir;			/* state_dir/jobs/NAME */
+	struct sched_job *next;		/* in acceptance order */
+};
+
+/* The node's resources (sched_node.c). */
+struct sched_node {
+	unsigned int gpus;
+	char *gpu_type;
+	double gpu_memory_gb;
+	char *cuda_version;		/* NULL = unknown */
+	long cpus;
+	double memory_gb;		/* <= 0: not accounted */
+	double price;			/* < 0: not set */
+	char *cluster_id, *name;
+	/* Held by running workers: */
+	char *gpu_holder[SCHED_MAX_GPUS];	/* "job/worker" or NULL */
+	long cpus_used;
+	double memory_used_gb;
+};
+
+struct sched {
+	const struct mlfs_config *cfg;		/* borrowed */
+	struct executor *ex;
+	char *jobs_dir;				/* state_dir/jobs */
+	char *journal_path;
+	int journal_fd;				/* guarded by journal_lock */
+	pthread_mutex_t journal_lock;
+	sched_final_fn *final;
+	void *final_arg;
+
+	pthread_mutex_t lock;
+	struct sched_job *jobs, **jobs_tail;
+	size_t n_jobs;
+	struct sched_node node;
+	bool stop;
+	bool started_any;			/* in this pass (sched_run.c) */
+	char **finals;				/* jobs that ended, for sched_final_fn */
+	size_t n_finals, cap_finals;
+	int wake_fd;				/* eventfd, wakes the thread */
+	pthread_t thread;
+	bool thread_started;
+};
+
+long long sched_now_ns(void);		/* CLOCK_REALTIME */
+long long sched_mono_ns(void);		/* CLOCK_MONOTONIC */
+void sched_wake(struct sched *s);
+struct sched_job *sched_find(struct sched *s, const char *name);
+/* Sets the job's state and reason and records the change in events and status.json. */
+void sched_set_state(struct sched *s, struct sched_job *j, enum sched_state st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void sched_event(struct sched_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A new job of @spec (taken over, also on failure), not linked anywhere. */
+int sched_job_new(struct sched *s, struct spec *spec, const char *file, const char *text,
+		  size_t len, uid_t uid, gid_t gid, struct sched_job **out);
+void sched_job_free(struct sched_job *j);
+
+/* sched_node.c */
+int sched_node_init(struct sched_node *node, const struct mlfs_config *cfg);
+void sched_node_free(struct sched_node *node);
+/*
+ * Whether @w fits the node now: 1 and the GPU indices it would get in
+ * @gpus, 0 with the reason it waits in @why, or -1 when it never can here
+ * (@why says why).
+ */
+int sched_node_fit(const struct sched_node *node, const struct spec_resources *res,
+		   int *gpus, char *why, size_t why_len);
+void sched_node_hold(struct sched_node *node, const struct spec_resources *res,
+		     const int *gpus, unsigned int n_gpus, const char *holder);
+void sched_node_release(struct sched_node *node, const struct spec_resources *res,
+			const int *gpus, unsigned int n_gpus);
+
+/* sched_store.c */
+int sched_store_open(struct sched *s);
+void sched_store_close(struct sched *s);
+/* Appends a record and makes it durable. */
+int sched_store_accept(struct sched *s, const struct sched_job *j);
+int sched_store_remove(struct sched *s, const char *name);
+/* Reads the journal and each job's status.json into s->jobs. */
+int sched_store_load(struct sched *s);
+/* Writes the job's status.json (atomically; called with s->lock held). */
+void sched_store_status(struct sched_job *j);
+char *sched_status_json(const struct sched_job *j);
+int sched_make_dirs(struct sched_job *j);
+int sched_rmtree(const char *path);
+
+/* sched_run.c */
+/* Starts what fits, reaps what ended, enforces timeouts; returns the ms until the next deadline. */
+int sched_run_pass(struct sched *s);
+/* Takes over the workers a previous daemon left running (after sched_store_load). */
+void sched_run_adopt(struct sched *s);
+int sched_run_cancel(struct sched *s, struct sched_job *j);
+/* The job's state from its workers'. */
+void sched_run_update(struct sched *s, struct sched_job *j);
+
+#endif

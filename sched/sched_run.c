@@ -1,0 +1,524 @@
+/*
+ * sched_run.c - the scheduling pass: place, start, reap, time out, retry.
+ *
+ * Runs on the scheduler's thread with sched->lock held (sched_run_cancel
+ * also from a FUSE thread, under the same lock).  Jobs are looked at in
+ * acceptance order; a worker that fits starts even when an earlier one
+ * waits (backfill: a big job does not stall the small ones behind it, as
+ * with Slurm's backfill), except for gang jobs, whose workers start all
+ * together or not at all.  Starting a worker is a fork in the executor,
+ * about a millisecond, so it is done here under the lock.
+ *
+ * A worker's attempt ends as exited N, signaled N, oom or lost.  Exit 0
+ * succeeds; a run timeout or an OOM kill fails without retry (the same
+ * limits would kill it again); any other end is retried while attempts
+ * remain (retry_count, capped at SCHED_MAX_RETRIES), each attempt kept.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "sched_int.h"
+
+#define SCHED_ENV_MAX 256
+
+struct sched_env {
+	char *v[SCHED_ENV_MAX + 1];
+	size_t n;
+};
+
+/* Sets NAME=VALUE, replacing an earlier NAME. */
+static void sched_env_set(struct sched_env *e, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *kv;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->v[i], name, len) == 0 && e->v[i][len] == '=') {
+			free(e->v[i]);
+			e->v[i] = kv;
+			return;
+		}
+	if (e->n < SCHED_ENV_MAX)
+		e->v[e->n++] = kv;
+	else
+		free(kv);
+}
+
+static void sched_env_setf(struct sched_env *e, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void sched_env_setf(struct sched_env *e, const char *name, const char *fmt, ...)
+{
+	char *value;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&value, fmt, ap) >= 0) {
+		sched_env_set(e, name, value);
+		free(value);
+	}
+	va_end(ap);
+}
+
+static void sched_env_free(struct sched_env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i]);
+}
+
+static void sched_env_base(struct sched_env *e, uid_t uid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	sched_env_set(e, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	sched_env_set(e, "SHELL", "/bin/sh");
+	sched_env_set(e, "LANG", "C.UTF-8");
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res) {
+		sched_env_set(e, "HOME", pw.pw_dir);
+		sched_env_set(e, "USER", pw.pw_name);
+		sched_env_set(e, "LOGNAME", pw.pw_name);
+	} else {
+		sched_env_set(e, "HOME", "/");
+	}
+}
+
+/* "0,1": the GPU indices of @w. */
+static const char *sched_gpu_list(const struct sched_worker *w, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < w->n_gpus && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%d", i ? "," : "", w->gpus[i]);
+	return buf;
+}
+
+/* The environment DESIGN §5 promises; mlfs's own variables win over the spec's. */
+static void sched_env_build(struct sched_env *e, const struct sched_job *j,
+			    const struct sched_worker *w, const char *ml)
+{
+	const struct spec_worker *sw = &j->spec->workers[w->n - 1];
+	char gpus[SCHED_MAX_GPUS * 4 + 1];
+
+	sched_env_base(e, j->uid);
+	for (size_t i = 0; i < j->spec->n_env; i++)
+		sched_env_set(e, j->spec->env[i].name, j->spec->env[i].value);
+	for (size_t i = 0; i < sw->n_env; i++)
+		sched_env_set(e, sw->env[i].name, sw->env[i].value);
+	sched_env_set(e, "CUDA_VISIBLE_DEVICES", sched_gpu_list(w, gpus, sizeof(gpus)));
+	sched_env_set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+	sched_env_setf(e, "GPU_COUNT", "%u", w->n_gpus);
+	sched_env_set(e, "JOB_NAME", j->name);
+	sched_env_set(e, "MLFS_JOB_NAME", j->name);
+	sched_env_setf(e, "MLFS_WORKER", "%u", w->n);
+	sched_env_setf(e, "MLFS_WORKER_COUNT", "%zu", j->n_workers);
+	sched_env_setf(e, "MLFS_ATTEMPT", "%u", w->n_attempts);
+	sched_env_setf(e, "ML_DATA_PATH", "%s/input", ml);
+	sched_env_setf(e, "ML_MODEL_PATH", "%s/models", ml);
+	sched_env_setf(e, "ML_CHECKPOINT_PATH", "%s/checkpoint", ml);
+	sched_env_setf(e, "ML_OUTPUT_PATH", "%s/output", ml);
+	sched_env_setf(e, "PROXIML_DATA_PATH", "%s/input", ml);
+	sched_env_setf(e, "PROXIML_MODEL_PATH", "%s/models", ml);
+	sched_env_setf(e, "PROXIML_CHECKPOINT_PATH", "%s/checkpoint", ml);
+	sched_env_setf(e, "PROXIML_OUTPUT_PATH", "%s/output", ml);
+}
+
+/* The worker's scratch /opt/ml stand-in, owned by the job's user. */
+static int sched_make_scratch(const struct sched_job *j, const char *ml)
+{
+	static const char *const sub[] = { "", "/input", "/models", "/checkpoint", "/output" };
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", ml, sub[i]);
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (chown(path, j->uid, j->gid) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int sched_start_worker(struct sched *s, struct sched_job *j, struct sched_worker *w)
+{
+	char ml[4096], models[4200], log[4096], jlog[4096], exitp[4096], holder[128];
+	const struct spec_resources *res = &j->spec->workers[w->n - 1].res;
+	struct sched_attempt *att;
+	struct sched_env env = { .n = 0 };
+	struct exec_start st;
+	int ret;
+
+	att = realloc(w->attempts, (w->n_attempts + 1) * sizeof(*att));
+	if (!att)
+		return -ENOMEM;
+	w->attempts = att;
+	snprintf(ml, sizeof(ml), "%s/workers/%u/ml", j->dir, w->n);
+	snprintf(models, sizeof(models), "%s/models", ml);
+	snprintf(log, sizeof(log), "%s/workers/%u/log", j->dir, w->n);
+	snprintf(jlog, sizeof(jlog), "%s/log", j->dir);
+	snprintf(exitp, sizeof(exitp), "%s/workers/%u/exit.%u", j->dir, w->n, w->n_attempts + 1);
+	ret = sched_make_scratch(j, ml);
+	if (ret < 0)
+		return ret;
+	w->n_attempts++;
+	sched_env_build(&env, j, w, ml);
+	st = (struct exec_start){
+		.job = j->name, .worker = w->n, .attempt = w->n_attempts,
+		.command = j->spec->workers[w->n - 1].command, .envp = env.v,
+		.uid = j->uid, .gid = j->gid, .dir = models, .log_path = log,
+		.job_log_path = jlog, .exit_path = exitp,
+		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
+	};
+	unlink(exitp);
+	ret = s->ex->ops->start(s->ex, &st, &w->run);
+	sched_env_free(&env);
+	if (ret < 0) {
+		w->n_attempts--;
+		return ret;
+	}
+	att = &w->attempts[w->n_attempts - 1];
+	*att = (struct sched_attempt){ .started_ns = sched_now_ns() };
+	w->running = true;
+	w->state = SCHED_RUNNING;
+	s->started_any = true;
+	w->term_sent = false;
+	w->kill_at_ns = 0;
+	snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
+	sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
+	sched_event(j, "worker %u: attempt %u started, pid %d, GPUs [%s]", w->n, w->n_attempts,
+		    (int)w->run.pid, sched_gpu_list(w, holder, sizeof(holder)));
+	return 0;
+}
+
+static bool sched_worker_waiting(const struct sched_worker *w)
+{
+	return w->state == SCHED_QUEUED || w->state == SCHED_RETRYING;
+}
+
+/* Starts the waiting workers of @j that fit; the reason of the first that does not, in @why. */
+static void sched_place_job(struct sched *s, struct sched_job *j, char *why, size_t len)
+{
+	why[0] = '\0';
+	for (size_t i = 0; i < j->n_workers; i++) {
+		struct sched_worker *w = &j->workers[i];
+		int gpus[SCHED_MAX_GPUS], fit, ret;
+
+		if (!sched_worker_waiting(w))
+			continue;
+		fit = sched_node_fit(&s->node, &j->spec->workers[i].res, gpus, why, len);
+		if (fit <= 0)
+			return;
+		w->n_gpus = (unsigned int)j->spec->workers[i].res.gpu_count;
+		memcpy(w->gpus, gpus, w->n_gpus * sizeof(int));
+		ret = sched_start_worker(s, j, w);
+		if (ret < 0) {
+			w->state = SCHED_FAILED;
+			sched_event(j, "worker %u: cannot start: %s", w->n, strerror(-ret));
+			snprintf(why, len, "worker %u could not be started: %s", w->n, strerror(-ret));
+		}
+	}
+}
+
+/* Gang jobs: every waiting worker must fit at once, checked by holding as we go. */
+static bool sched_gang_fits(struct sched *s, struct sched_job *j, char *why, size_t len)
+{
+	int gpus[SCHED_MAX_GPUS][SCHED_MAX_GPUS];
+	size_t held = 0;
+	bool ok = true;
+
+	for (size_t i = 0; i < j->n_workers && ok; i++) {
+		const struct spec_resources *res = &j->spec->workers[i].res;
+
+		if (!sched_worker_waiting(&j->workers[i]))
+			continue;
+		if (held == SCHED_MAX_GPUS)
+			break;
+		ok = sched_node_fit(&s->node, res, gpus[held], why, len) > 0;
+		if (ok)
+			sched_node_hold(&s->node, res, gpus[held++], (unsigned int)res->gpu_count, "gang");
+	}
+	for (size_t i = 0, h = 0; i < j->n_workers && h < held; i++) {
+		const struct spec_resources *res = &j->spec->workers[i].res;
+
+		if (sched_worker_waiting(&j->workers[i]))
+			sched_node_release(&s->node, res, gpus[h++], (unsigned int)res->gpu_count);
+	}
+	return ok;
+}
+
+static const char *sched_end_text(const struct exec_result *res, char *buf, size_t len)
+{
+	switch (res->how) {
+	case EXEC_EXITED:
+		snprintf(buf, len, "exited %d", res->code);
+		break;
+	case EXEC_SIGNALED:
+		snprintf(buf, len, "signaled %d", res->code);
+		break;
+	case EXEC_OOM:
+		snprintf(buf, len, "oom");
+		break;
+	case EXEC_LOST:
+		snprintf(buf, len, "lost");
+		break;
+	}
+	return buf;
+}
+
+static unsigned int sched_max_attempts(const struct sched_job *j)
+{
+	long r = j->spec->retry_count > SCHED_MAX_RETRIES ? SCHED_MAX_RETRIES : j->spec->retry_count;
+
+	return 1 + (unsigned int)(r < 0 ? 0 : r);
+}
+
+/* Records how an attempt of @w ended and decides what comes next. */
+static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sched_worker *w,
+			       const struct exec_result *res)
+{
+	struct sched_attempt *att = &w->attempts[w->n_attempts - 1];
+
+	sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
+	w->running = false;
+	w->n_gpus = 0;
+	att->ended_ns = sched_now_ns();
+	sched_end_text(res, att->end, sizeof(att->end));
+	w->exit_code = res->how == EXEC_EXITED ? res->code
+		     : res->how == EXEC_SIGNALED ? 128 + res->code
+		     : res->how == EXEC_OOM ? 128 + SIGKILL : -1;
+	if (j->cancelled)
+		w->state = SCHED_CANCELLED;
+	else if (res->how == EXEC_EXITED && res->code == 0)
+		w->state = SCHED_SUCCEEDED;
+	else if (w->timed_out || res->how == EXEC_OOM || w->n_attempts >= sched_max_attempts(j))
+		w->state = SCHED_FAILED;
+	else
+		w->state = SCHED_RETRYING;
+	sched_event(j, "worker %u: attempt %u %s%s", w->n, w->n_attempts, att->end,
+		    w->state == SCHED_RETRYING ? "; retrying" :
+		    res->how == EXEC_OOM ? "; killed for memory, not retried" :
+		    w->timed_out ? "; run timeout, not retried" : "");
+}
+
+/* Why a failed worker failed, for the job's reason. */
+static void sched_fail_text(const struct sched_job *j, const struct sched_worker *w, char *buf,
+			    size_t len)
+{
+	const char *end = w->n_attempts ? w->attempts[w->n_attempts - 1].end : "";
+
+	if (w->timed_out)
+		snprintf(buf, len, "worker %u ran longer than run_timeout_seconds (%ld s) and was stopped",
+			 w->n, j->spec->run_timeout);
+	else if (strcmp(end, "oom") == 0)
+		snprintf(buf, len, "worker %u was killed for using more than its %g GB of memory (oom)",
+			 w->n, j->spec->workers[w->n - 1].res.memory_gb);
+	else if (strcmp(end, "lost") == 0)
+		snprintf(buf, len, "worker %u was lost: it ended while mlfs was not watching, "
+			 "with no exit status", w->n);
+	else if (w->n_attempts == 0)
+		snprintf(buf, len, "worker %u could not be started", w->n);
+	else
+		snprintf(buf, len, "worker %u %s after %u attempt(s)", w->n, end, w->n_attempts);
+}
+
+void sched_run_update(struct sched *s, struct sched_job *j)
+{
+	size_t running = 0, waiting = 0, failed = 0, done = 0, retrying = 0;
+	const struct sched_worker *first_failed = NULL;
+	char why[512];
+
+	for (size_t i = 0; i < j->n_workers; i++) {
+		const struct sched_worker *w = &j->workers[i];
+
+		running += w->running;
+		waiting += sched_worker_waiting(w);
+		retrying += w->state == SCHED_RETRYING;
+		done += sched_state_final(w->state);
+		if (w->state == SCHED_FAILED && !first_failed)
+			first_failed = w;
+		failed += w->state == SCHED_FAILED;
+	}
+	if (done < j->n_workers) {
+		if (running)
+			sched_set_state(s, j, SCHED_RUNNING, "%zu of %zu worker(s) running%s", running,
+					j->n_workers, j->cancelled ? "; stopping them (cancelled)" : "");
+		else if (retrying && !waiting)
+			sched_set_state(s, j, SCHED_RETRYING, "%s", j->reason ? j->reason : "");
+		return;
+	}
+	if (j->cancelled) {
+		sched_set_state(s, j, SCHED_CANCELLED, "cancelled through ctl");
+	} else if (failed) {
+		sched_fail_text(j, first_failed, why, sizeof(why));
+		sched_set_state(s, j, SCHED_FAILED, "%s", why);
+	} else {
+		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu worker(s) exited 0", j->n_workers);
+	}
+}
+
+/* Reaps ended workers and enforces the run timeout and the kill deadline. */
+static void sched_watch_job(struct sched *s, struct sched_job *j, long long now, long long *next)
+{
+	for (size_t i = 0; i < j->n_workers; i++) {
+		struct sched_worker *w = &j->workers[i];
+		struct exec_result res;
+		long long limit;
+
+		if (!w->running)
+			continue;
+		if (s->ex->ops->poll(s->ex, &w->run, &res) == 1) {
+			sched_worker_ended(s, j, w, &res);
+			continue;
+		}
+		limit = j->spec->run_timeout > 0 ?
+			w->attempts[w->n_attempts - 1].started_ns + j->spec->run_timeout * 1000000000LL : 0;
+		if (limit && !w->term_sent && sched_now_ns() >= limit) {
+			w->timed_out = true;
+			sched_event(j, "worker %u: run timeout of %ld s reached; stopping it", w->n,
+				    j->spec->run_timeout);
+			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			w->term_sent = true;
+			w->kill_at_ns = now + SCHED_KILL_GRACE * 1000000000LL;
+		} else if (limit && !w->term_sent) {
+			long long left = limit - sched_now_ns();
+
+			if (!*next || now + left < *next)
+				*next = now + left;
+		}
+		if (w->term_sent && w->kill_at_ns && now >= w->kill_at_ns) {
+			s->ex->ops->signal(s->ex, &w->run, SIGKILL);
+			w->kill_at_ns = 0;
+		} else if (w->kill_at_ns && (!*next || w->kill_at_ns < *next)) {
+			*next = w->kill_at_ns;
+		}
+	}
+}
+
+/* Fails a job whose workers never started within wait_timeout_seconds. */
+static bool sched_wait_expired(struct sched *s, struct sched_job *j, long long now, long long *next)
+{
+	long long limit;
+
+	if (j->spec->wait_timeout <= 0 || j->started_ns)
+		return false;
+	limit = j->accepted_mono_ns + j->spec->wait_timeout * 1000000000LL;
+	if (now < limit) {
+		if (!*next || limit < *next)
+			*next = limit;
+		return false;
+	}
+	for (size_t i = 0; i < j->n_workers; i++)
+		if (sched_worker_waiting(&j->workers[i]))
+			j->workers[i].state = SCHED_FAILED;
+	sched_set_state(s, j, SCHED_FAILED, "waited %ld s (wait_timeout_seconds) without starting; %s",
+			j->spec->wait_timeout, j->reason ? j->reason : "");
+	return true;
+}
+
+static void sched_place(struct sched *s, struct sched_job *j)
+{
+	char why[512];
+	bool any_waiting = false;
+
+	for (size_t i = 0; i < j->n_workers; i++)
+		any_waiting |= sched_worker_waiting(&j->workers[i]);
+	if (!any_waiting || j->cancelled)
+		return;
+	if (!j->spec->gang || sched_gang_fits(s, j, why, sizeof(why)))
+		sched_place_job(s, j, why, sizeof(why));
+	sched_run_update(s, j);
+	if (why[0] && !sched_state_final(j->state)) {
+		bool running = j->state == SCHED_RUNNING;
+		enum sched_state st = running ? SCHED_RUNNING
+				    : j->workers[0].state == SCHED_RETRYING ? SCHED_RETRYING : SCHED_QUEUED;
+
+		if (running)
+			sched_set_state(s, j, st, "%s; others %s", j->reason, why);
+		else
+			sched_set_state(s, j, st, "%s", why);
+	}
+}
+
+int sched_run_pass(struct sched *s)
+{
+	long long now = sched_mono_ns(), next = 0;
+
+	s->started_any = false;
+	for (struct sched_job *j = s->jobs; j; j = j->next) {
+		if (!j->visible || sched_state_final(j->state))
+			continue;
+		sched_watch_job(s, j, now, &next);
+		if (sched_wait_expired(s, j, now, &next))
+			continue;
+		sched_place(s, j);
+		sched_run_update(s, j);
+	}
+	if (s->started_any)
+		return 0;	/* once more, to see the new workers' deadlines */
+	if (!next)
+		return -1;
+	return next <= now ? 0 : (int)((next - now) / 1000000LL) + 1;
+}
+
+int sched_run_cancel(struct sched *s, struct sched_job *j)
+{
+	long long now = sched_mono_ns();
+
+	j->cancelled = true;
+	sched_event(j, "cancel requested");
+	for (size_t i = 0; i < j->n_workers; i++) {
+		struct sched_worker *w = &j->workers[i];
+
+		if (sched_worker_waiting(w)) {
+			w->state = SCHED_CANCELLED;
+		} else if (w->running && !w->term_sent) {
+			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			w->term_sent = true;
+			w->kill_at_ns = now + SCHED_KILL_GRACE * 1000000000LL;
+		}
+	}
+	sched_run_update(s, j);
+	return 0;
+}
+
+void sched_run_adopt(struct sched *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (struct sched_job *j = s->jobs; j; j = j->next) {
+		for (size_t i = 0; i < j->n_workers; i++) {
+			struct sched_worker *w = &j->workers[i];
+			const struct spec_resources *res = &j->spec->workers[i].res;
+			struct exec_result r;
+			char holder[128];
+
+			if (!w->running)
+				continue;
+			w->run.pidfd = -1;
+			snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
+			sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
+			if (s->ex->ops->adopt(s->ex, &w->run, &r) == 0) {
+				sched_event(j, "worker %u: found running again (pid %d) after a restart of mlfs",
+					    w->n, (int)w->run.pid);
+				continue;
+			}
+			sched_event(j, "worker %u: ended while mlfs was down", w->n);
+			sched_worker_ended(s, j, w, &r);
+		}
+		if (!sched_state_final(j->state))
+			sched_run_update(s, j);
+	}
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,627 @@
+/*
+ * spec.c - from a spec file's text to the job model (struct spec), and back
+ * to JSON for jobs/<name>/spec.json.
+ *
+ * spec_parse refuses a text over SPEC_MAX_SIZE, lets jansson check the JSON
+ * (its syntax errors are reported as field "json" at jansson's line and
+ * column; duplicate keys are refused, since a spec that says a thing twice
+ * is a mistake), indexes where each value starts (json_pos.c), then picks
+ * the format's parser from the document's shape (spec_detect, the one
+ * dispatch point: only the native format so far) and runs it.  Parsers
+ * report every problem through spec_error, which turns a JSON path into
+ * "file:line:col: path: message"; spec_parse fails once at the end, with
+ * -EINVAL when any was reported, so a user sees them all.
+ *
+ * Columns count characters, as jansson's do (not bytes), so syntax and
+ * value errors in one file agree.  The shared helpers (typed getters, the
+ * "ignored" list, the job name rules) live here so each format's parser is
+ * only its own rules.  Nothing here keeps state between calls.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec_int.h"
+
+static const char *const spec_format_names[] = {
+	[SPEC_NATIVE] = "native",
+	[SPEC_OPENPAI] = "openpai",
+	[SPEC_GPULAB] = "gpulab",
+	[SPEC_KIBERNETIKA] = "kibernetika",
+};
+
+/* Parsers by format; NULL: known by name, not written yet. */
+static spec_parse_fn *const spec_parsers[] = {
+	[SPEC_NATIVE] = spec_native_parse,
+	[SPEC_OPENPAI] = NULL,
+	[SPEC_GPULAB] = NULL,
+	[SPEC_KIBERNETIKA] = NULL,
+};
+
+const char *spec_format_name(enum spec_format f)
+{
+	if ((size_t)f >= sizeof(spec_format_names) / sizeof(spec_format_names[0]))
+		return "unknown";
+	return spec_format_names[f];
+}
+
+/* Which format @root is written in, from its shape. */
+static enum spec_format spec_detect(const json_t *root)
+{
+	(void)root;	/* OpenPAI (jobName), GPULab (request), Kibernetika: later */
+	return SPEC_NATIVE;
+}
+
+/* ---- reporting ---- */
+
+/*
+ * Adds "file:line:col: field: message".  diag_add knows no columns and puts
+ * a space after "line:", so the place goes in as the file name.
+ */
+static void spec_diag(struct diag *d, const char *file, int line, int col, const char *field,
+		      const char *msg)
+{
+	char *where;
+
+	if (asprintf(&where, "%s:%d:%d", file, line, col) < 0)
+		return;		/* the caller counted the error */
+	diag_add(d, where, 0, "%s: %s", field, msg);
+	free(where);
+}
+
+static void spec_report(struct spec_ctx *c, int line, int col, const char *field,
+			const char *fmt, va_list ap)
+{
+	char *msg;
+
+	c->errors++;
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		c->nomem = true;
+		return;
+	}
+	spec_diag(c->d, c->file, line, col, *field ? field : "json", msg);
+	free(msg);
+}
+
+void spec_error(struct spec_ctx *c, const char *path, const char *fmt, ...)
+{
+	int line = 1, col = 1;
+	va_list ap;
+
+	json_pos_find_nearest(c->pos, path, &line, &col);
+	va_start(ap, fmt);
+	spec_report(c, line, col, path, fmt, ap);
+	va_end(ap);
+}
+
+void spec_error_key(struct spec_ctx *c, const char *parent, const char *key,
+		    const char *fmt, ...)
+{
+	char shown[SPEC_SHOW_MAX], *field;
+	int line = 1, col = 1;
+	va_list ap;
+
+	if (json_pos_find_key(c->pos, parent, key, &line, &col) < 0)
+		json_pos_find_nearest(c->pos, parent, &line, &col);
+	if (asprintf(&field, "%s%s%s", parent, *parent ? "." : "", spec_show(shown, key)) < 0) {
+		c->errors++;
+		c->nomem = true;
+		return;
+	}
+	va_start(ap, fmt);
+	spec_report(c, line, col, field, fmt, ap);
+	va_end(ap);
+	free(field);
+}
+
+void spec_ignore(struct spec_ctx *c, const char *fmt, ...)
+{
+	struct spec *s = c->s;
+	char **ignored;
+	char *msg;
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	ignored = ret < 0 ? NULL : reallocarray(s->ignored, s->n_ignored + 1, sizeof(*ignored));
+	if (!ignored) {
+		if (ret >= 0)
+			free(msg);
+		c->nomem = true;
+		return;
+	}
+	s->ignored = ignored;
+	s->ignored[s->n_ignored++] = msg;
+}
+
+void spec_ignore_unknown(struct spec_ctx *c, json_t *obj, const char *path,
+			 const char *const *known)
+{
+	char shown[SPEC_SHOW_MAX];
+	const char *key;
+	json_t *v;
+	size_t k;
+
+	json_object_foreach(obj, key, v) {
+		for (k = 0; known[k] && strcmp(known[k], key) != 0; k++)
+			;
+		if (!known[k])
+			spec_ignore(c, "%s%s%s: unknown field, not used", path, *path ? "." : "",
+				    spec_show(shown, key));
+	}
+}
+
+char *spec_strdup(struct spec_ctx *c, const char *s)
+{
+	char *dup = strdup(s);
+
+	if (!dup)
+		c->nomem = true;
+	return dup;
+}
+
+char *spec_path(char *buf, const char *parent, const char *key)
+{
+	snprintf(buf, SPEC_PATH_MAX, "%s%s%s", parent, *parent ? "." : "", key);
+	return buf;
+}
+
+const char *spec_json_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
+	case JSON_INTEGER:
+		return "integer";
+	case JSON_REAL:
+		return "number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "boolean";
+	default:
+		return "null";
+	}
+}
+
+const char *spec_show(char *buf, const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n] && n < SPEC_SHOW_MAX - 4; n++)
+		buf[n] = (unsigned char)s[n] < ' ' || s[n] == 0x7f ? '?' : s[n];
+	while (s[n] && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;	/* cut before a whole UTF-8 character */
+	strcpy(buf + n, s[n] ? "..." : "");
+	return buf;
+}
+
+bool spec_blank(const char *s)
+{
+	return s[strspn(s, " \t\r\n\f\v")] == '\0';
+}
+
+/* ---- typed getters ---- */
+
+/* The member @key of @obj, NULL when absent or null; @path is set. */
+static json_t *spec_member(json_t *obj, const char *parent, const char *key, char *path)
+{
+	json_t *v = json_object_get(obj, key);
+
+	spec_path(path, parent, key);
+	return json_is_null(v) ? NULL : v;
+}
+
+/* @v as a whole number in *out; false when it is not one. */
+static bool spec_integral(const json_t *v, long long *out)
+{
+	double r;
+
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return true;
+	}
+	if (!json_is_real(v))
+		return false;
+	r = json_real_value(v);
+	if (!(r > -4e18 && r < 4e18) || (double)(long long)r != r)
+		return false;	/* (no libm: mlfs_sched does not link it) */
+	*out = (long long)r;
+	return true;
+}
+
+int spec_get_long(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		  long min, long max, long *out)
+{
+	char path[SPEC_PATH_MAX];
+	json_t *v = spec_member(obj, parent, key, path);
+	long long n;
+
+	if (!v)
+		return 0;
+	if (!spec_integral(v, &n)) {
+		if (json_is_real(v))
+			spec_error(c, path, "must be an integer, got %g", json_real_value(v));
+		else
+			spec_error(c, path, "must be an integer, got %s", spec_json_type(v));
+		return -1;
+	}
+	if (n < min || n > max) {
+		if (max == LONG_MAX)
+			spec_error(c, path, "must be at least %ld, got %lld", min, n);
+		else
+			spec_error(c, path, "must be between %ld and %ld, got %lld", min, max, n);
+		return -1;
+	}
+	*out = (long)n;
+	return 1;
+}
+
+int spec_get_double(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		    double *out)
+{
+	char path[SPEC_PATH_MAX];
+	json_t *v = spec_member(obj, parent, key, path);
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v)) {
+		spec_error(c, path, "must be a number, got %s", spec_json_type(v));
+		return -1;
+	}
+	*out = json_number_value(v);
+	return 1;
+}
+
+int spec_get_string(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		    const char **out)
+{
+	char path[SPEC_PATH_MAX];
+	json_t *v = spec_member(obj, parent, key, path);
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v)) {
+		spec_error(c, path, "must be a string, got %s", spec_json_type(v));
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 1;
+}
+
+int spec_get_bool(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		  bool *out)
+{
+	char path[SPEC_PATH_MAX];
+	json_t *v = spec_member(obj, parent, key, path);
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v)) {
+		spec_error(c, path, "must be true or false, got %s", spec_json_type(v));
+		return -1;
+	}
+	*out = json_is_true(v);
+	return 1;
+}
+
+int spec_get_object(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		    json_t **out)
+{
+	char path[SPEC_PATH_MAX];
+	json_t *v = spec_member(obj, parent, key, path);
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v)) {
+		spec_error(c, path, "must be an object, got %s", spec_json_type(v));
+		return -1;
+	}
+	*out = v;
+	return 1;
+}
+
+int spec_get_strings(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		     json_t **out)
+{
+	char path[SPEC_PATH_MAX], elem[SPEC_PATH_MAX + 24];
+	json_t *v = spec_member(obj, parent, key, path), *e;
+	int bad = 0;
+	size_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v)) {
+		spec_error(c, path, "must be an array of strings, got %s", spec_json_type(v));
+		return -1;
+	}
+	json_array_foreach(v, i, e) {
+		snprintf(elem, sizeof(elem), "%s[%zu]", path, i);
+		if (!json_is_string(e)) {
+			spec_error(c, elem, "must be a string, got %s", spec_json_type(e));
+			bad = 1;
+		} else if (spec_blank(json_string_value(e))) {
+			spec_error(c, elem, "must not be empty");
+			bad = 1;
+		}
+	}
+	if (bad)
+		return -1;
+	*out = v;
+	return 1;
+}
+
+/* ---- the job name ---- */
+
+/* What is wrong with @name as a job name, in @buf; NULL when it is valid. */
+static const char *spec_name_problem(const char *name, char *buf, size_t size)
+{
+	size_t len = strlen(name), bad;
+
+	if (len == 0)
+		return "must not be empty";
+	if (len > SPEC_NAME_MAX) {
+		snprintf(buf, size, "is %zu characters long, the limit is %d", len, SPEC_NAME_MAX);
+		return buf;
+	}
+	bad = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-");
+	if (bad < len) {
+		unsigned char ch = (unsigned char)name[bad];
+
+		if (ch >= ' ' && ch < 0x7f)
+			snprintf(buf, size, "may hold only A-Z a-z 0-9 . _ ~ -, got '%c' at character %zu",
+				 ch, bad + 1);
+		else
+			snprintf(buf, size, "may hold only A-Z a-z 0-9 . _ ~ -, got byte 0x%02x at character %zu",
+				 ch, bad + 1);
+		return buf;
+	}
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return "must not be \".\" or \"..\"";
+	return NULL;
+}
+
+bool spec_name_valid(const char *name)
+{
+	char buf[128];
+
+	return name && !spec_name_problem(name, buf, sizeof(buf));
+}
+
+void spec_set_name(struct spec_ctx *c, const char *name, const char *path)
+{
+	const char *from = name ? name : c->default_name;
+	char buf[128], shown[SPEC_SHOW_MAX];
+	const char *problem;
+
+	if (!from) {
+		spec_error(c, path, "missing, and there is no file name to name the job after");
+		return;
+	}
+	problem = spec_name_problem(from, buf, sizeof(buf));
+	if (problem && name)
+		spec_error(c, path, "%s", problem);
+	else if (problem)
+		spec_error(c, path, "missing, so the file name \"%s\" was used as the job name, but it %s; add a \"%s\" field",
+			   spec_show(shown, from), problem, path);
+	else
+		c->s->name = spec_strdup(c, from);
+}
+
+/* ---- parse ---- */
+
+static int spec_syntax_error(const char *file, const json_error_t *e, struct diag *d)
+{
+	spec_diag(d, file, e->line > 0 ? e->line : 1, e->column > 0 ? e->column : 1, "json",
+		  e->text);
+	return -EINVAL;
+}
+
+static bool spec_text_blank(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!strchr(" \t\r\n", text[i]) || !text[i])
+			return false;
+	return true;
+}
+
+/* Runs the format's parser over @root into @s; 0, -EINVAL or -ENOMEM. */
+static int spec_run(struct spec_ctx *c, json_t *root)
+{
+	enum spec_format f = spec_detect(root);
+
+	c->s->format = f;
+	if (!json_is_object(root)) {
+		spec_error(c, "", "the spec must be a JSON object ({ ... }), got %s",
+			   spec_json_type(root));
+	} else if (!spec_parsers[f]) {
+		spec_error(c, "", "looks like a %s spec, which this mlfs cannot read yet",
+			   spec_format_name(f));
+	} else {
+		spec_parsers[f](c, root);
+	}
+	if (c->nomem)
+		return -ENOMEM;
+	return c->errors ? -EINVAL : 0;
+}
+
+int spec_parse(struct spec **out, const char *file, const char *text, size_t len,
+	       const char *default_name, struct diag *d)
+{
+	struct spec_ctx c = { .file = file, .default_name = default_name, .d = d };
+	struct json_pos *pos = NULL;
+	json_error_t jerr;
+	json_t *root;
+	int ret;
+
+	if (len > SPEC_MAX_SIZE) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "the spec is %zu bytes, over the limit of %d (1 MiB)",
+			 len, SPEC_MAX_SIZE);
+		spec_diag(d, file, 1, 1, "json", msg);
+		return -EFBIG;
+	}
+	if (spec_text_blank(text, len)) {
+		spec_diag(d, file, 1, 1, "json", "the spec is empty; it must be a JSON object ({ ... })");
+		return -EINVAL;
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	if (!root)
+		return spec_syntax_error(file, &jerr, d);
+	ret = json_pos_build(&pos, text, len);
+	c.pos = pos;
+	c.s = calloc(1, sizeof(*c.s));
+	if (ret == 0 && !c.s)
+		ret = -ENOMEM;
+	if (ret == 0)
+		ret = spec_run(&c, root);
+	json_decref(root);
+	json_pos_free(pos);
+	if (ret < 0) {
+		spec_free(c.s);
+		return ret;
+	}
+	*out = c.s;
+	return 0;
+}
+
+/* ---- free ---- */
+
+static void spec_env_free(struct spec_env *env, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(env[i].name);
+		free(env[i].value);
+	}
+	free(env);
+}
+
+void spec_resources_free(struct spec_resources *r)
+{
+	for (size_t i = 0; i < r->n_gpu_types; i++)
+		free(r->gpu_types[i]);
+	free(r->gpu_types);
+	free(r->min_cuda_version);
+}
+
+void spec_free(struct spec *s)
+{
+	if (!s)
+		return;
+	free(s->name);
+	for (size_t i = 0; s->workers && i < s->n_workers; i++) {
+		free(s->workers[i].command);
+		spec_resources_free(&s->workers[i].res);
+		spec_env_free(s->workers[i].env, s->workers[i].n_env);
+	}
+	free(s->workers);
+	spec_env_free(s->env, s->n_env);
+	for (size_t i = 0; i < s->n_ignored; i++)
+		free(s->ignored[i]);
+	free(s->ignored);
+	free(s);
+}
+
+/* ---- back to JSON ---- */
+
+static bool spec_secret(const char *name)
+{
+	static const char *const words[] = { "PASSWORD", "SECRET", "TOKEN", "KEY", "CREDENTIAL" };
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasestr(name, words[i]))
+			return true;
+	return false;
+}
+
+static json_t *spec_env_json(const struct spec_env *env, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < n; i++)
+		json_object_set_new(o, env[i].name,
+				    json_string(spec_secret(env[i].name) ? "<redacted>" : env[i].value));
+	return o;
+}
+
+/* @v when >= 0, else null. */
+static json_t *spec_json_limit(double v, bool integer)
+{
+	if (v < 0)
+		return json_null();
+	return integer ? json_integer((json_int_t)v) : json_real(v);
+}
+
+static json_t *spec_resources_json(const struct spec_resources *r)
+{
+	json_t *types = json_array();
+
+	for (size_t i = 0; types && i < r->n_gpu_types; i++)
+		json_array_append_new(types, json_string(r->gpu_types[i]));
+	return json_pack("{s:o?, s:b, s:I, s:I, s:o, s:I, s:o, s:s?}",
+			 "gpu_types", types, "gpu_type_substring", r->gpu_type_substring,
+			 "gpu_count", (json_int_t)r->gpu_count, "cpu_count", (json_int_t)r->cpu_count,
+			 "memory_gb", spec_json_limit(r->memory_gb, false),
+			 "disk_size_gb", (json_int_t)r->disk_size_gb,
+			 "max_price", spec_json_limit(r->max_price, false),
+			 "min_cuda_version", r->min_cuda_version);
+}
+
+static json_t *spec_workers_json(const struct spec *s)
+{
+	json_t *a = json_array(), *w;
+
+	for (size_t i = 0; a && i < s->n_workers; i++) {
+		const struct spec_worker *sw = &s->workers[i];
+
+		w = json_pack("{s:s, s:o}", "command", sw->command,
+			      "resources", spec_resources_json(&sw->res));
+		if (w && sw->n_env)
+			json_object_set_new(w, "environment", spec_env_json(sw->env, sw->n_env));
+		if (!w || json_array_append_new(a, w) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *spec_ignored_json(const struct spec *s)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < s->n_ignored; i++)
+		json_array_append_new(a, json_string(s->ignored[i]));
+	return a;
+}
+
+char *spec_to_json(const struct spec *s)
+{
+	json_t *o;
+	char *text;
+
+	o = json_pack("{s:s, s:s, s:s, s:o, s:b, s:{s:o}, s:I, s:o, s:o, s:o}",
+		      "format", spec_format_name(s->format), "name", s->name,
+		      "type", s->type == SPEC_INFERENCE ? "inference" : "training",
+		      "workers", spec_workers_json(s), "gang", s->gang,
+		      "environment", "variables", spec_env_json(s->env, s->n_env),
+		      "retry_count", (json_int_t)s->retry_count,
+		      "wait_timeout_seconds", spec_json_limit((double)s->wait_timeout, true),
+		      "run_timeout_seconds", spec_json_limit((double)s->run_timeout, true),
+		      "ignored", spec_ignored_json(s));
+	if (!o)
+		return NULL;
+	text = json_dumps(o, JSON_INDENT(2));
+	json_decref(o);
+	return text;
+}

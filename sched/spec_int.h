@@ -1,0 +1,97 @@
+/*
+ * spec_int.h - what the spec parsers (spec_native.c, later one per format)
+ * share with spec.c: the parse context, error and "ignored" reporting by
+ * JSON path, and typed getters that report a wrong type themselves.
+ *
+ * Paths are json_pos paths ("resources.cpu_count", "workers[1].command");
+ * an error about a missing field is placed at the enclosing object.
+ */
+#ifndef MLFS_SPEC_INT_H
+#define MLFS_SPEC_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "json_pos.h"
+#include "spec.h"
+
+#define SPEC_PATH_MAX 256	/* paths the parsers build from known names */
+
+struct spec_ctx {
+	const char *file;		/* for messages */
+	const char *default_name;	/* may be NULL */
+	struct diag *d;
+	const struct json_pos *pos;
+	struct spec *s;			/* being filled */
+	int errors;			/* counted here, not trusted to the diag */
+	bool nomem;
+};
+
+/* A format's parser: fills c->s from @root, reporting through @c. */
+typedef void spec_parse_fn(struct spec_ctx *c, json_t *root);
+
+void spec_native_parse(struct spec_ctx *c, json_t *root);
+
+/* Adds "file:line:col: PATH: message" at the value @path (or its parent). */
+void spec_error(struct spec_ctx *c, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like spec_error for the member @key of the object at @parent. */
+void spec_error_key(struct spec_ctx *c, const char *parent, const char *key,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Appends "fmt..." to s->ignored. */
+void spec_ignore(struct spec_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Lists every member of @obj not in @known (NULL-terminated) as ignored. */
+void spec_ignore_unknown(struct spec_ctx *c, json_t *obj, const char *path,
+			 const char *const *known);
+
+/* strdup that records ENOMEM in @c (and returns NULL). */
+char *spec_strdup(struct spec_ctx *c, const char *s);
+
+/* Writes PARENT.KEY (or KEY at the top) into @buf; returns @buf. */
+char *spec_path(char *buf, const char *parent, const char *key);
+
+/* "object", "array", "string", "integer", "number", "boolean", "null". */
+const char *spec_json_type(const json_t *v);
+
+/*
+ * Typed getters of the member @key of @obj, whose path is @parent.KEY.
+ * Each returns 1 when the member is there and valid (stored in *out), 0
+ * when it is absent or null (*out untouched), -1 when it is invalid (the
+ * error is reported).  Integers accept integral reals (2.0), as JSON does
+ * not tell them apart.
+ */
+int spec_get_long(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		  long min, long max, long *out);
+int spec_get_double(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		    double *out);
+int spec_get_string(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		    const char **out);
+int spec_get_bool(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		  bool *out);
+/* An object member: *out borrowed from @obj. */
+int spec_get_object(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		    json_t **out);
+/* An array of non-empty strings (may be empty); *out borrowed from @obj. */
+int spec_get_strings(struct spec_ctx *c, json_t *obj, const char *parent, const char *key,
+		     json_t **out);
+
+/*
+ * Names the job: @name from the spec (NULL when absent, then the default
+ * name, with an error at @path saying so when that is not valid either).
+ */
+void spec_set_name(struct spec_ctx *c, const char *name, const char *path);
+
+void spec_resources_free(struct spec_resources *r);
+
+/* @s for a message: control characters as '?', cut to about 60 bytes. */
+#define SPEC_SHOW_MAX 72
+const char *spec_show(char *buf, const char *s);
+
+/* true when @s is empty or only whitespace. */
+bool spec_blank(const char *s);
+
+#endif
