@@ -100,7 +100,8 @@ struct jobs_handle {
 	const char *file;
 	char *text;			/* rendered at open */
 	size_t len;
-	int fd;				/* events and logs */
+	int fd;				/* events and logs; set once, atomically */
+	char *path;			/* of fd, opened at the first read when it did not exist yet */
 };
 
 static const char *const jobs_job_files[] = {
@@ -521,6 +522,7 @@ static void jobs_handle_free(struct fs_jobs *fj, struct jobs_handle *h)
 	}
 	if (h->fd >= 0)
 		close(h->fd);
+	free(h->path);
 	free(h->job);
 	free(h->text);
 	free(h);
@@ -577,7 +579,6 @@ void fs_jobs_create(fuse_req_t req, struct node *parent, const char *name, mode_
 static int jobs_open_file(struct fs *fs, struct jobs_path *p, struct jobs_handle *h, int flags)
 {
 	int acc = flags & O_ACCMODE;
-	char *path = NULL;
 	int ret = 0;
 
 	h->file = p->file;
@@ -592,12 +593,11 @@ static int jobs_open_file(struct fs *fs, struct jobs_path *p, struct jobs_handle
 	if (strcmp(p->file, "wait") == 0)
 		return 0;
 	if (strcmp(p->file, "log") == 0 || strcmp(p->file, "events") == 0) {
-		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &path);
+		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &h->path);
 		if (ret == 0) {
-			h->fd = open(path, O_RDONLY | O_CLOEXEC);
-			ret = h->fd < 0 ? -errno : 0;
+			h->fd = open(h->path, O_RDONLY | O_CLOEXEC);
+			ret = h->fd < 0 && errno != ENOENT ? -errno : 0;
 		}
-		free(path);
 		return ret;
 	}
 	return sched_render(fs->jobs->sched, p->job, p->worker, p->file, &h->text, &h->len);
@@ -824,7 +824,18 @@ void fs_jobs_read(fuse_req_t req, struct node *n, size_t size, off_t off, struct
 		free(buf);
 	} else if (h->file && strcmp(h->file, "wait") == 0) {
 		jobs_read_wait(req, fj, h, size, off);
-	} else if (h->fd >= 0) {
+	} else if (h->path) {
+		if (__atomic_load_n(&h->fd, __ATOMIC_ACQUIRE) < 0) {	/* made since the open? */
+			int fd = open(h->path, O_RDONLY | O_CLOEXEC), none = -1;
+
+			if (fd >= 0 && !__atomic_compare_exchange_n(&h->fd, &none, fd, false,
+								    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				close(fd);	/* another read of this handle opened it first */
+		}
+		if (h->fd < 0) {
+			fuse_reply_buf(req, NULL, 0);
+			return;
+		}
 		buf = malloc(size ? size : 1);
 		got = buf ? pread(h->fd, buf, size, off) : -1;
 		if (got < 0)

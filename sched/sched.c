@@ -79,12 +79,80 @@ void sched_wake(struct sched *s)
 		log_warn("sched: cannot wake the scheduler: %s", strerror(errno));
 }
 
+static size_t sched_hash_of(const struct sched *s, const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
+	return (size_t)h & (s->hash_size - 1);
+}
+
 struct sched_job *sched_find(struct sched *s, const char *name)
 {
-	for (struct sched_job *j = s->jobs; j; j = j->next)
+	if (!s->hash)
+		return NULL;
+	for (struct sched_job *j = s->hash[sched_hash_of(s, name)]; j; j = j->hnext)
 		if (strcmp(j->name, name) == 0)
 			return j;
 	return NULL;
+}
+
+/* Doubles the name hash when it is full; keeps the old one when out of memory. */
+static void sched_hash_grow(struct sched *s)
+{
+	size_t old = s->hash_size;
+	struct sched_job **hash = calloc(old ? 2 * old : 256, sizeof(*hash));
+
+	if (!hash)
+		return;
+	s->hash_size = old ? 2 * old : 256;
+	for (size_t i = 0; i < old; i++) {
+		for (struct sched_job *j = s->hash[i], *next; j; j = next) {
+			size_t h = sched_hash_of(s, j->name);
+
+			next = j->hnext;
+			j->hnext = hash[h];
+			hash[h] = j;
+		}
+	}
+	free(s->hash);
+	s->hash = hash;
+}
+
+void sched_link(struct sched *s, struct sched_job *j)
+{
+	size_t h;
+
+	if (s->n_jobs >= s->hash_size)
+		sched_hash_grow(s);
+	*s->jobs_tail = j;
+	s->jobs_tail = &j->next;
+	s->n_jobs++;
+	if (s->hash) {
+		h = sched_hash_of(s, j->name);
+		j->hnext = s->hash[h];
+		s->hash[h] = j;
+	}
+}
+
+void sched_unlink(struct sched *s, struct sched_job *j)
+{
+	struct sched_job **p = &s->jobs;
+
+	while (*p && *p != j)
+		p = &(*p)->next;
+	if (!*p)
+		return;
+	*p = j->next;
+	if (s->jobs_tail == &j->next)
+		s->jobs_tail = p;
+	s->n_jobs--;
+	for (p = &s->hash[sched_hash_of(s, j->name)]; *p; p = &(*p)->hnext)
+		if (*p == j) {
+			*p = j->hnext;
+			break;
+		}
 }
 
 void sched_job_free(struct sched_job *j)
@@ -211,6 +279,7 @@ static void *sched_thread(void *arg)
 
 	for (;;) {
 		struct pollfd pfd[1 + 256];
+		struct sched_launch *launches;
 		nfds_t nfds = 1;
 		int timeout;
 
@@ -220,12 +289,18 @@ static void *sched_thread(void *arg)
 			break;
 		}
 		timeout = sched_run_pass(s);
+		launches = s->launches;
+		s->launches = NULL;
 		for (struct sched_job *j = s->jobs; j && nfds < 257; j = j->next)
 			for (size_t i = 0; i < j->n_workers && nfds < 257; i++)
 				if (j->workers[i].running && j->workers[i].run.pidfd >= 0)
 					pfd[nfds++] = (struct pollfd){ .fd = j->workers[i].run.pidfd,
 								       .events = POLLIN };
 		pthread_mutex_unlock(&s->lock);
+		if (launches) {
+			sched_run_launch(s, launches);
+			continue;	/* a pass sees the started workers and their pidfds */
+		}
 		sched_final_flush(s);
 		pfd[0] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
 		if (nfds >= 257 && (timeout < 0 || timeout > 100))
@@ -278,6 +353,7 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct
 	s->final = final;
 	s->final_arg = final_arg;
 	s->jobs_tail = &s->jobs;
+	s->res_gen = 1;
 	s->journal_fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->journal_lock, NULL);
@@ -328,6 +404,7 @@ void sched_destroy(struct sched *s)
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	sched_names_free(s->finals, s->n_finals);
+	free(s->hash);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->journal_lock);
 	free(s);
@@ -384,30 +461,12 @@ static int sched_reserve(struct sched *s, struct sched_job *j)
 	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (sched_find(s, j->name)) {
+	if (sched_find(s, j->name))
 		ret = -EEXIST;
-	} else {
-		*s->jobs_tail = j;
-		s->jobs_tail = &j->next;
-		s->n_jobs++;
-	}
+	else
+		sched_link(s, j);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
-}
-
-/* Takes @j out of the list; called with the lock held. */
-static void sched_unlink(struct sched *s, struct sched_job *j)
-{
-	struct sched_job **p = &s->jobs;
-
-	while (*p && *p != j)
-		p = &(*p)->next;
-	if (!*p)
-		return;
-	*p = j->next;
-	if (s->jobs_tail == &j->next)
-		s->jobs_tail = p;
-	s->n_jobs--;
 }
 
 int sched_submit(struct sched *s, const char *file, const char *text, size_t len,
@@ -450,8 +509,11 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 	}
 	j->visible = true;
 	*name = strdup(j->name);
+	/* QUEUED without writing status.json: the journal is what keeps it now. */
+	j->state = SCHED_QUEUED;
+	j->reason = strdup("waiting for the scheduler");
 	sched_event(j, "accepted from %s, written by uid %u", j->file, (unsigned int)uid);
-	sched_set_state(s, j, SCHED_QUEUED, "waiting for the scheduler");
+	sched_event(j, "QUEUED: waiting for the scheduler");
 	pthread_mutex_unlock(&s->lock);
 	sched_wake(s);
 	return *name ? 0 : -ENOMEM;

@@ -16,6 +16,7 @@
 
 #define SCHED_MAX_RETRIES 10	/* cap on retry_count, whatever a spec asks */
 #define SCHED_MAX_GPUS 64
+#define SCHED_DEPTH 100		/* waiting jobs looked at per scheduling pass */
 
 /* One attempt of one worker, kept for status.json. */
 struct sched_attempt {
@@ -30,6 +31,7 @@ struct sched_worker {
 	struct sched_attempt *attempts;
 	unsigned int n_attempts;
 	bool running;			/* run is live: resources below are held */
+	bool starting;			/* placed, resources held, being started */
 	struct exec_run run;
 	int gpus[SCHED_MAX_GPUS];	/* indices held while running */
 	unsigned int n_gpus;
@@ -56,6 +58,9 @@ struct sched_job {
 	bool visible;			/* false while its acceptance is being made durable */
 	char *dir;			/* state_dir/jobs/NAME */
 	struct sched_job *next;		/* in acceptance order */
+	struct sched_job *hnext;	/* in sched->hash */
+	uint64_t fit_gen;		/* sched->res_gen when it last did not fit */
+	bool never;			/* cannot fit on this node, whatever frees up */
 };
 
 /* The node's resources (sched_node.c). */
@@ -78,6 +83,7 @@ struct sched {
 	const struct mlfs_config *cfg;		/* borrowed */
 	struct executor *ex;
 	char *jobs_dir;				/* state_dir/jobs */
+	char *empty_dir;			/* state_dir/empty: read-only, empty */
 	char *journal_path;
 	int journal_fd;				/* guarded by journal_lock */
 	pthread_mutex_t journal_lock;
@@ -87,9 +93,13 @@ struct sched {
 	pthread_mutex_t lock;
 	struct sched_job *jobs, **jobs_tail;
 	size_t n_jobs;
+	struct sched_job **hash;		/* by name */
+	size_t hash_size;
+	uint64_t res_gen;			/* bumped when resources free up */
 	struct sched_node node;
 	bool stop;
 	bool started_any;			/* in this pass (sched_run.c) */
+	struct sched_launch *launches;		/* placed, to start without the lock */
 	char **finals;				/* jobs that ended, for sched_final_fn */
 	size_t n_finals, cap_finals;
 	int wake_fd;				/* eventfd, wakes the thread */
@@ -101,6 +111,9 @@ long long sched_now_ns(void);		/* CLOCK_REALTIME */
 long long sched_mono_ns(void);		/* CLOCK_MONOTONIC */
 void sched_wake(struct sched *s);
 struct sched_job *sched_find(struct sched *s, const char *name);
+/* Adds @j at the end of the list and to the name hash, and takes it out again. */
+void sched_link(struct sched *s, struct sched_job *j);
+void sched_unlink(struct sched *s, struct sched_job *j);
 /* Sets the job's state and reason and records the change in events and status.json. */
 void sched_set_state(struct sched *s, struct sched_job *j, enum sched_state st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -140,7 +153,10 @@ int sched_make_dirs(struct sched_job *j);
 int sched_rmtree(const char *path);
 
 /* sched_run.c */
-/* Starts what fits, reaps what ended, enforces timeouts; returns the ms until the next deadline. */
+struct sched_launch;
+/* Starts the workers a pass placed, without the lock; frees @list. */
+void sched_run_launch(struct sched *s, struct sched_launch *list);
+/* Places what fits (to be started by sched_run_launch), reaps what ended, enforces timeouts; returns the ms until the next deadline. */
 int sched_run_pass(struct sched *s);
 /* Takes over the workers a previous daemon left running (after sched_store_load). */
 void sched_run_adopt(struct sched *s);

@@ -108,7 +108,7 @@ static const char *sched_gpu_list(const struct sched_worker *w, char *buf, size_
 
 /* The environment DESIGN §5 promises; mlfs's own variables win over the spec's. */
 static void sched_env_build(struct sched_env *e, const struct sched_job *j,
-			    const struct sched_worker *w, const char *ml)
+			    const struct sched_worker *w, const char *empty, const char *out)
 {
 	const struct spec_worker *sw = &j->spec->workers[w->n - 1];
 	char gpus[SCHED_MAX_GPUS * 4 + 1];
@@ -126,90 +126,157 @@ static void sched_env_build(struct sched_env *e, const struct sched_job *j,
 	sched_env_setf(e, "MLFS_WORKER", "%u", w->n);
 	sched_env_setf(e, "MLFS_WORKER_COUNT", "%zu", j->n_workers);
 	sched_env_setf(e, "MLFS_ATTEMPT", "%u", w->n_attempts);
-	sched_env_setf(e, "ML_DATA_PATH", "%s/input", ml);
-	sched_env_setf(e, "ML_MODEL_PATH", "%s/models", ml);
-	sched_env_setf(e, "ML_CHECKPOINT_PATH", "%s/checkpoint", ml);
-	sched_env_setf(e, "ML_OUTPUT_PATH", "%s/output", ml);
-	sched_env_setf(e, "PROXIML_DATA_PATH", "%s/input", ml);
-	sched_env_setf(e, "PROXIML_MODEL_PATH", "%s/models", ml);
-	sched_env_setf(e, "PROXIML_CHECKPOINT_PATH", "%s/checkpoint", ml);
-	sched_env_setf(e, "PROXIML_OUTPUT_PATH", "%s/output", ml);
+	sched_env_set(e, "ML_DATA_PATH", empty);
+	sched_env_set(e, "ML_MODEL_PATH", empty);
+	sched_env_set(e, "ML_CHECKPOINT_PATH", empty);
+	sched_env_set(e, "ML_OUTPUT_PATH", out);
+	sched_env_set(e, "PROXIML_DATA_PATH", empty);
+	sched_env_set(e, "PROXIML_MODEL_PATH", empty);
+	sched_env_set(e, "PROXIML_CHECKPOINT_PATH", empty);
+	sched_env_set(e, "PROXIML_OUTPUT_PATH", out);
 }
 
-/* The worker's scratch /opt/ml stand-in, owned by the job's user. */
-static int sched_make_scratch(const struct sched_job *j, const char *ml)
+/*
+ * The worker's folder (workers/N, made at its first start) and in it its
+ * output folder, owned by the job's user.  Until workers get their /opt/ml
+ * view, ML_DATA_PATH, ML_MODEL_PATH and ML_CHECKPOINT_PATH name the one
+ * empty, read-only folder state_dir/empty: four folders less per worker
+ * start, which a busy node's disk feels.
+ */
+static int sched_make_scratch(const struct sched_job *j, const struct sched_worker *w,
+			      const char *out)
 {
-	static const char *const sub[] = { "", "/input", "/models", "/checkpoint", "/output" };
 	char path[4096];
 
-	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", ml, sub[i]);
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		if (chown(path, j->uid, j->gid) < 0)
-			return -errno;
+	snprintf(path, sizeof(path), "%s/workers", j->dir);
+	if (mkdir(path, 0711) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/workers/%u", j->dir, w->n);
+	if (mkdir(path, 0711) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return chown(out, j->uid, j->gid) < 0 ? -errno : 0;
+}
+
+/* A worker placed under the lock and started without it (sched_run_launch). */
+struct sched_launch {
+	struct sched_job *j;
+	struct sched_worker *w;
+	struct sched_env env;
+	char out[4096], log[4096], jlog[4096], exitp[4096];
+	struct exec_start st;
+	struct exec_run run;
+	int ret;
+	struct sched_launch *next;
+};
+
+/*
+ * Holds the resources @w was placed on and queues its start; called with
+ * the lock held.  The worker is neither waiting nor running until then.
+ */
+static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_worker *w)
+{
+	const struct spec_resources *res = &j->spec->workers[w->n - 1].res;
+	struct sched_launch *l = calloc(1, sizeof(*l));
+	struct sched_attempt *att;
+	char holder[128];
+
+	att = l ? realloc(w->attempts, (w->n_attempts + 1) * sizeof(*att)) : NULL;
+	if (!att) {
+		free(l);
+		return -ENOMEM;
 	}
+	w->attempts = att;
+	att[w->n_attempts] = (struct sched_attempt){ 0 };	/* status.json may show it meanwhile */
+	l->j = j;
+	l->w = w;
+	snprintf(l->out, sizeof(l->out), "%s/workers/%u/output", j->dir, w->n);
+	snprintf(l->log, sizeof(l->log), "%s/workers/%u/log", j->dir, w->n);
+	snprintf(l->jlog, sizeof(l->jlog), "%s/log", j->dir);
+	snprintf(l->exitp, sizeof(l->exitp), "%s/workers/%u/exit.%u", j->dir, w->n, w->n_attempts + 1);
+	w->n_attempts++;
+	sched_env_build(&l->env, j, w, s->empty_dir, l->out);
+	l->st = (struct exec_start){
+		.job = j->name, .worker = w->n, .attempt = w->n_attempts,
+		.command = j->spec->workers[w->n - 1].command, .envp = l->env.v,
+		.uid = j->uid, .gid = j->gid, .dir = l->out, .log_path = l->log,
+		.job_log_path = l->jlog, .exit_path = l->exitp,
+		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
+	};
+	snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
+	sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
+	w->starting = true;
+	l->next = s->launches;
+	s->launches = l;
 	return 0;
 }
 
-static int sched_start_worker(struct sched *s, struct sched_job *j, struct sched_worker *w)
+/* Records how the start of @l went; called with the lock held. */
+static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 {
-	char ml[4096], models[4200], log[4096], jlog[4096], exitp[4096], holder[128];
-	const struct spec_resources *res = &j->spec->workers[w->n - 1].res;
-	struct sched_attempt *att;
-	struct sched_env env = { .n = 0 };
-	struct exec_start st;
-	int ret;
+	struct sched_job *j = l->j;
+	struct sched_worker *w = l->w;
+	char gpus[SCHED_MAX_GPUS * 4 + 1];
 
-	att = realloc(w->attempts, (w->n_attempts + 1) * sizeof(*att));
-	if (!att)
-		return -ENOMEM;
-	w->attempts = att;
-	snprintf(ml, sizeof(ml), "%s/workers/%u/ml", j->dir, w->n);
-	snprintf(models, sizeof(models), "%s/models", ml);
-	snprintf(log, sizeof(log), "%s/workers/%u/log", j->dir, w->n);
-	snprintf(jlog, sizeof(jlog), "%s/log", j->dir);
-	snprintf(exitp, sizeof(exitp), "%s/workers/%u/exit.%u", j->dir, w->n, w->n_attempts + 1);
-	ret = sched_make_scratch(j, ml);
-	if (ret < 0)
-		return ret;
-	w->n_attempts++;
-	sched_env_build(&env, j, w, ml);
-	st = (struct exec_start){
-		.job = j->name, .worker = w->n, .attempt = w->n_attempts,
-		.command = j->spec->workers[w->n - 1].command, .envp = env.v,
-		.uid = j->uid, .gid = j->gid, .dir = models, .log_path = log,
-		.job_log_path = jlog, .exit_path = exitp,
-		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
-	};
-	unlink(exitp);
-	ret = s->ex->ops->start(s->ex, &st, &w->run);
-	sched_env_free(&env);
-	if (ret < 0) {
+	w->starting = false;
+	if (l->ret < 0) {
+		sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
+		s->res_gen++;
 		w->n_attempts--;
-		return ret;
+		w->n_gpus = 0;
+		w->state = SCHED_FAILED;
+		sched_event(j, "worker %u: cannot start: %s", w->n, strerror(-l->ret));
+		sched_run_update(s, j);
+		return;
 	}
-	att = &w->attempts[w->n_attempts - 1];
-	*att = (struct sched_attempt){ .started_ns = sched_now_ns() };
+	w->run = l->run;
+	w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
 	w->running = true;
 	w->state = SCHED_RUNNING;
-	s->started_any = true;
 	w->term_sent = false;
 	w->kill_at_ns = 0;
-	snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
-	sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
+	s->started_any = true;
 	sched_event(j, "worker %u: attempt %u started, pid %d, GPUs [%s]", w->n, w->n_attempts,
-		    (int)w->run.pid, sched_gpu_list(w, holder, sizeof(holder)));
-	return 0;
+		    (int)w->run.pid, sched_gpu_list(w, gpus, sizeof(gpus)));
+	if (j->cancelled) {
+		s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+		w->term_sent = true;
+		w->kill_at_ns = sched_mono_ns() + SCHED_KILL_GRACE * 1000000000LL;
+	}
+	sched_run_update(s, j);
+	sched_store_status(j);	/* the run, for a new daemon to adopt, even when the state is unchanged */
+}
+
+void sched_run_launch(struct sched *s, struct sched_launch *list)
+{
+	for (struct sched_launch *l = list; l; l = l->next) {
+		l->ret = sched_make_scratch(l->j, l->w, l->out);
+		unlink(l->exitp);
+		if (l->ret == 0)
+			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);
+	}
+	pthread_mutex_lock(&s->lock);
+	for (struct sched_launch *l = list; l; l = l->next)
+		sched_launch_finish(s, l);
+	pthread_mutex_unlock(&s->lock);
+	while (list) {
+		struct sched_launch *l = list;
+
+		list = l->next;
+		sched_env_free(&l->env);
+		free(l);
+	}
 }
 
 static bool sched_worker_waiting(const struct sched_worker *w)
 {
-	return w->state == SCHED_QUEUED || w->state == SCHED_RETRYING;
+	return !w->starting && (w->state == SCHED_QUEUED || w->state == SCHED_RETRYING);
 }
 
 /* Starts the waiting workers of @j that fit; the reason of the first that does not, in @why. */
-static void sched_place_job(struct sched *s, struct sched_job *j, char *why, size_t len)
+/* Returns 1 when every waiting worker was placed, else the fit of the first that was not. */
+static int sched_place_job(struct sched *s, struct sched_job *j, char *why, size_t len)
 {
 	why[0] = '\0';
 	for (size_t i = 0; i < j->n_workers; i++) {
@@ -220,34 +287,38 @@ static void sched_place_job(struct sched *s, struct sched_job *j, char *why, siz
 			continue;
 		fit = sched_node_fit(&s->node, &j->spec->workers[i].res, gpus, why, len);
 		if (fit <= 0)
-			return;
+			return fit;
 		w->n_gpus = (unsigned int)j->spec->workers[i].res.gpu_count;
 		memcpy(w->gpus, gpus, w->n_gpus * sizeof(int));
-		ret = sched_start_worker(s, j, w);
+		ret = sched_launch_prepare(s, j, w);
 		if (ret < 0) {
 			w->state = SCHED_FAILED;
 			sched_event(j, "worker %u: cannot start: %s", w->n, strerror(-ret));
 			snprintf(why, len, "worker %u could not be started: %s", w->n, strerror(-ret));
 		}
 	}
+	return 1;
 }
 
-/* Gang jobs: every waiting worker must fit at once, checked by holding as we go. */
-static bool sched_gang_fits(struct sched *s, struct sched_job *j, char *why, size_t len)
+/*
+ * Gang jobs: every waiting worker must fit at once, checked by holding as
+ * we go.  Returns 1, or the fit of the first worker that does not.
+ */
+static int sched_gang_fits(struct sched *s, struct sched_job *j, char *why, size_t len)
 {
 	int gpus[SCHED_MAX_GPUS][SCHED_MAX_GPUS];
 	size_t held = 0;
-	bool ok = true;
+	int ok = 1;
 
-	for (size_t i = 0; i < j->n_workers && ok; i++) {
+	for (size_t i = 0; i < j->n_workers && ok > 0; i++) {
 		const struct spec_resources *res = &j->spec->workers[i].res;
 
 		if (!sched_worker_waiting(&j->workers[i]))
 			continue;
 		if (held == SCHED_MAX_GPUS)
 			break;
-		ok = sched_node_fit(&s->node, res, gpus[held], why, len) > 0;
-		if (ok)
+		ok = sched_node_fit(&s->node, res, gpus[held], why, len);
+		if (ok > 0)
 			sched_node_hold(&s->node, res, gpus[held++], (unsigned int)res->gpu_count, "gang");
 	}
 	for (size_t i = 0, h = 0; i < j->n_workers && h < held; i++) {
@@ -272,6 +343,7 @@ static const char *sched_end_text(const struct exec_result *res, char *buf, size
 		snprintf(buf, len, "oom");
 		break;
 	case EXEC_LOST:
+	default:
 		snprintf(buf, len, "lost");
 		break;
 	}
@@ -292,6 +364,7 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 	struct sched_attempt *att = &w->attempts[w->n_attempts - 1];
 
 	sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
+	s->res_gen++;
 	w->running = false;
 	w->n_gpus = 0;
 	att->ended_ns = sched_now_ns();
@@ -311,6 +384,7 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 		    w->state == SCHED_RETRYING ? "; retrying" :
 		    res->how == EXEC_OOM ? "; killed for memory, not retried" :
 		    w->timed_out ? "; run timeout, not retried" : "");
+	sched_store_status(j);
 }
 
 /* Why a failed worker failed, for the job's reason. */
@@ -343,7 +417,7 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 	for (size_t i = 0; i < j->n_workers; i++) {
 		const struct sched_worker *w = &j->workers[i];
 
-		running += w->running;
+		running += w->running || w->starting;
 		waiting += sched_worker_waiting(w);
 		retrying += w->state == SCHED_RETRYING;
 		done += sched_state_final(w->state);
@@ -369,18 +443,30 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 	}
 }
 
-/* Reaps ended workers and enforces the run timeout and the kill deadline. */
-static void sched_watch_job(struct sched *s, struct sched_job *j, long long now, long long *next)
+/*
+ * Reaps ended workers and enforces the run timeout and the kill deadline.
+ * Returns whether a worker ended.
+ */
+static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now, long long *next)
 {
+	bool ended = false;
+
 	for (size_t i = 0; i < j->n_workers; i++) {
 		struct sched_worker *w = &j->workers[i];
 		struct exec_result res;
 		long long limit;
+		int ret;
 
 		if (!w->running)
 			continue;
-		if (s->ex->ops->poll(s->ex, &w->run, &res) == 1) {
+		ret = s->ex->ops->poll(s->ex, &w->run, &res);
+		if (ret < 0) {
+			log_err("job %s: worker %u: cannot watch it: %s", j->name, w->n, strerror(-ret));
+			res = (struct exec_result){ .how = EXEC_LOST };
+		}
+		if (ret != 0) {
 			sched_worker_ended(s, j, w, &res);
+			ended = true;
 			continue;
 		}
 		limit = j->spec->run_timeout > 0 ?
@@ -405,6 +491,7 @@ static void sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 			*next = w->kill_at_ns;
 		}
 	}
+	return ended;
 }
 
 /* Fails a job whose workers never started within wait_timeout_seconds. */
@@ -428,18 +515,33 @@ static bool sched_wait_expired(struct sched *s, struct sched_job *j, long long n
 	return true;
 }
 
-static void sched_place(struct sched *s, struct sched_job *j)
+/*
+ * Places the waiting workers of @j.  A job is looked at again only once
+ * something freed up since it last did not fit, never once it cannot fit
+ * here at all, and at most SCHED_DEPTH jobs per pass (Slurm's queue depth
+ * idea): behind a thousand waiting jobs, a worker's end costs a hundred fit
+ * checks, not a thousand.
+ */
+static void sched_place(struct sched *s, struct sched_job *j, int *depth)
 {
 	char why[512];
 	bool any_waiting = false;
+	int fit = 1;
 
 	for (size_t i = 0; i < j->n_workers; i++)
 		any_waiting |= sched_worker_waiting(&j->workers[i]);
-	if (!any_waiting || j->cancelled)
+	if (!any_waiting || j->cancelled || j->never || j->fit_gen == s->res_gen || *depth <= 0)
 		return;
-	if (!j->spec->gang || sched_gang_fits(s, j, why, sizeof(why)))
-		sched_place_job(s, j, why, sizeof(why));
+	--*depth;
+	why[0] = '\0';
+	if (j->spec->gang)
+		fit = sched_gang_fits(s, j, why, sizeof(why));
+	if (fit > 0)
+		fit = sched_place_job(s, j, why, sizeof(why));
+	j->never = fit < 0;
 	sched_run_update(s, j);
+	if (why[0])
+		j->fit_gen = s->res_gen;
 	if (why[0] && !sched_state_final(j->state)) {
 		bool running = j->state == SCHED_RUNNING;
 		enum sched_state st = running ? SCHED_RUNNING
@@ -455,18 +557,20 @@ static void sched_place(struct sched *s, struct sched_job *j)
 int sched_run_pass(struct sched *s)
 {
 	long long now = sched_mono_ns(), next = 0;
+	int depth = SCHED_DEPTH;
 
 	s->started_any = false;
 	for (struct sched_job *j = s->jobs; j; j = j->next) {
 		if (!j->visible || sched_state_final(j->state))
 			continue;
-		sched_watch_job(s, j, now, &next);
+		/* Cheap for a job where nothing happened: no text is made. */
+		if (sched_watch_job(s, j, now, &next))
+			sched_run_update(s, j);
 		if (sched_wait_expired(s, j, now, &next))
 			continue;
-		sched_place(s, j);
-		sched_run_update(s, j);
+		sched_place(s, j, &depth);
 	}
-	if (s->started_any)
+	if (s->started_any || s->launches)
 		return 0;	/* once more, to see the new workers' deadlines */
 	if (!next)
 		return -1;
@@ -503,16 +607,23 @@ void sched_run_adopt(struct sched *s)
 			const struct spec_resources *res = &j->spec->workers[i].res;
 			struct exec_result r;
 			char holder[128];
+			int ret;
 
 			if (!w->running)
 				continue;
 			w->run.pidfd = -1;
 			snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
 			sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
-			if (s->ex->ops->adopt(s->ex, &w->run, &r) == 0) {
+			ret = s->ex->ops->adopt(s->ex, &w->run, &r);
+			if (ret == 0) {
 				sched_event(j, "worker %u: found running again (pid %d) after a restart of mlfs",
 					    w->n, (int)w->run.pid);
 				continue;
+			}
+			if (ret < 0) {
+				log_err("job %s: worker %u: cannot take it over: %s", j->name, w->n,
+					strerror(-ret));
+				r = (struct exec_result){ .how = EXEC_LOST };
 			}
 			sched_event(j, "worker %u: ended while mlfs was down", w->n);
 			sched_worker_ended(s, j, w, &r);

@@ -100,11 +100,14 @@ int sched_store_open(struct sched *s)
 	int ret;
 
 	if (asprintf(&s->jobs_dir, "%s/jobs", state) < 0 ||
+	    asprintf(&s->empty_dir, "%s/empty", state) < 0 ||
 	    asprintf(&s->journal_path, "%s/jobs.journal", state) < 0)
 		return -ENOMEM;
 	ret = sched_mkdir(state, 0755);
 	if (ret == 0)
 		ret = sched_mkdir(s->jobs_dir, 0755);
+	if (ret == 0)
+		ret = sched_mkdir(s->empty_dir, 0555);
 	if (ret < 0)
 		log_err("state_dir %s: %s", state, strerror(-ret));
 	return ret;
@@ -115,6 +118,7 @@ void sched_store_close(struct sched *s)
 	if (s->journal_fd >= 0)
 		close(s->journal_fd);
 	free(s->jobs_dir);
+	free(s->empty_dir);
 	free(s->journal_path);
 }
 
@@ -205,55 +209,41 @@ char *sched_status_json(const struct sched_job *j)
 	return out;
 }
 
+/*
+ * Rewrites status.json in place: one pwrite from offset 0, then cut to
+ * length.  A daemon killed between the two leaves the new text followed by
+ * a tail of the old, which sched_load_status reads past (it stops at the
+ * end of the first JSON value).  In place rather than by rename, because a
+ * new inode per change made ext4 spend most of a busy node's time
+ * allocating and freeing inodes.
+ */
 void sched_store_status(struct sched_job *j)
 {
-	char path[4096], tmp[4096];
+	char path[4096];
 	char *text = sched_status_json(j);
+	size_t len = text ? strlen(text) : 0;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/status.json", j->dir);
-	snprintf(tmp, sizeof(tmp), "%s/.status.json.tmp", j->dir);
-	fd = text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || close(fd) < 0 ||
-	    rename(tmp, path) < 0)
+	fd = text ? open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+	if (fd < 0 || pwrite(fd, text, len, 0) != (ssize_t)len || ftruncate(fd, (off_t)len) < 0)
 		log_warn("job %s: cannot save its status: %s", j->name, text ? strerror(errno) : "no memory");
+	if (fd >= 0)
+		close(fd);
 	free(text);
 }
 
 /* ---- the job's folder ---- */
 
-static int sched_touch(const char *path, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode);
-
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
-}
-
+/*
+ * The job's folder.  Nothing else is made at acceptance, to keep it cheap:
+ * events appear with the first event, status.json with the first change
+ * after QUEUED, the logs and workers/N/ when a worker first starts
+ * (sched_run.c); fs_jobs.c shows a file not made yet as empty.
+ */
 int sched_make_dirs(struct sched_job *j)
 {
-	char path[4096];
-	int ret = sched_mkdir(j->dir, 0711);
-
-	snprintf(path, sizeof(path), "%s/events", j->dir);
-	if (ret == 0)
-		ret = sched_touch(path, 0640);
-	snprintf(path, sizeof(path), "%s/log", j->dir);
-	if (ret == 0)
-		ret = sched_touch(path, 0640);
-	snprintf(path, sizeof(path), "%s/workers", j->dir);
-	if (ret == 0)
-		ret = sched_mkdir(path, 0711);
-	for (size_t i = 0; ret == 0 && i < j->n_workers; i++) {
-		snprintf(path, sizeof(path), "%s/workers/%zu", j->dir, i + 1);
-		ret = sched_mkdir(path, 0711);
-		snprintf(path, sizeof(path), "%s/workers/%zu/log", j->dir, i + 1);
-		if (ret == 0)
-			ret = sched_touch(path, 0640);
-	}
-	return ret;
+	return sched_mkdir(j->dir, 0711);
 }
 
 static int sched_rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -328,7 +318,7 @@ static void sched_load_status(struct sched_job *j)
 	json_t *o, *workers;
 
 	snprintf(path, sizeof(path), "%s/status.json", j->dir);
-	o = json_load_file(path, 0, NULL);
+	o = json_load_file(path, JSON_DISABLE_EOF_CHECK, NULL);
 	if (!o)
 		return;
 	j->state = sched_state_parse(json_string_value(json_object_get(o, "state")));
@@ -383,39 +373,16 @@ static void sched_load_record(struct sched *s, json_t *rec)
 {
 	const char *op = json_string_value(json_object_get(rec, "op"));
 	const char *name = json_string_value(json_object_get(rec, "name"));
-	struct sched_job *j = name ? sched_find(s, name) : NULL, **p;
+	struct sched_job *j = name ? sched_find(s, name) : NULL;
 
 	if (op && strcmp(op, "remove") == 0 && j) {
-		for (p = &s->jobs; *p != j; p = &(*p)->next)
-			;
-		*p = j->next;
-		s->n_jobs--;
+		sched_unlink(s, j);
 		sched_job_free(j);
 	} else if (op && strcmp(op, "accept") == 0 && !j) {
 		j = sched_load_job(s, rec);
-		if (j) {
-			j->next = s->jobs;	/* reversed below */
-			s->jobs = j;
-			s->n_jobs++;
-		}
+		if (j)
+			sched_link(s, j);
 	}
-}
-
-static void sched_load_finish_list(struct sched *s)
-{
-	struct sched_job *rev = NULL;
-
-	while (s->jobs) {
-		struct sched_job *j = s->jobs;
-
-		s->jobs = j->next;
-		j->next = rev;
-		rev = j;
-	}
-	s->jobs = rev;
-	s->jobs_tail = &s->jobs;
-	while (*s->jobs_tail)
-		s->jobs_tail = &(*s->jobs_tail)->next;
 }
 
 /* Rewrites the journal with the live jobs only, then opens it for appending. */
@@ -476,7 +443,6 @@ int sched_store_load(struct sched *s)
 		return -errno;
 	if (f)
 		fclose(f);
-	sched_load_finish_list(s);
 	ret = sched_journal_compact(s);
 	if (ret < 0)
 		log_err("%s: %s", s->journal_path, strerror(-ret));

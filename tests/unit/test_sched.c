@@ -1,0 +1,940 @@
+/*
+ * test_sched.c - unit tests of the scheduler (sched/sched*.c) behind the
+ * fake executor (tests/fakes/exec_fake.c).
+ *
+ * Each test gets a fresh state_dir under /tmp and a node it describes in
+ * [node] text; the scheduler runs its real thread, journal and status.json,
+ * and only the executor is fake.  A test "ends" a worker through the fake,
+ * whose pidfd (an eventfd) wakes the scheduler's thread, and waits for the
+ * effect with WAIT_UNTIL: up to 5 s in 10 ms steps, never a bare sleep.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "exec_fake.h"
+#include "scheduler.h"
+
+/* ---- the fixture ---- */
+
+#define MAX_FINALS 64
+
+struct fx {
+	char dir[64];
+	struct mlfs_config *cfg;
+	struct sched *s;
+	pthread_mutex_t lock;		/* guards finals: the scheduler's thread adds */
+	char *finals[MAX_FINALS];
+	size_t n_finals;
+};
+
+/* 2 x A100, 16 CPUs, 64 GB, price 1.5, CUDA 12.4 */
+#define NODE_2_A100 \
+	"gpus = 2\ngpu_type = A100\ncpus = 16\nmemory_gb = 64\nprice = 1.5\ncuda_version = 12.4\n"
+
+#define UID 1234
+#define GID 5678
+
+/* A one-worker job: @name, the body of "resources", then top-level fields @extra (", ..."). */
+#define JOBX(name, res, extra) \
+	"{\"name\": \"" name "\", \"resources\": {" res "}" extra \
+	", \"workers\": [{\"command\": \"x\"}]}"
+#define JOB(name, res) JOBX(name, res, "")
+#define GPU_JOB(name) JOB(name, "\"gpu_types\": [\"A100\"], \"gpu_count\": 1")
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Polls @cond every 10 ms for up to 5 s, then asserts it. */
+#define WAIT_UNTIL(cond)                                               \
+	do {                                                           \
+		long long deadline_ = now_ms() + 5000;                 \
+		while (!(cond) && now_ms() < deadline_)                \
+			sleep_ms(10);                                  \
+		assert_true(cond);                                     \
+	} while (0)
+
+static void on_final(void *arg, const char *name)
+{
+	struct fx *fx = arg;
+
+	pthread_mutex_lock(&fx->lock);
+	if (fx->n_finals < MAX_FINALS)
+		fx->finals[fx->n_finals++] = strdup(name);
+	pthread_mutex_unlock(&fx->lock);
+}
+
+static size_t finals_of(struct fx *fx, const char *name)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&fx->lock);
+	for (size_t i = 0; i < fx->n_finals; i++)
+		n += strcmp(fx->finals[i], name) == 0;
+	pthread_mutex_unlock(&fx->lock);
+	return n;
+}
+
+static size_t finals_count(struct fx *fx)
+{
+	size_t n;
+
+	pthread_mutex_lock(&fx->lock);
+	n = fx->n_finals;
+	pthread_mutex_unlock(&fx->lock);
+	return n;
+}
+
+static int setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	assert_non_null(fx);
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test_sched.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	pthread_mutex_init(&fx->lock, NULL);
+	exec_fake_reset();
+	*state = fx;
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	sched_destroy(fx->s);
+	config_free(fx->cfg);
+	exec_fake_reset();
+	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	for (size_t i = 0; i < fx->n_finals; i++)
+		free(fx->finals[i]);
+	pthread_mutex_destroy(&fx->lock);
+	free(fx);
+	return 0;
+}
+
+/* Reads a config with the fixture's folders and @node as [node], and starts the scheduler. */
+static void fx_start(struct fx *fx, const char *node)
+{
+	struct diag d;
+	char *text;
+
+	assert_true(asprintf(&text, "[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\n[node]\n%s",
+			     fx->dir, fx->dir, node) > 0);
+	diag_init(&d);
+	if (config_parse(&fx->cfg, "test.conf", text, strlen(text), &d) != 0)
+		diag_print(&d, stderr);
+	diag_free(&d);
+	free(text);
+	assert_non_null(fx->cfg);
+	assert_int_equal(sched_create(&fx->s, fx->cfg, &exec_fake_ops, on_final, fx), 0);
+}
+
+/* A restart of the daemon: the same config and state_dir, a new scheduler. */
+static void fx_restart(struct fx *fx)
+{
+	sched_destroy(fx->s);
+	fx->s = NULL;
+	assert_int_equal(sched_create(&fx->s, fx->cfg, &exec_fake_ops, on_final, fx), 0);
+}
+
+static int submit_as(struct fx *fx, const char *json, uid_t uid, gid_t gid)
+{
+	char *name = NULL;
+	struct diag d;
+	int ret;
+
+	diag_init(&d);
+	ret = sched_submit(fx->s, "job.json", json, strlen(json), uid, gid, &name, &d);
+	if (ret != 0 && ret != -EEXIST)
+		diag_print(&d, stderr);
+	diag_free(&d);
+	free(name);
+	return ret;
+}
+
+static void submit(struct fx *fx, const char *json)
+{
+	assert_int_equal(submit_as(fx, json, UID, GID), 0);
+}
+
+/* A status file as text without its final newline; NULL when it cannot be rendered. */
+static char *render(struct fx *fx, const char *name, unsigned int worker, const char *what)
+{
+	char *buf = NULL;
+	size_t len;
+
+	if (sched_render(fx->s, name, worker, what, &buf, &len) != 0)
+		return NULL;
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return buf;
+}
+
+static bool render_is(struct fx *fx, const char *name, unsigned int worker, const char *what,
+		      const char *want)
+{
+	char *text = render(fx, name, worker, what);
+	bool ok = text && strcmp(text, want) == 0;
+
+	if (!ok && getenv("TEST_SCHED_VERBOSE"))
+		fprintf(stderr, "%s/%u/%s: \"%s\", want \"%s\"\n", name, worker, what,
+			text ? text : "(none)", want);
+	free(text);
+	return ok;
+}
+
+static bool render_has(struct fx *fx, const char *name, unsigned int worker, const char *what,
+		       const char *part)
+{
+	char *text = render(fx, name, worker, what);
+	bool ok = text && strstr(text, part);
+
+	free(text);
+	return ok;
+}
+
+static bool state_is(struct fx *fx, const char *name, const char *state)
+{
+	return render_is(fx, name, 0, "state", state);
+}
+
+static bool reason_has(struct fx *fx, const char *name, const char *part)
+{
+	return render_has(fx, name, 0, "reason", part);
+}
+
+static bool reason_starts(struct fx *fx, const char *name, const char *prefix)
+{
+	char *text = render(fx, name, 0, "reason");
+	bool ok = text && strncmp(text, prefix, strlen(prefix)) == 0;
+
+	free(text);
+	return ok;
+}
+
+static bool events_have(struct fx *fx, const char *name, const char *part)
+{
+	char *path = NULL, *text = NULL;
+	size_t cap = 0;
+	bool ok = false;
+	FILE *f;
+
+	if (sched_file_path(fx->s, name, 0, "events", &path) != 0)
+		return false;
+	f = fopen(path, "re");
+	if (f) {
+		ok = getdelim(&text, &cap, '\0', f) > 0 && strstr(text, part);
+		fclose(f);
+	}
+	free(text);
+	free(path);
+	return ok;
+}
+
+static bool started(const char *job, unsigned int worker, unsigned int attempt)
+{
+	struct exec_fake_run r;
+
+	return exec_fake_find(job, worker, attempt, &r) == 0;
+}
+
+/* The fake's record of the latest attempt of worker 1 of @job, which must exist. */
+static struct exec_fake_run run_of(const char *job)
+{
+	struct exec_fake_run r;
+
+	assert_int_equal(exec_fake_find(job, 1, 0, &r), 0);
+	return r;
+}
+
+static bool got_signal(const char *job, int sig)
+{
+	struct exec_fake_run r;
+
+	return exec_fake_find(job, 1, 0, &r) == 0 && exec_fake_got_signal(&r, sig);
+}
+
+static void end_worker(const char *job, enum exec_end how, int code)
+{
+	assert_int_equal(exec_fake_end(job, 1, how, code), 0);
+}
+
+/* ---- placement ---- */
+
+static void test_sched_two_gpus_start_two_jobs_on_distinct_gpus_and_queue_the_third(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run a, b;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("a"));
+	submit(fx, GPU_JOB("b"));
+	submit(fx, GPU_JOB("c"));
+	WAIT_UNTIL(started("a", 1, 1) && started("b", 1, 1));
+	WAIT_UNTIL(render_is(fx, "c", 0, "reason",
+			     "waiting for GPUs: needs 1 x A100, node has 0 x A100 free"));
+	assert_true(state_is(fx, "c", "QUEUED"));
+	assert_false(started("c", 1, 1));
+	a = run_of("a");
+	b = run_of("b");
+	assert_string_equal(exec_fake_getenv(&a, "CUDA_VISIBLE_DEVICES"), "0");
+	assert_string_equal(exec_fake_getenv(&b, "CUDA_VISIBLE_DEVICES"), "1");
+	WAIT_UNTIL(state_is(fx, "a", "RUNNING") && state_is(fx, "b", "RUNNING"));
+	assert_true(render_is(fx, "a", 1, "state", "RUNNING"));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_START), 2);
+}
+
+static void test_sched_ended_worker_frees_its_gpu_for_the_waiting_job(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run a, c;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("a"));
+	submit(fx, GPU_JOB("b"));
+	submit(fx, GPU_JOB("c"));
+	WAIT_UNTIL(started("a", 1, 1) && started("b", 1, 1));
+	WAIT_UNTIL(state_is(fx, "c", "QUEUED") && reason_starts(fx, "c", "waiting for GPUs"));
+	a = run_of("a");
+	end_worker("a", EXEC_EXITED, 0);
+	WAIT_UNTIL(started("c", 1, 1));
+	c = run_of("c");
+	assert_string_equal(exec_fake_getenv(&c, "CUDA_VISIBLE_DEVICES"),
+			    exec_fake_getenv(&a, "CUDA_VISIBLE_DEVICES"));
+	WAIT_UNTIL(state_is(fx, "a", "SUCCEEDED") && state_is(fx, "c", "RUNNING"));
+	assert_true(render_is(fx, "a", 1, "exit_code", "0"));
+	assert_int_equal(exec_fake_n_started(), 3);
+}
+
+static void test_sched_gpu_type_the_node_lacks_is_never_satisfiable(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("v", "\"gpu_types\": [\"V100\"], \"gpu_count\": 1"));
+	WAIT_UNTIL(reason_starts(fx, "v", "never satisfiable here"));
+	assert_true(state_is(fx, "v", "QUEUED"));
+	assert_true(reason_has(fx, "v", "V100"));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_START), 0);
+}
+
+static void test_sched_more_gpus_than_the_node_has_is_never_satisfiable(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("four", "\"gpu_types\": [\"A100\"], \"gpu_count\": 4"));
+	WAIT_UNTIL(render_is(fx, "four", 0, "reason",
+			     "never satisfiable here: needs 4 GPU(s) per worker, node has 2"));
+	assert_true(state_is(fx, "four", "QUEUED"));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_START), 0);
+}
+
+static void test_sched_more_cpus_than_the_node_has_is_never_satisfiable(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("cpu", "\"cpu_count\": 32"));
+	WAIT_UNTIL(render_is(fx, "cpu", 0, "reason",
+			     "never satisfiable here: needs 32 CPUs, node has 16"));
+	assert_true(state_is(fx, "cpu", "QUEUED"));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_START), 0);
+}
+
+static void test_sched_cpus_are_accounted_between_running_jobs(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, "gpus = 2\ngpu_type = A100\ncpus = 6\nmemory_gb = 64\nprice = 1\ncuda_version = 12.4\n");
+	submit(fx, JOB("c1", "\"cpu_count\": 4"));
+	submit(fx, JOB("c2", "\"cpu_count\": 4"));
+	WAIT_UNTIL(started("c1", 1, 1));
+	WAIT_UNTIL(render_is(fx, "c2", 0, "reason", "waiting for CPUs: needs 4, 2 of 6 free"));
+	assert_true(state_is(fx, "c2", "QUEUED"));
+	end_worker("c1", EXEC_EXITED, 0);
+	WAIT_UNTIL(started("c2", 1, 1));
+}
+
+static void test_sched_memory_is_accounted_and_passed_as_the_limit(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, "gpus = 0\ncpus = 16\nmemory_gb = 10\ncuda_version = 12.4\n");
+	submit(fx, JOB("m1", "\"cpu_count\": 4, \"memory_gb\": 6"));
+	submit(fx, JOB("m2", "\"cpu_count\": 4, \"memory_gb\": 6"));
+	submit(fx, JOB("huge", "\"cpu_count\": 4, \"memory_gb\": 11"));
+	WAIT_UNTIL(started("m1", 1, 1));
+	WAIT_UNTIL(render_is(fx, "m2", 0, "reason",
+			     "waiting for memory: needs 6 GB, 4.0 of 10.0 GB free"));
+	WAIT_UNTIL(reason_starts(fx, "huge", "never satisfiable here: needs 11 GB of memory"));
+	assert_true(run_of("m1").memory_limit == 6ULL << 30);
+	end_worker("m1", EXEC_EXITED, 0);
+	WAIT_UNTIL(started("m2", 1, 1));
+}
+
+static void test_sched_max_price_below_the_node_price_is_never_satisfiable(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("cheap", "\"gpu_count\": 1, \"max_price\": 1"));
+	submit(fx, JOB("ok", "\"gpu_count\": 1, \"max_price\": 2"));
+	WAIT_UNTIL(reason_starts(fx, "cheap", "never satisfiable here: max_price 1 is below"));
+	WAIT_UNTIL(started("ok", 1, 1));
+	assert_false(started("cheap", 1, 1));
+}
+
+static void test_sched_min_cuda_version_is_compared_numerically(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);	/* CUDA 12.4 */
+	submit(fx, JOB("new", "\"gpu_count\": 1, \"min_cuda_version\": \"12.10\""));
+	submit(fx, JOB("old", "\"gpu_count\": 1, \"min_cuda_version\": \"12.3\""));
+	WAIT_UNTIL(render_is(fx, "new", 0, "reason",
+			     "never satisfiable here: needs CUDA 12.10 or newer, node has 12.4"));
+	WAIT_UNTIL(started("old", 1, 1));
+	assert_false(started("new", 1, 1));
+}
+
+/* ---- ends, retries ---- */
+
+static void test_sched_retry_count_2_makes_three_attempts_then_fails(void **state)
+{
+	struct fx *fx = *state;
+	json_t *st, *att;
+	char *text;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOBX("r", "\"gpu_count\": 1", ", \"retry_count\": 2"));
+	for (unsigned int a = 1; a <= 3; a++) {
+		WAIT_UNTIL(started("r", 1, a));
+		end_worker("r", EXEC_EXITED, 3);
+	}
+	WAIT_UNTIL(state_is(fx, "r", "FAILED"));
+	assert_int_equal(exec_fake_n_started(), 3);
+	assert_true(render_is(fx, "r", 1, "exit_code", "3"));
+	assert_true(reason_has(fx, "r", "exited 3 after 3 attempt(s)"));
+	text = render(fx, "r", 0, "status.json");
+	assert_non_null(text);
+	st = json_loads(text, 0, NULL);
+	assert_non_null(st);
+	att = json_object_get(json_array_get(json_object_get(st, "workers"), 0), "attempts");
+	assert_int_equal(json_array_size(att), 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(att, i), "attempt")), i + 1);
+		assert_string_equal(json_string_value(json_object_get(json_array_get(att, i), "end")),
+				    "exited 3");
+	}
+	json_decref(st);
+	free(text);
+}
+
+static void test_sched_oom_is_not_retried(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOBX("o", "\"gpu_count\": 1, \"memory_gb\": 2", ", \"retry_count\": 3"));
+	WAIT_UNTIL(started("o", 1, 1));
+	end_worker("o", EXEC_OOM, 0);
+	WAIT_UNTIL(state_is(fx, "o", "FAILED"));
+	assert_true(reason_has(fx, "o", "oom"));
+	assert_true(events_have(fx, "o", "killed for memory, not retried"));
+	assert_int_equal(exec_fake_n_started(), 1);
+	assert_true(render_is(fx, "o", 1, "exit_code", "137"));
+}
+
+static void test_sched_exit_0_succeeds_and_frees_the_gpu(void **state)
+{
+	struct fx *fx = *state;
+	char *node;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("s"));
+	WAIT_UNTIL(state_is(fx, "s", "RUNNING"));
+	assert_int_equal(sched_node_render(fx->s, &node, &(size_t){ 0 }), 0);
+	assert_non_null(strstr(node, "gpu.0 s/1\n"));
+	assert_non_null(strstr(node, "gpu.1 free\n"));
+	free(node);
+	end_worker("s", EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "s", "SUCCEEDED"));
+	assert_true(render_is(fx, "s", 1, "state", "SUCCEEDED"));
+	assert_true(render_is(fx, "s", 1, "exit_code", "0"));
+	assert_int_equal(sched_node_render(fx->s, &node, &(size_t){ 0 }), 0);
+	assert_non_null(strstr(node, "gpu.0 free\n"));
+	assert_non_null(strstr(node, "cpus_free 16\n"));
+	free(node);
+}
+
+/* ---- cancel, ctl, remove ---- */
+
+static void test_sched_cancel_of_a_queued_job_is_immediate(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("q", "\"gpu_types\": [\"A100\"], \"gpu_count\": 2"));
+	submit(fx, GPU_JOB("w"));
+	WAIT_UNTIL(started("q", 1, 1));
+	WAIT_UNTIL(state_is(fx, "w", "QUEUED") && reason_starts(fx, "w", "waiting for GPUs"));
+	assert_int_equal(sched_ctl(fx->s, "w", UID, "cancel"), 0);
+	assert_true(state_is(fx, "w", "CANCELLED"));	/* at once, not after a pass */
+	assert_true(render_is(fx, "w", 1, "state", "CANCELLED"));
+	assert_int_equal(sched_ctl(fx->s, "w", UID, "cancel"), -EINVAL);
+	end_worker("q", EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "q", "SUCCEEDED"));
+	assert_false(started("w", 1, 1));
+}
+
+static void test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	exec_fake_ignore_sigterm(true);
+	submit(fx, GPU_JOB("run"));
+	WAIT_UNTIL(state_is(fx, "run", "RUNNING"));
+	assert_int_equal(sched_ctl(fx->s, "run", UID, "cancel"), 0);
+	assert_true(got_signal("run", SIGTERM));
+	assert_false(got_signal("run", SIGKILL));
+	assert_true(state_is(fx, "run", "RUNNING"));
+	assert_true(reason_has(fx, "run", "cancelled"));
+	end_worker("run", EXEC_SIGNALED, SIGTERM);
+	WAIT_UNTIL(state_is(fx, "run", "CANCELLED"));
+	assert_true(render_is(fx, "run", 1, "state", "CANCELLED"));
+	assert_true(render_is(fx, "run", 1, "exit_code", "143"));
+	assert_int_equal(exec_fake_n_started(), 1);
+}
+
+static void test_sched_ctl_checks_the_user_and_the_command(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("never", "\"gpu_count\": 8"));
+	assert_int_equal(sched_ctl(fx->s, "never", UID + 1, "cancel"), -EPERM);
+	assert_int_equal(sched_ctl(fx->s, "never", UID, "pause"), -EINVAL);
+	assert_int_equal(sched_ctl(fx->s, "nobody", UID, "cancel"), -ENOENT);
+	assert_false(state_is(fx, "never", "CANCELLED"));
+	assert_int_equal(sched_ctl(fx->s, "never", 0, "cancel"), 0);	/* root may */
+	assert_true(state_is(fx, "never", "CANCELLED"));
+}
+
+static void test_sched_remove_of_a_live_job_is_busy(void **state)
+{
+	struct fx *fx = *state;
+	struct sched_info info;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("live"));
+	WAIT_UNTIL(started("live", 1, 1));
+	assert_int_equal(sched_remove(fx->s, "live", UID), -EBUSY);
+	assert_int_equal(sched_remove(fx->s, "live", UID + 1), -EPERM);
+	assert_int_equal(sched_remove(fx->s, "ghost", UID), -ENOENT);
+	assert_int_equal(sched_info(fx->s, "live", &info), 0);
+}
+
+static void test_sched_remove_of_a_finished_job_forgets_it_across_restarts(void **state)
+{
+	struct fx *fx = *state;
+	struct sched_info info;
+	char **names;
+	size_t n;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("done"));
+	submit(fx, GPU_JOB("kept"));
+	WAIT_UNTIL(started("done", 1, 1));
+	end_worker("done", EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "done", "SUCCEEDED"));
+	assert_int_equal(sched_remove(fx->s, "done", UID), 0);
+	assert_int_equal(sched_info(fx->s, "done", &info), -ENOENT);
+	assert_null(render(fx, "done", 0, "state"));
+	fx_restart(fx);
+	assert_int_equal(sched_info(fx->s, "done", &info), -ENOENT);
+	assert_int_equal(sched_names(fx->s, &names, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], "kept");
+	sched_names_free(names, n);
+	/* the name is free again */
+	submit(fx, GPU_JOB("done"));
+}
+
+/* ---- timeouts ---- */
+
+static void test_sched_wait_timeout_fails_a_job_that_cannot_start(void **state)
+{
+	struct fx *fx = *state;
+	long long t0;
+
+	fx_start(fx, NODE_2_A100);
+	t0 = now_ms();
+	submit(fx, JOBX("late", "\"gpu_types\": [\"H100\"], \"gpu_count\": 1",
+			", \"wait_timeout_seconds\": 1"));
+	WAIT_UNTIL(state_is(fx, "late", "FAILED"));
+	assert_true(now_ms() - t0 < 3000);
+	assert_true(reason_has(fx, "late", "wait_timeout_seconds"));
+	assert_true(render_is(fx, "late", 1, "state", "FAILED"));
+	WAIT_UNTIL(finals_of(fx, "late") == 1);
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_START), 0);
+}
+
+static void test_sched_wait_timeout_fails_a_job_waiting_for_busy_gpus(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("big", "\"gpu_count\": 2"));
+	WAIT_UNTIL(started("big", 1, 1));
+	submit(fx, JOBX("small", "\"gpu_count\": 1", ", \"wait_timeout_seconds\": 1"));
+	WAIT_UNTIL(state_is(fx, "small", "FAILED"));
+	assert_true(reason_has(fx, "small", "wait_timeout_seconds"));
+	assert_true(reason_has(fx, "small", "waiting for GPUs"));
+	end_worker("big", EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "big", "SUCCEEDED"));
+	assert_false(started("small", 1, 1));
+}
+
+static void test_sched_run_timeout_sends_sigterm_and_is_not_retried(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	exec_fake_ignore_sigterm(true);
+	submit(fx, JOBX("slow", "\"gpu_count\": 1", ", \"run_timeout_seconds\": 1, \"retry_count\": 2"));
+	WAIT_UNTIL(started("slow", 1, 1));
+	WAIT_UNTIL(got_signal("slow", SIGTERM));
+	assert_false(got_signal("slow", SIGKILL));	/* that comes SCHED_KILL_GRACE later */
+	WAIT_UNTIL(events_have(fx, "slow", "run timeout of 1 s reached"));
+	end_worker("slow", EXEC_SIGNALED, SIGTERM);
+	WAIT_UNTIL(state_is(fx, "slow", "FAILED"));
+	assert_true(reason_has(fx, "slow", "run_timeout_seconds"));
+	assert_int_equal(exec_fake_n_started(), 1);
+}
+
+/* ---- executor failures ---- */
+
+static void test_sched_start_failure_fails_the_worker_and_frees_its_gpu(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run good;
+
+	fx_start(fx, NODE_2_A100);
+	exec_fake_fail_next_starts(1, -EIO);
+	submit(fx, GPU_JOB("bad"));
+	WAIT_UNTIL(state_is(fx, "bad", "FAILED"));
+	assert_true(render_is(fx, "bad", 1, "state", "FAILED"));
+	assert_true(events_have(fx, "bad", "worker 1: cannot start: Input/output error"));
+	assert_true(reason_has(fx, "bad", "could not be started"));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_START), 1);
+	assert_int_equal(exec_fake_n_started(), 0);
+	submit(fx, GPU_JOB("good"));
+	WAIT_UNTIL(started("good", 1, 1));
+	good = run_of("good");
+	assert_string_equal(exec_fake_getenv(&good, "CUDA_VISIBLE_DEVICES"), "0");
+}
+
+/* ---- what fs/ is told ---- */
+
+static void test_sched_final_callback_is_called_once_per_ended_job(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("ok"));
+	submit(fx, GPU_JOB("fail"));
+	submit(fx, JOB("never", "\"gpu_count\": 8"));
+	WAIT_UNTIL(started("ok", 1, 1) && started("fail", 1, 1));
+	end_worker("ok", EXEC_EXITED, 0);
+	end_worker("fail", EXEC_EXITED, 1);
+	assert_int_equal(sched_ctl(fx->s, "never", UID, "cancel"), 0);
+	WAIT_UNTIL(finals_count(fx) == 3);
+	/* a later job's end proves the earlier ones are not told again */
+	submit(fx, GPU_JOB("last"));
+	WAIT_UNTIL(started("last", 1, 1));
+	end_worker("last", EXEC_EXITED, 0);
+	WAIT_UNTIL(finals_of(fx, "last") == 1);
+	assert_int_equal(finals_of(fx, "ok"), 1);
+	assert_int_equal(finals_of(fx, "fail"), 1);
+	assert_int_equal(finals_of(fx, "never"), 1);
+	assert_int_equal(finals_count(fx), 4);
+}
+
+static void test_sched_duplicate_name_is_eexist(void **state)
+{
+	struct fx *fx = *state;
+	char **names;
+	size_t n;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("twin"));
+	assert_int_equal(submit_as(fx, GPU_JOB("twin"), UID, GID), -EEXIST);
+	assert_int_equal(sched_names(fx->s, &names, &n), 0);
+	assert_int_equal(n, 1);
+	sched_names_free(names, n);
+}
+
+static void test_sched_environment_has_gpus_names_and_spec_variables(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run r;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOBX("env", "\"gpu_count\": 2",
+			", \"environment\": {\"variables\": {\"FOO\": \"bar baz\", \"N\": 8,"
+			" \"JOB_NAME\": \"spoofed\"}}"));
+	WAIT_UNTIL(started("env", 1, 1));
+	r = run_of("env");
+	assert_string_equal(exec_fake_getenv(&r, "CUDA_VISIBLE_DEVICES"), "0,1");
+	assert_string_equal(exec_fake_getenv(&r, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+	assert_string_equal(exec_fake_getenv(&r, "GPU_COUNT"), "2");
+	assert_string_equal(exec_fake_getenv(&r, "JOB_NAME"), "env");	/* mlfs's own win */
+	assert_string_equal(exec_fake_getenv(&r, "MLFS_WORKER"), "1");
+	assert_string_equal(exec_fake_getenv(&r, "MLFS_ATTEMPT"), "1");
+	assert_string_equal(exec_fake_getenv(&r, "FOO"), "bar baz");
+	assert_string_equal(exec_fake_getenv(&r, "N"), "8");
+	assert_non_null(exec_fake_getenv(&r, "PATH"));
+	assert_int_equal(r.worker, 1);
+	assert_int_equal(r.attempt, 1);
+	assert_string_equal(r.job, "env");
+}
+
+static void test_sched_uid_and_gid_are_passed_to_the_executor(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run r;
+	struct sched_info info;
+
+	fx_start(fx, NODE_2_A100);
+	assert_int_equal(submit_as(fx, GPU_JOB("mine"), 4321, 8765), 0);
+	WAIT_UNTIL(started("mine", 1, 1));
+	r = run_of("mine");
+	assert_int_equal(r.uid, 4321);
+	assert_int_equal(r.gid, 8765);
+	assert_true(r.memory_limit == 0);
+	assert_int_equal(sched_info(fx->s, "mine", &info), 0);
+	assert_int_equal(info.uid, 4321);
+	assert_int_equal(info.gid, 8765);
+	assert_int_equal(info.n_workers, 1);
+}
+
+static void test_sched_workers_of_one_job_get_their_own_gpus_and_numbers(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run w1, w2;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, "{\"name\": \"pair\", \"resources\": {\"gpu_count\": 1},"
+		   " \"workers\": [{\"command\": \"a\"}, {\"command\": \"b\"}]}");
+	WAIT_UNTIL(started("pair", 1, 1) && started("pair", 2, 1));
+	assert_int_equal(exec_fake_find("pair", 1, 1, &w1), 0);
+	assert_int_equal(exec_fake_find("pair", 2, 1, &w2), 0);
+	assert_string_equal(exec_fake_getenv(&w1, "MLFS_WORKER"), "1");
+	assert_string_equal(exec_fake_getenv(&w2, "MLFS_WORKER"), "2");
+	assert_string_equal(exec_fake_getenv(&w2, "MLFS_WORKER_COUNT"), "2");
+	assert_string_not_equal(exec_fake_getenv(&w1, "CUDA_VISIBLE_DEVICES"),
+				exec_fake_getenv(&w2, "CUDA_VISIBLE_DEVICES"));
+	assert_int_equal(exec_fake_end("pair", 1, EXEC_EXITED, 0), 0);
+	WAIT_UNTIL(render_is(fx, "pair", 1, "state", "SUCCEEDED"));
+	assert_true(state_is(fx, "pair", "RUNNING"));
+	assert_int_equal(exec_fake_end("pair", 2, EXEC_EXITED, 0), 0);
+	WAIT_UNTIL(state_is(fx, "pair", "SUCCEEDED"));
+}
+
+/* ---- restarts ---- */
+
+static void test_sched_restart_keeps_jobs_and_their_states(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("ok"));
+	submit(fx, GPU_JOB("bad"));
+	submit(fx, JOB("never", "\"gpu_count\": 8"));
+	WAIT_UNTIL(started("ok", 1, 1) && started("bad", 1, 1));
+	end_worker("ok", EXEC_EXITED, 0);
+	end_worker("bad", EXEC_EXITED, 2);
+	WAIT_UNTIL(state_is(fx, "ok", "SUCCEEDED") && state_is(fx, "bad", "FAILED"));
+	WAIT_UNTIL(reason_starts(fx, "never", "never satisfiable"));
+	fx_restart(fx);
+	assert_true(state_is(fx, "ok", "SUCCEEDED"));
+	assert_true(state_is(fx, "bad", "FAILED"));
+	assert_true(render_is(fx, "bad", 1, "exit_code", "2"));
+	WAIT_UNTIL(state_is(fx, "never", "QUEUED") && reason_starts(fx, "never", "never satisfiable"));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_ADOPT), 0);
+	assert_int_equal(exec_fake_n_started(), 2);
+}
+
+static void test_sched_restart_adopts_a_running_worker_and_keeps_its_gpu(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_run next;
+	char *node;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("long"));
+	WAIT_UNTIL(state_is(fx, "long", "RUNNING"));
+	exec_fake_set_adopt(0, EXEC_LOST, 0);
+	fx_restart(fx);
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_ADOPT), 1);
+	assert_true(state_is(fx, "long", "RUNNING"));
+	assert_true(events_have(fx, "long", "found running again"));
+	assert_int_equal(sched_node_render(fx->s, &node, &(size_t){ 0 }), 0);
+	assert_non_null(strstr(node, "gpu.0 long/1\n"));
+	free(node);
+	submit(fx, GPU_JOB("next"));
+	WAIT_UNTIL(started("next", 1, 1));
+	next = run_of("next");
+	assert_string_equal(exec_fake_getenv(&next, "CUDA_VISIBLE_DEVICES"), "1");
+	end_worker("long", EXEC_EXITED, 0);	/* wakes the new daemon through the adopted pidfd */
+	WAIT_UNTIL(state_is(fx, "long", "SUCCEEDED"));
+	assert_int_equal(finals_of(fx, "long"), 1);
+}
+
+static void test_sched_restart_with_a_lost_worker_fails_the_job(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("gone"));
+	WAIT_UNTIL(state_is(fx, "gone", "RUNNING"));
+	exec_fake_set_adopt(1, EXEC_LOST, 0);
+	fx_restart(fx);
+	assert_true(state_is(fx, "gone", "FAILED"));
+	assert_true(reason_has(fx, "gone", "lost"));
+	assert_true(events_have(fx, "gone", "ended while mlfs was down"));
+	WAIT_UNTIL(finals_of(fx, "gone") == 1);
+	submit(fx, JOB("both", "\"gpu_count\": 2"));	/* its GPU was given back */
+	WAIT_UNTIL(started("both", 1, 1));
+}
+
+static void test_sched_restart_starts_a_queued_job_later(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOB("big", "\"gpu_count\": 2"));
+	submit(fx, GPU_JOB("wait"));
+	WAIT_UNTIL(started("big", 1, 1));
+	WAIT_UNTIL(reason_starts(fx, "wait", "waiting for GPUs"));
+	fx_restart(fx);
+	assert_true(state_is(fx, "wait", "QUEUED"));
+	end_worker("big", EXEC_EXITED, 0);
+	WAIT_UNTIL(started("wait", 1, 1));
+	WAIT_UNTIL(state_is(fx, "wait", "RUNNING"));
+}
+
+static void test_sched_restart_when_adopt_fails_treats_the_worker_as_lost(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, GPU_JOB("err"));
+	WAIT_UNTIL(state_is(fx, "err", "RUNNING"));
+	exec_fake_set_adopt(-EIO, EXEC_EXITED, 0);
+	fx_restart(fx);
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_ADOPT), 1);
+	assert_true(state_is(fx, "err", "FAILED"));
+	assert_true(reason_has(fx, "err", "lost"));
+}
+
+static void test_sched_retry_attempts_are_on_disk_while_the_next_one_runs(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, JOBX("again", "\"gpu_count\": 1", ", \"retry_count\": 1"));
+	WAIT_UNTIL(started("again", 1, 1));
+	end_worker("again", EXEC_EXITED, 3);
+	WAIT_UNTIL(started("again", 1, 2));
+	WAIT_UNTIL(render_has(fx, "again", 0, "status.json", "\"end\": \"exited 3\""));
+	exec_fake_set_adopt(0, EXEC_LOST, 0);
+	fx_restart(fx);		/* what the new daemon reads is what was on disk */
+	assert_true(render_has(fx, "again", 0, "status.json", "\"end\": \"exited 3\""));
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_ADOPT), 1);
+	end_worker("again", EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "again", "SUCCEEDED"));
+	assert_int_equal(exec_fake_n_started(), 2);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_sched_two_gpus_start_two_jobs_on_distinct_gpus_and_queue_the_third),
+		T(test_sched_ended_worker_frees_its_gpu_for_the_waiting_job),
+		T(test_sched_gpu_type_the_node_lacks_is_never_satisfiable),
+		T(test_sched_more_gpus_than_the_node_has_is_never_satisfiable),
+		T(test_sched_more_cpus_than_the_node_has_is_never_satisfiable),
+		T(test_sched_cpus_are_accounted_between_running_jobs),
+		T(test_sched_memory_is_accounted_and_passed_as_the_limit),
+		T(test_sched_max_price_below_the_node_price_is_never_satisfiable),
+		T(test_sched_min_cuda_version_is_compared_numerically),
+		T(test_sched_retry_count_2_makes_three_attempts_then_fails),
+		T(test_sched_oom_is_not_retried),
+		T(test_sched_exit_0_succeeds_and_frees_the_gpu),
+		T(test_sched_cancel_of_a_queued_job_is_immediate),
+		T(test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels),
+		T(test_sched_ctl_checks_the_user_and_the_command),
+		T(test_sched_remove_of_a_live_job_is_busy),
+		T(test_sched_remove_of_a_finished_job_forgets_it_across_restarts),
+		T(test_sched_wait_timeout_fails_a_job_that_cannot_start),
+		T(test_sched_wait_timeout_fails_a_job_waiting_for_busy_gpus),
+		T(test_sched_run_timeout_sends_sigterm_and_is_not_retried),
+		T(test_sched_start_failure_fails_the_worker_and_frees_its_gpu),
+		T(test_sched_final_callback_is_called_once_per_ended_job),
+		T(test_sched_duplicate_name_is_eexist),
+		T(test_sched_environment_has_gpus_names_and_spec_variables),
+		T(test_sched_uid_and_gid_are_passed_to_the_executor),
+		T(test_sched_workers_of_one_job_get_their_own_gpus_and_numbers),
+		T(test_sched_restart_keeps_jobs_and_their_states),
+		T(test_sched_restart_adopts_a_running_worker_and_keeps_its_gpu),
+		T(test_sched_restart_with_a_lost_worker_fails_the_job),
+		T(test_sched_restart_starts_a_queued_job_later),
+		T(test_sched_restart_when_adopt_fails_treats_the_worker_as_lost),
+		T(test_sched_retry_attempts_are_on_disk_while_the_next_one_runs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
