@@ -46,6 +46,8 @@
 #include "scheduler.h"
 #include "spec.h"
 
+#define JOBS_ERROR_LINES 100	/* messages kept in a .error file */
+
 struct jobs_draft {
 	char *name;
 	uid_t uid;
@@ -434,7 +436,11 @@ static void jobs_write_error(struct fs_jobs *fj, const char *file, uid_t uid, gi
 		free(text);
 		return;
 	}
-	diag_print(dg, f);
+	/* A 1 MiB spec can hold half a million mistakes: the first hundred tell enough. */
+	for (size_t i = 0; i < dg->n && i < JOBS_ERROR_LINES; i++)
+		fprintf(f, "%s\n", dg->msgs[i]);
+	if (dg->n > JOBS_ERROR_LINES)
+		fprintf(f, "%s: ... and %zu more\n", file, dg->n - JOBS_ERROR_LINES);
 	fclose(f);
 	d = jobs_draft_find(fj, name);
 	if (!d)

@@ -145,6 +145,28 @@ static int sched_version_cmp(const char *a, const char *b)
 	return 0;
 }
 
+/*
+ * Whether @want names @have as a whole: equal, or found in it between word
+ * boundaries, ignoring case, so "A100" and "RTX 3090" match what nvidia-smi
+ * calls them ("NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 3090") but "A10"
+ * does not match an A100.
+ */
+static bool sched_gpu_name_match(const char *have, const char *want)
+{
+	size_t len = strlen(want);
+
+	if (!len)
+		return false;
+	for (const char *at = strcasestr(have, want); at; at = strcasestr(at + 1, want)) {
+		bool start = at == have || !isalnum((unsigned char)at[-1]);
+		bool end = !isalnum((unsigned char)at[len]);
+
+		if (start && end)
+			return true;
+	}
+	return false;
+}
+
 static bool sched_gpu_type_ok(const struct sched_node *node, const struct spec_resources *res)
 {
 	if (res->n_gpu_types == 0)
@@ -155,7 +177,7 @@ static bool sched_gpu_type_ok(const struct sched_node *node, const struct spec_r
 		const char *t = res->gpu_types[i];
 
 		if (res->gpu_type_substring ? strcasestr(node->gpu_type, t) != NULL
-					    : strcasecmp(node->gpu_type, t) == 0)
+					    : sched_gpu_name_match(node->gpu_type, t))
 			return true;
 	}
 	return false;

@@ -1,7 +1,9 @@
 #!/bin/bash
 # demo.sh - mlfs's main job on an embedded default: installs what it needs,
 # builds, mounts a demo config over local folders in a scratch folder, shows
-# the tree with ls and cat, writes through it, unmounts, and exits 0.
+# the tree with ls and cat, writes through it, submits a job by writing its
+# spec into jobs/ and follows it with cat, shows a bad spec refused,
+# unmounts, and exits 0.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -30,6 +32,11 @@ cat >"$demo/mlfs.conf" <<CONF
 [mlfs]
 state_dir = $demo/state
 cache_dir = $demo/cache
+
+[node]                          ; what jobs may use here; GPUs are detected when omitted
+gpus = 0
+cpus = 8
+memory_gb = 4
 
 [datastore lab]
 type = local
@@ -76,6 +83,31 @@ if touch "$mnt/datasets/PASCAL_VOC/new" 2>&1; then
 	echo "demo: a dataset accepted a write" >&2
 	exit 1
 fi
+
+# A job: written into jobs/, accepted at close, run on this node.
+cat >"$demo/hello.json" <<'SPEC'
+{
+  "name": "hello",
+  "resources": {"cpu_count": 4},
+  "workers": [{"command": "echo training $JOB_NAME as $(id -un); sleep 1; echo loss=0.12 > $ML_OUTPUT_PATH/metrics.txt; echo done"}],
+  "environment": {"variables": {"EPOCHS": "3"}}
+}
+SPEC
+run cp "$demo/hello.json" "$mnt/jobs/"
+run ls "$mnt/jobs" "$mnt/jobs/hello"
+run cat "$mnt/jobs/hello/state" "$mnt/jobs/hello/reason"
+run cat "$mnt/jobs/hello/wait"
+run cat "$mnt/jobs/hello/state" "$mnt/jobs/hello/reason" "$mnt/jobs/hello/log"
+run cat "$mnt/jobs/hello/events"
+run cat "$mnt/jobs/hello/workers/1/exit_code"
+printf '{"name": "oops", "resources": {"cpu_count": 6}, "workers": [{"command": ""}]}\n' >"$demo/oops.json"
+printf '\n$ cp %s %s   (a bad spec: close fails, .error says why)\n' "$demo/oops.json" "$mnt/jobs/"
+if cp "$demo/oops.json" "$mnt/jobs/"; then
+	echo "demo: a bad spec was accepted" >&2
+	exit 1
+fi
+run cat "$mnt/jobs/oops.json.error"
+run cat "$mnt/.mlfs/node"
 run cat "$mnt/.mlfs/stats"
 run "$MLFS" umount "$mnt"
 echo

@@ -297,4 +297,28 @@ check "the queued job runs after the restart" wait_state big2 SUCCEEDED 80
 same "ended jobs keep their state" FAILED "$(state flaky)"
 unmount_fg "$M"
 
+# --- GPUs detected with nvidia-smi when [node] does not say (a stand-in
+# printing what the real one prints, in the same format)
+mkdir -p fakebin
+cat >fakebin/nvidia-smi <<'SMI'
+#!/bin/sh
+case "$*" in
+*--query-gpu=index,name,memory.total*)
+	printf '0, NVIDIA H100 80GB HBM3, 81559\n1, NVIDIA H100 80GB HBM3, 81559\n' ;;
+"")
+	echo "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |" ;;
+*) exit 6 ;;
+esac
+SMI
+chmod +x fakebin/nvidia-smi
+sed '/^\[node\]/,/^price/d' jobs.conf >detect.conf
+PATH="$T_DIR/fakebin:$PATH" mount_fg detect.conf "$M" || { t_finish; exit 1; }
+check "nvidia-smi's GPUs are the node's" sh -c "grep -qx 'gpus 2' '$M/.mlfs/node' && grep -qx 'gpu_type NVIDIA H100 80GB HBM3' '$M/.mlfs/node' && grep -qx 'cuda_version 12.4' '$M/.mlfs/node'"
+spec h100 'echo CVD=$CUDA_VISIBLE_DEVICES' '"resources": {"gpu_types": ["H100"], "gpu_count": 2}' >"$J/h100.json"
+check "a spec's H100 matches NVIDIA H100 80GB HBM3" wait_state h100 SUCCEEDED
+same "... and gets both GPUs" "[1] CVD=0,1" "$(cat "$J/h100/log")"
+spec h10 true '"resources": {"gpu_types": ["H10"]}' >"$J/h10.json"
+check "an H10 does not match an H100" grep -q 'never satisfiable here: needs 1 x H10' "$J/h10/reason"
+unmount_fg "$M"
+
 t_finish
