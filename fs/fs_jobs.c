@@ -664,11 +664,25 @@ void fs_jobs_open(fuse_req_t req, struct node *n, struct fuse_file_info *fi)
 		jobs_handle_free(fs->jobs, h);
 }
 
+/*
+ * Replies with @size bytes of @text from @off, from a copy: once the reply
+ * is written the reader may close the file, and a RELEASE in another thread
+ * free @text while writev is still returning (ASan reported exactly that;
+ * fs_read_virtual does the same).
+ */
 static void jobs_reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
 {
 	size_t start = (size_t)off < len ? (size_t)off : len;
+	size_t n = len - start < size ? len - start : size;
+	char *copy = malloc(n ? n : 1);
 
-	fuse_reply_buf(req, text + start, len - start < size ? len - start : size);
+	if (!copy) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(copy, text + start, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
 }
 
 /* The text a finished job's wait gives. */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "json_pos.h"
 #include "log.h"
 #include "sched_int.h"
 
@@ -469,6 +470,21 @@ static int sched_reserve(struct sched *s, struct sched_job *j)
 	return ret;
 }
 
+/* "file:line:col: name: a job named N exists already", at the spec's name when it has one. */
+static void sched_name_taken(struct diag *d, const char *file, const char *text, size_t len,
+			     const char *name)
+{
+	struct json_pos *pos = NULL;
+	int line = 1, col = 1;
+	char where[4096];
+
+	if (json_pos_build(&pos, text, len) == 0 && json_pos_find(pos, "name", &line, &col) < 0)
+		line = col = 1;	/* named after its file */
+	json_pos_free(pos);
+	snprintf(where, sizeof(where), "%s:%d:%d", file, line, col);
+	diag_add(d, where, 0, "name: a job named %s exists already", name);
+}
+
 int sched_submit(struct sched *s, const char *file, const char *text, size_t len,
 		 uid_t uid, gid_t gid, char **name, struct diag *d)
 {
@@ -490,7 +506,7 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 	}
 	ret = sched_reserve(s, j);
 	if (ret == -EEXIST)
-		diag_add(d, file, 0, "name: a job named %s exists already", j->name);
+		sched_name_taken(d, file, text, len, j->name);
 	if (ret < 0) {
 		sched_job_free(j);
 		return ret;

@@ -83,7 +83,6 @@ struct sched {
 	const struct mlfs_config *cfg;		/* borrowed */
 	struct executor *ex;
 	char *jobs_dir;				/* state_dir/jobs */
-	char *empty_dir;			/* state_dir/empty: read-only, empty */
 	char *journal_path;
 	int journal_fd;				/* guarded by journal_lock */
 	pthread_mutex_t journal_lock;

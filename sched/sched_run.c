@@ -108,7 +108,7 @@ static const char *sched_gpu_list(const struct sched_worker *w, char *buf, size_
 
 /* The environment DESIGN §5 promises; mlfs's own variables win over the spec's. */
 static void sched_env_build(struct sched_env *e, const struct sched_job *j,
-			    const struct sched_worker *w, const char *empty, const char *out)
+			    const struct sched_worker *w, const char *ml)
 {
 	const struct spec_worker *sw = &j->spec->workers[w->n - 1];
 	char gpus[SCHED_MAX_GPUS * 4 + 1];
@@ -126,26 +126,25 @@ static void sched_env_build(struct sched_env *e, const struct sched_job *j,
 	sched_env_setf(e, "MLFS_WORKER", "%u", w->n);
 	sched_env_setf(e, "MLFS_WORKER_COUNT", "%zu", j->n_workers);
 	sched_env_setf(e, "MLFS_ATTEMPT", "%u", w->n_attempts);
-	sched_env_set(e, "ML_DATA_PATH", empty);
-	sched_env_set(e, "ML_MODEL_PATH", empty);
-	sched_env_set(e, "ML_CHECKPOINT_PATH", empty);
-	sched_env_set(e, "ML_OUTPUT_PATH", out);
-	sched_env_set(e, "PROXIML_DATA_PATH", empty);
-	sched_env_set(e, "PROXIML_MODEL_PATH", empty);
-	sched_env_set(e, "PROXIML_CHECKPOINT_PATH", empty);
-	sched_env_set(e, "PROXIML_OUTPUT_PATH", out);
+	sched_env_setf(e, "ML_DATA_PATH", "%s/input", ml);
+	sched_env_setf(e, "ML_MODEL_PATH", "%s/models", ml);
+	sched_env_setf(e, "ML_CHECKPOINT_PATH", "%s/checkpoint", ml);
+	sched_env_setf(e, "ML_OUTPUT_PATH", "%s/output", ml);
+	sched_env_setf(e, "PROXIML_DATA_PATH", "%s/input", ml);
+	sched_env_setf(e, "PROXIML_MODEL_PATH", "%s/models", ml);
+	sched_env_setf(e, "PROXIML_CHECKPOINT_PATH", "%s/checkpoint", ml);
+	sched_env_setf(e, "PROXIML_OUTPUT_PATH", "%s/output", ml);
 }
 
 /*
  * The worker's folder (workers/N, made at its first start) and in it its
- * output folder, owned by the job's user.  Until workers get their /opt/ml
- * view, ML_DATA_PATH, ML_MODEL_PATH and ML_CHECKPOINT_PATH name the one
- * empty, read-only folder state_dir/empty: four folders less per worker
- * start, which a busy node's disk feels.
+ * scratch stand-in for /opt/ml (ml/input, models, checkpoint, output),
+ * owned by the job's user, until workers get their /opt/ml view.
  */
 static int sched_make_scratch(const struct sched_job *j, const struct sched_worker *w,
-			      const char *out)
+			      const char *ml)
 {
+	static const char *const sub[] = { "", "/input", "/models", "/checkpoint", "/output" };
 	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/workers", j->dir);
@@ -154,9 +153,14 @@ static int sched_make_scratch(const struct sched_job *j, const struct sched_work
 	snprintf(path, sizeof(path), "%s/workers/%u", j->dir, w->n);
 	if (mkdir(path, 0711) < 0 && errno != EEXIST)
 		return -errno;
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return chown(out, j->uid, j->gid) < 0 ? -errno : 0;
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", ml, sub[i]);
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (chown(path, j->uid, j->gid) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 /* A worker placed under the lock and started without it (sched_run_launch). */
@@ -164,7 +168,7 @@ struct sched_launch {
 	struct sched_job *j;
 	struct sched_worker *w;
 	struct sched_env env;
-	char out[4096], log[4096], jlog[4096], exitp[4096];
+	char ml[4096], models[4200], log[4096], jlog[4096], exitp[4096];
 	struct exec_start st;
 	struct exec_run run;
 	int ret;
@@ -191,16 +195,17 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	att[w->n_attempts] = (struct sched_attempt){ 0 };	/* status.json may show it meanwhile */
 	l->j = j;
 	l->w = w;
-	snprintf(l->out, sizeof(l->out), "%s/workers/%u/output", j->dir, w->n);
+	snprintf(l->ml, sizeof(l->ml), "%s/workers/%u/ml", j->dir, w->n);
+	snprintf(l->models, sizeof(l->models), "%s/models", l->ml);
 	snprintf(l->log, sizeof(l->log), "%s/workers/%u/log", j->dir, w->n);
 	snprintf(l->jlog, sizeof(l->jlog), "%s/log", j->dir);
 	snprintf(l->exitp, sizeof(l->exitp), "%s/workers/%u/exit.%u", j->dir, w->n, w->n_attempts + 1);
 	w->n_attempts++;
-	sched_env_build(&l->env, j, w, s->empty_dir, l->out);
+	sched_env_build(&l->env, j, w, l->ml);
 	l->st = (struct exec_start){
 		.job = j->name, .worker = w->n, .attempt = w->n_attempts,
 		.command = j->spec->workers[w->n - 1].command, .envp = l->env.v,
-		.uid = j->uid, .gid = j->gid, .dir = l->out, .log_path = l->log,
+		.uid = j->uid, .gid = j->gid, .dir = l->models, .log_path = l->log,
 		.job_log_path = l->jlog, .exit_path = l->exitp,
 		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
 	};
@@ -251,7 +256,7 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 void sched_run_launch(struct sched *s, struct sched_launch *list)
 {
 	for (struct sched_launch *l = list; l; l = l->next) {
-		l->ret = sched_make_scratch(l->j, l->w, l->out);
+		l->ret = sched_make_scratch(l->j, l->w, l->ml);
 		unlink(l->exitp);
 		if (l->ret == 0)
 			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);

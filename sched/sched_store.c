@@ -100,14 +100,12 @@ int sched_store_open(struct sched *s)
 	int ret;
 
 	if (asprintf(&s->jobs_dir, "%s/jobs", state) < 0 ||
-	    asprintf(&s->empty_dir, "%s/empty", state) < 0 ||
 	    asprintf(&s->journal_path, "%s/jobs.journal", state) < 0)
 		return -ENOMEM;
 	ret = sched_mkdir(state, 0755);
 	if (ret == 0)
 		ret = sched_mkdir(s->jobs_dir, 0755);
-	if (ret == 0)
-		ret = sched_mkdir(s->empty_dir, 0555);
+
 	if (ret < 0)
 		log_err("state_dir %s: %s", state, strerror(-ret));
 	return ret;
@@ -118,7 +116,6 @@ void sched_store_close(struct sched *s)
 	if (s->journal_fd >= 0)
 		close(s->journal_fd);
 	free(s->jobs_dir);
-	free(s->empty_dir);
 	free(s->journal_path);
 }
 
