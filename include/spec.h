@@ -48,13 +48,37 @@ struct spec_resources {
 	long disk_size_gb;
 	double max_price;		/* < 0: no limit */
 	char *min_cuda_version;		/* "12.4"; NULL: no minimum */
+	char *cluster_id;		/* GPULab clusterId: must equal [node] cluster_id; NULL: any */
+	char *node_name;		/* GPULab slaveName: must equal [node] name; NULL: any */
+};
+
+/* Ports a worker asks for: @count free TCP ports labelled @label (OpenPAI's portList). */
+struct spec_port {
+	char *label;
+	long count;
 };
 
 struct spec_worker {
 	char *command;			/* run by /bin/sh -c */
 	struct spec_resources res;
-	struct spec_env *env;		/* variables of this worker's format (PAI_*, ...) */
+	struct spec_env *env;		/* variables of this worker's format known at parse time */
 	size_t n_env;
+	char *role;			/* task role / resource name; NULL for native workers */
+	unsigned int role_index;	/* index within its role, from 0 */
+	struct spec_port *ports;
+	size_t n_ports;
+	char *work_dir;			/* Kibernetika workDir; NULL: the default */
+};
+
+/*
+ * A group of workers (OpenPAI task role, Kibernetika resource): workers
+ * [first, first + n) of spec->workers, in order.
+ */
+struct spec_role {
+	char *name;
+	size_t first, n;
+	long min_failed;		/* the job fails once this many failed; < 0: null */
+	long min_succeeded;		/* the job succeeds once this many succeeded; < 0: null */
 };
 
 struct spec {
@@ -71,7 +95,33 @@ struct spec {
 	long run_timeout;		/* seconds; < 0: none */
 	char **ignored;			/* "field: why", e.g. "data: not yet supported" */
 	size_t n_ignored;
+	struct spec_role *roles;	/* none for native specs */
+	size_t n_roles;
+	char *description;		/* NULL when none */
 };
+
+/*
+ * What a started job got from the node, for the variables that depend on
+ * it (hosts and ports of every task, GPUs given): spec_runtime_env.
+ */
+struct spec_runtime {
+	const char *job_id;		/* unique for the job on this node */
+	const char *host;		/* the node's address as workers reach each other */
+	/* ports[w] holds worker w's ports: for each spec_port of it in order, count of them */
+	int *const *ports;
+	const unsigned int *n_gpus;	/* GPUs given to each worker */
+	const char *user;		/* the job owner's name */
+};
+
+typedef void spec_env_fn(void *arg, const char *name, const char *value);
+
+/*
+ * Sets, through @set, the variables of worker @w (from 0) that its
+ * format promises and that depend on @rt (PAI_HOST_IP_*, PAI_PORT_LIST_*,
+ * GPULAB_GPUS_RESERVED, ...).  Nothing for native specs.
+ */
+void spec_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+		      spec_env_fn *set, void *arg);
 
 /*
  * Parses the spec in @text (@len bytes, need not be NUL-terminated), which

@@ -37,10 +37,28 @@ static const char *const spec_format_names[] = {
 /* Parsers by format; NULL: known by name, not written yet. */
 static spec_parse_fn *const spec_parsers[] = {
 	[SPEC_NATIVE] = spec_native_parse,
-	[SPEC_OPENPAI] = NULL,
-	[SPEC_GPULAB] = NULL,
-	[SPEC_KIBERNETIKA] = NULL,
+	[SPEC_OPENPAI] = spec_openpai_parse,
+	[SPEC_GPULAB] = spec_gpulab_parse,
+	[SPEC_KIBERNETIKA] = spec_kibernetika_parse,
 };
+
+void spec_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+		      spec_env_fn *set, void *arg)
+{
+	switch (s->format) {
+	case SPEC_OPENPAI:
+		spec_openpai_runtime_env(s, w, rt, set, arg);
+		break;
+	case SPEC_GPULAB:
+		spec_gpulab_runtime_env(s, w, rt, set, arg);
+		break;
+	case SPEC_KIBERNETIKA:
+		spec_kibernetika_runtime_env(s, w, rt, set, arg);
+		break;
+	case SPEC_NATIVE:
+		break;
+	}
+}
 
 const char *spec_format_name(enum spec_format f)
 {

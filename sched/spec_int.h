@@ -31,6 +31,27 @@ struct spec_ctx {
 typedef void spec_parse_fn(struct spec_ctx *c, json_t *root);
 
 void spec_native_parse(struct spec_ctx *c, json_t *root);
+void spec_openpai_parse(struct spec_ctx *c, json_t *root);
+void spec_gpulab_parse(struct spec_ctx *c, json_t *root);
+void spec_kibernetika_parse(struct spec_ctx *c, json_t *root);
+
+/* The runtime variables of each format (see spec_runtime_env). */
+void spec_openpai_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+			      spec_env_fn *set, void *arg);
+void spec_gpulab_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+			     spec_env_fn *set, void *arg);
+void spec_kibernetika_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+				  spec_env_fn *set, void *arg);
+
+/*
+ * Reads YAML @text into a JSON value (mappings become objects, sequences
+ * arrays, plain scalars that read as integers, reals, booleans or null
+ * become those, everything else strings) and the position of every value
+ * in *pos, for the same messages JSON specs get.  Returns 0, or -EINVAL
+ * with "file:line:col: yaml: message" in @d.  (spec_yaml.c)
+ */
+int spec_yaml_load(const char *file, const char *text, size_t len, json_t **root,
+		   struct json_pos **pos, struct diag *d);
 
 /* Adds "file:line:col: PATH: message" at the value @path (or its parent). */
 void spec_error(struct spec_ctx *c, const char *path, const char *fmt, ...)
