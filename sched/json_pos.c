@@ -46,6 +46,7 @@ struct json_pos {
 	size_t cap;
 	char *keys;			/* unescaped keys, back to back */
 	uint32_t *order;		/* node ids by (parent, kind, key, id) */
+	size_t keys_len, keys_cap;	/* json_pos_add_value's arena use */
 };
 
 /* One open object or array during the scan. */
@@ -487,4 +488,84 @@ int json_pos_find_nearest(const struct json_pos *p, const char *path, int *line,
 		return ret;
 	json_pos_at(p, node, line, col);
 	return ret;
+}
+
+/* ---- building by hand (json_pos_new, json_pos_add_value, json_pos_finish) ---- */
+
+int json_pos_new(struct json_pos **out)
+{
+	struct json_pos *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	*out = p;
+	return 0;
+}
+
+/* Room for one more node. */
+static int json_pos_reserve_node(struct json_pos *p)
+{
+	size_t cap = p->cap ? p->cap * 2 : 64;
+	struct json_pos_node *nodes;
+
+	if (p->n < p->cap)
+		return 0;
+	if (p->n >= JSON_POS_NONE - 1)
+		return -ENOMEM;
+	nodes = reallocarray(p->nodes, cap, sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	p->nodes = nodes;
+	p->cap = cap;
+	return 0;
+}
+
+/* Copies @key into the arena; its offset in *off. */
+static int json_pos_store_key(struct json_pos *p, const char *key, uint32_t len, uint32_t *off)
+{
+	if (p->keys_len + len > JSON_POS_MAX_LEN)
+		return -ENOMEM;
+	if (p->keys_len + len > p->keys_cap) {
+		size_t cap = (p->keys_cap + len) * 2;
+		char *keys = realloc(p->keys, cap);
+
+		if (!keys)
+			return -ENOMEM;
+		p->keys = keys;
+		p->keys_cap = cap;
+	}
+	memcpy(p->keys + p->keys_len, key, len);
+	*off = (uint32_t)p->keys_len;
+	p->keys_len += len;
+	return 0;
+}
+
+long json_pos_add_value(struct json_pos *p, long parent, const char *key, size_t index,
+			int line, int col)
+{
+	struct json_pos_node node = {
+		.parent = parent < 0 ? JSON_POS_NONE : (uint32_t)parent,
+		.key_len = key ? (uint32_t)strnlen(key, JSON_POS_MAX_LEN) : JSON_POS_ELEM,
+		.key = key ? 0 : (uint32_t)index,
+		.line = line > 0 ? (uint32_t)line : 1,
+		.col = col > 0 ? (uint32_t)col : 1,
+	};
+	int ret;
+
+	if ((parent < 0) != (p->n == 0) || (parent >= 0 && (size_t)parent >= p->n) ||
+	    (!key && index >= JSON_POS_ELEM))
+		return -EINVAL;
+	ret = json_pos_reserve_node(p);
+	if (ret == 0 && key)
+		ret = json_pos_store_key(p, key, node.key_len, &node.key);
+	if (ret < 0)
+		return ret;
+	p->nodes[p->n] = node;
+	return (long)p->n++;
+}
+
+int json_pos_finish(struct json_pos *p)
+{
+	free(p->order);
+	return json_pos_sort(p);
 }

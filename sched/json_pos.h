@@ -51,4 +51,23 @@ int json_pos_find_key(const struct json_pos *p, const char *parent, const char *
  */
 int json_pos_find_nearest(const struct json_pos *p, const char *path, int *line, int *col);
 
+/*
+ * Building an index by hand, for values that come from another syntax
+ * (YAML, spec_yaml.c): json_pos_new, then json_pos_add_value for every
+ * value in document order (a container before its members), then
+ * json_pos_finish once; lookups work only after that.  @parent is the id
+ * json_pos_add_value returned for the enclosing object or array, or
+ * JSON_POS_TOP for the top-level value (which must come first, once);
+ * @key names an object member (taken literally, copied), or is NULL for
+ * the array element number @index (from 0).  Returns the new
+ * value's id (>= 0), -ENOMEM, or -EINVAL for a second top-level value or an
+ * unknown parent.  (Appended: the functions above are unchanged.)
+ */
+#define JSON_POS_TOP (-1L)
+
+int json_pos_new(struct json_pos **out);
+long json_pos_add_value(struct json_pos *p, long parent, const char *key, size_t index,
+			int line, int col);
+int json_pos_finish(struct json_pos *p);
+
 #endif

@@ -163,6 +163,10 @@ void sched_job_free(struct sched_job *j)
 	for (size_t i = 0; i < j->n_workers; i++)
 		free(j->workers[i].attempts);
 	free(j->workers);
+	for (size_t i = 0; j->ports && i < j->n_workers; i++)
+		free(j->ports[i]);
+	free(j->ports);
+	free(j->verdict_reason);
 	spec_free(j->spec);
 	free(j->name);
 	free(j->file);
@@ -470,6 +474,40 @@ static int sched_reserve(struct sched *s, struct sched_job *j)
 	return ret;
 }
 
+/* Appends @text to what the spec lists as ignored (best effort: dropped when out of memory). */
+static void sched_spec_ignore(struct spec *sp, const char *text)
+{
+	char **v = realloc(sp->ignored, (sp->n_ignored + 1) * sizeof(*v));
+	char *copy = strdup(text);
+
+	if (v)
+		sp->ignored = v;
+	if (!v || !copy) {
+		free(copy);
+		return;
+	}
+	v[sp->n_ignored++] = copy;
+}
+
+/*
+ * GPULab's clusterId and slaveName are matched against [node] cluster_id
+ * and name; on a node that declares neither they cannot be honoured, so
+ * they are listed as ignored (DESIGN §6) and the job runs.
+ */
+void sched_node_ignored(struct sched *s, struct spec *sp)
+{
+	bool cluster = false, name = false;
+
+	for (size_t i = 0; i < sp->n_workers; i++) {
+		cluster |= sp->workers[i].res.cluster_id && !s->node.cluster_id;
+		name |= sp->workers[i].res.node_name && !s->node.name;
+	}
+	if (cluster)
+		sched_spec_ignore(sp, "clusterId: this node declares no cluster ([node] cluster_id)");
+	if (name)
+		sched_spec_ignore(sp, "slaveName: this node declares no name ([node] name)");
+}
+
 /* "file:line:col: name: a job named N exists already", at the spec's name when it has one. */
 static void sched_name_taken(struct diag *d, const char *file, const char *text, size_t len,
 			     const char *name)
@@ -499,6 +537,7 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 	free(defname);
 	if (ret < 0)
 		return ret;
+	sched_node_ignored(s, spec);
 	ret = sched_job_new(s, spec, file, text, len, uid, gid, &j);
 	if (ret < 0) {
 		spec_free(spec);

@@ -17,6 +17,8 @@
 #define SCHED_MAX_RETRIES 10	/* cap on retry_count, whatever a spec asks */
 #define SCHED_MAX_GPUS 64
 #define SCHED_DEPTH 100		/* waiting jobs looked at per scheduling pass */
+#define SCHED_PORT_FIRST 30000	/* ports handed to jobs that ask (OpenPAI portList) */
+#define SCHED_PORT_COUNT 10000
 
 /* One attempt of one worker, kept for status.json. */
 struct sched_attempt {
@@ -55,6 +57,11 @@ struct sched_job {
 	struct sched_worker *workers;
 	size_t n_workers;
 	bool cancelled;
+	bool stopping;			/* a role's min count decided the job: the rest are stopped */
+	enum sched_state verdict;	/* what the job ends as once stopped */
+	char *verdict_reason;
+	int **ports;			/* ports[w]: worker w's ports (spec_runtime); NULL until placed */
+	size_t n_ports;			/* total held, for release */
 	bool visible;			/* false while its acceptance is being made durable */
 	char *dir;			/* state_dir/jobs/NAME */
 	struct sched_job *next;		/* in acceptance order */
@@ -75,6 +82,8 @@ struct sched_node {
 	char *cluster_id, *name;
 	/* Held by running workers: */
 	char *gpu_holder[SCHED_MAX_GPUS];	/* "job/worker" or NULL */
+	unsigned char port_held[SCHED_PORT_COUNT / 8];	/* of SCHED_PORT_FIRST.. */
+	unsigned int port_next;
 	long cpus_used;
 	double memory_used_gb;
 };
@@ -117,6 +126,8 @@ void sched_unlink(struct sched *s, struct sched_job *j);
 void sched_set_state(struct sched *s, struct sched_job *j, enum sched_state st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void sched_event(struct sched_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Lists as ignored what the spec asks of the node that the node does not declare. */
+void sched_node_ignored(struct sched *s, struct spec *sp);
 /* A new job of @spec (taken over, also on failure), not linked anywhere. */
 int sched_job_new(struct sched *s, struct spec *spec, const char *file, const char *text,
 		  size_t len, uid_t uid, gid_t gid, struct sched_job **out);
@@ -136,6 +147,9 @@ void sched_node_hold(struct sched_node *node, const struct spec_resources *res,
 		     const int *gpus, unsigned int n_gpus, const char *holder);
 void sched_node_release(struct sched_node *node, const struct spec_resources *res,
 			const int *gpus, unsigned int n_gpus);
+/* Holds @n TCP ports free on the node into @out; -EADDRINUSE when there are not that many. */
+int sched_node_ports(struct sched_node *node, size_t n, int *out);
+void sched_node_ports_release(struct sched_node *node, const int *ports, size_t n);
 
 /* sched_store.c */
 int sched_store_open(struct sched *s);
@@ -160,6 +174,8 @@ int sched_run_pass(struct sched *s);
 /* Takes over the workers a previous daemon left running (after sched_store_load). */
 void sched_run_adopt(struct sched *s);
 int sched_run_cancel(struct sched *s, struct sched_job *j);
+/* Forgets the ports of @j (already released to the node, or never held). */
+void sched_job_ports_release(struct sched *s, struct sched_job *j);
 /* The job's state from its workers'. */
 void sched_run_update(struct sched *s, struct sched_job *j);
 

@@ -19,6 +19,9 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "config.h"
 #include "log.h"
@@ -220,6 +223,12 @@ static int sched_node_never(const struct sched_node *node, const struct spec_res
 		 node->price > res->max_price)
 		snprintf(why, len, "never satisfiable here: max_price %g is below the node's price %g "
 			 "per GPU-hour", res->max_price, node->price);
+	else if (res->cluster_id && node->cluster_id && strcmp(res->cluster_id, node->cluster_id) != 0)
+		snprintf(why, len, "never satisfiable here: needs cluster %s, this node is in cluster %s",
+			 res->cluster_id, node->cluster_id);
+	else if (res->node_name && node->name && strcmp(res->node_name, node->name) != 0)
+		snprintf(why, len, "never satisfiable here: needs node %s, this node is %s",
+			 res->node_name, node->name);
 	else if (res->min_cuda_version && res->gpu_count > 0 &&
 		 (!node->cuda_version || sched_version_cmp(node->cuda_version, res->min_cuda_version) < 0))
 		snprintf(why, len, "never satisfiable here: needs CUDA %s or newer, node has %s",
@@ -284,6 +293,49 @@ void sched_node_release(struct sched_node *node, const struct spec_resources *re
 	node->cpus_used -= res->cpu_count;
 	if (res->memory_gb > 0)
 		node->memory_used_gb -= res->memory_gb;
+}
+
+/* Whether nothing listens on, or holds, TCP @port on any address. */
+static bool sched_port_free(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+int sched_node_ports(struct sched_node *node, size_t n, int *out)
+{
+	size_t got = 0;
+
+	for (unsigned int tries = 0; got < n && tries < SCHED_PORT_COUNT; tries++) {
+		unsigned int i = node->port_next++ % SCHED_PORT_COUNT;
+
+		if (node->port_held[i / 8] & (1u << (i % 8)) || !sched_port_free(SCHED_PORT_FIRST + (int)i))
+			continue;
+		node->port_held[i / 8] |= (unsigned char)(1u << (i % 8));
+		out[got++] = SCHED_PORT_FIRST + (int)i;
+	}
+	if (got == n)
+		return 0;
+	sched_node_ports_release(node, out, got);
+	return -EADDRINUSE;
+}
+
+void sched_node_ports_release(struct sched_node *node, const int *ports, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		unsigned int i = (unsigned int)(ports[k] - SCHED_PORT_FIRST);
+
+		if (i < SCHED_PORT_COUNT)
+			node->port_held[i / 8] &= (unsigned char)~(1u << (i % 8));
+	}
 }
 
 int sched_node_render(struct sched *s, char **buf, size_t *len)

@@ -78,7 +78,14 @@ static void sched_env_free(struct sched_env *e)
 		free(e->v[i]);
 }
 
-static void sched_env_base(struct sched_env *e, uid_t uid)
+/* spec_env_fn for spec_runtime_env. */
+static void sched_env_put(void *arg, const char *name, const char *value)
+{
+	sched_env_set(arg, name, value);
+}
+
+/* Sets the base variables; the owner's name goes to @user (for spec_runtime). */
+static void sched_env_base(struct sched_env *e, uid_t uid, char *user, size_t len)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096];
@@ -90,8 +97,10 @@ static void sched_env_base(struct sched_env *e, uid_t uid)
 		sched_env_set(e, "HOME", pw.pw_dir);
 		sched_env_set(e, "USER", pw.pw_name);
 		sched_env_set(e, "LOGNAME", pw.pw_name);
+		snprintf(user, len, "%s", pw.pw_name);
 	} else {
 		sched_env_set(e, "HOME", "/");
+		snprintf(user, len, "%u", (unsigned int)uid);
 	}
 }
 
@@ -111,13 +120,25 @@ static void sched_env_build(struct sched_env *e, const struct sched_job *j,
 			    const struct sched_worker *w, const char *ml)
 {
 	const struct spec_worker *sw = &j->spec->workers[w->n - 1];
-	char gpus[SCHED_MAX_GPUS * 4 + 1];
+	char gpus[SCHED_MAX_GPUS * 4 + 1], user[256];
+	unsigned int *given = calloc(j->n_workers, sizeof(*given));
 
-	sched_env_base(e, j->uid);
+	sched_env_base(e, j->uid, user, sizeof(user));
 	for (size_t i = 0; i < j->spec->n_env; i++)
 		sched_env_set(e, j->spec->env[i].name, j->spec->env[i].value);
 	for (size_t i = 0; i < sw->n_env; i++)
 		sched_env_set(e, sw->env[i].name, sw->env[i].value);
+	if (given) {
+		struct spec_runtime rt = { .job_id = j->name, .host = "127.0.0.1", .ports = j->ports,
+					   .n_gpus = given, .user = user };
+
+		/* Other workers' GPUs as asked: a gang is placed whole, so that is what they get. */
+		for (size_t i = 0; i < j->n_workers; i++)
+			given[i] = (unsigned int)j->spec->workers[i].res.gpu_count;
+		given[w->n - 1] = w->n_gpus;
+		spec_runtime_env(j->spec, w->n - 1, &rt, sched_env_put, e);
+		free(given);
+	}
 	sched_env_set(e, "CUDA_VISIBLE_DEVICES", sched_gpu_list(w, gpus, sizeof(gpus)));
 	sched_env_set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
 	sched_env_setf(e, "GPU_COUNT", "%u", w->n_gpus);
@@ -179,13 +200,68 @@ struct sched_launch {
  * Holds the resources @w was placed on and queues its start; called with
  * the lock held.  The worker is neither waiting nor running until then.
  */
+/* The number of ports worker @i of @j asks for. */
+static size_t sched_worker_nports(const struct sched_job *j, size_t i)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < j->spec->workers[i].n_ports; k++)
+		n += (size_t)j->spec->workers[i].ports[k].count;
+	return n;
+}
+
+void sched_job_ports_release(struct sched *s, struct sched_job *j)
+{
+	for (size_t i = 0; j->ports && i < j->n_workers; i++) {
+		if (j->ports[i])
+			sched_node_ports_release(&s->node, j->ports[i], sched_worker_nports(j, i));
+		free(j->ports[i]);
+	}
+	free(j->ports);
+	j->ports = NULL;
+	j->n_ports = 0;
+}
+
+/*
+ * Holds the ports every worker of @j asks for (spec_worker.ports), once for
+ * the job's life: all of them, since each task's variables name every
+ * other task's ports.
+ */
+static int sched_job_ports(struct sched *s, struct sched_job *j)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < j->n_workers; i++)
+		total += sched_worker_nports(j, i);
+	if (j->ports || total == 0)
+		return 0;
+	j->ports = calloc(j->n_workers, sizeof(*j->ports));
+	for (size_t i = 0; j->ports && i < j->n_workers; i++) {
+		size_t n = sched_worker_nports(j, i);
+
+		j->ports[i] = calloc(n ? n : 1, sizeof(int));
+		if (!j->ports[i] || sched_node_ports(&s->node, n, j->ports[i]) < 0) {
+			free(j->ports[i]);
+			j->ports[i] = NULL;	/* held none: sched_node_ports gave them back */
+			sched_job_ports_release(s, j);
+			return -EADDRINUSE;
+		}
+		j->n_ports += n;
+	}
+	return j->ports ? 0 : -ENOMEM;
+}
+
 static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_worker *w)
 {
 	const struct spec_resources *res = &j->spec->workers[w->n - 1].res;
-	struct sched_launch *l = calloc(1, sizeof(*l));
+	struct sched_launch *l;
 	struct sched_attempt *att;
 	char holder[128];
+	int ret = sched_job_ports(s, j);
 
+	if (ret < 0)
+		return ret;
+	l = calloc(1, sizeof(*l));
 	att = l ? realloc(w->attempts, (w->n_attempts + 1) * sizeof(*att)) : NULL;
 	if (!att) {
 		free(l);
@@ -377,7 +453,7 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 	w->exit_code = res->how == EXEC_EXITED ? res->code
 		     : res->how == EXEC_SIGNALED ? 128 + res->code
 		     : res->how == EXEC_OOM ? 128 + SIGKILL : -1;
-	if (j->cancelled)
+	if (j->cancelled || (j->stopping && !(res->how == EXEC_EXITED && res->code == 0)))
 		w->state = SCHED_CANCELLED;
 	else if (res->how == EXEC_EXITED && res->code == 0)
 		w->state = SCHED_SUCCEEDED;
@@ -413,12 +489,89 @@ static void sched_fail_text(const struct sched_job *j, const struct sched_worker
 		snprintf(buf, len, "worker %u %s after %u attempt(s)", w->n, end, w->n_attempts);
 }
 
+/*
+ * OpenPAI's end rules for a job with roles: minFailedTaskCount failed tasks
+ * of a role fail the job, minSucceededTaskCount succeeded ones succeed it,
+ * and either stops the tasks still running.  Returns true when decided now.
+ */
+static bool sched_role_verdict(struct sched_job *j)
+{
+	char why[512];
+
+	for (size_t r = 0; r < j->spec->n_roles && !j->stopping; r++) {
+		const struct spec_role *role = &j->spec->roles[r];
+		size_t failed = 0, ok = 0;
+
+		for (size_t i = role->first; i < role->first + role->n && i < j->n_workers; i++) {
+			failed += j->workers[i].state == SCHED_FAILED;
+			ok += j->workers[i].state == SCHED_SUCCEEDED;
+		}
+		if (role->min_failed >= 1 && failed >= (size_t)role->min_failed) {
+			j->verdict = SCHED_FAILED;
+			snprintf(why, sizeof(why), "task role %s: %zu task(s) failed, minFailedTaskCount is %ld",
+				 role->name, failed, role->min_failed);
+		} else if (role->min_succeeded >= 1 && ok >= (size_t)role->min_succeeded) {
+			j->verdict = SCHED_SUCCEEDED;
+			snprintf(why, sizeof(why), "task role %s: %zu task(s) succeeded, "
+				 "minSucceededTaskCount is %ld", role->name, ok, role->min_succeeded);
+		} else {
+			continue;
+		}
+		free(j->verdict_reason);
+		j->verdict_reason = strdup(why);
+		j->stopping = true;
+	}
+	return j->stopping;
+}
+
+/* Stops what still runs or waits of a job whose end is decided. */
+static void sched_stop_rest(struct sched *s, struct sched_job *j)
+{
+	long long now = sched_mono_ns();
+
+	sched_event(j, "%s; stopping the other tasks", j->verdict_reason ? j->verdict_reason : "");
+	for (size_t i = 0; i < j->n_workers; i++) {
+		struct sched_worker *w = &j->workers[i];
+
+		if (sched_worker_waiting(w)) {
+			w->state = SCHED_CANCELLED;
+		} else if (w->running && !w->term_sent) {
+			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			w->term_sent = true;
+			w->kill_at_ns = now + SCHED_KILL_GRACE * 1000000000LL;
+		}
+	}
+}
+
+/* The final state of a job whose workers all ended. */
+static void sched_job_final(struct sched *s, struct sched_job *j, size_t failed,
+			    const struct sched_worker *first_failed)
+{
+	char why[512];
+
+	sched_job_ports_release(s, j);
+	if (j->cancelled) {
+		sched_set_state(s, j, SCHED_CANCELLED, "cancelled through ctl");
+	} else if (j->stopping) {
+		sched_set_state(s, j, j->verdict, "%s", j->verdict_reason ? j->verdict_reason : "");
+	} else if (failed && !j->spec->n_roles) {
+		sched_fail_text(j, first_failed, why, sizeof(why));
+		sched_set_state(s, j, SCHED_FAILED, "%s", why);
+	} else if (failed) {
+		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu task(s) completed; %zu failed, "
+				"which no minFailedTaskCount counts", j->n_workers, failed);
+	} else {
+		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu worker(s) exited 0", j->n_workers);
+	}
+}
+
 void sched_run_update(struct sched *s, struct sched_job *j)
 {
 	size_t running = 0, waiting = 0, failed = 0, done = 0, retrying = 0;
 	const struct sched_worker *first_failed = NULL;
-	char why[512];
 
+	if (j->spec->n_roles && !j->stopping && !j->cancelled && sched_role_verdict(j))
+		sched_stop_rest(s, j);
 	for (size_t i = 0; i < j->n_workers; i++) {
 		const struct sched_worker *w = &j->workers[i];
 
@@ -432,20 +585,15 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 	}
 	if (done < j->n_workers) {
 		if (running)
-			sched_set_state(s, j, SCHED_RUNNING, "%zu of %zu worker(s) running%s", running,
-					j->n_workers, j->cancelled ? "; stopping them (cancelled)" : "");
+			sched_set_state(s, j, SCHED_RUNNING, "%zu of %zu worker(s) running%s%s", running,
+					j->n_workers, j->cancelled ? "; stopping them (cancelled)" :
+					j->stopping ? "; stopping them: " : "",
+					j->stopping && !j->cancelled && j->verdict_reason ? j->verdict_reason : "");
 		else if (retrying && !waiting)
 			sched_set_state(s, j, SCHED_RETRYING, "%s", j->reason ? j->reason : "");
 		return;
 	}
-	if (j->cancelled) {
-		sched_set_state(s, j, SCHED_CANCELLED, "cancelled through ctl");
-	} else if (failed) {
-		sched_fail_text(j, first_failed, why, sizeof(why));
-		sched_set_state(s, j, SCHED_FAILED, "%s", why);
-	} else {
-		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu worker(s) exited 0", j->n_workers);
-	}
+	sched_job_final(s, j, failed, first_failed);
 }
 
 /*

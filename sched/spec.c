@@ -2,15 +2,35 @@
  * spec.c - from a spec file's text to the job model (struct spec), and back
  * to JSON for jobs/<name>/spec.json.
  *
- * spec_parse refuses a text over SPEC_MAX_SIZE, lets jansson check the JSON
- * (its syntax errors are reported as field "json" at jansson's line and
- * column; duplicate keys are refused, since a spec that says a thing twice
- * is a mistake), indexes where each value starts (json_pos.c), then picks
- * the format's parser from the document's shape (spec_detect, the one
- * dispatch point: only the native format so far) and runs it.  Parsers
- * report every problem through spec_error, which turns a JSON path into
- * "file:line:col: path: message"; spec_parse fails once at the end, with
- * -EINVAL when any was reported, so a user sees them all.
+ * spec_parse refuses a text over SPEC_MAX_SIZE, skips a UTF-8 byte order
+ * mark, and reads the text as JSON or YAML:
+ * - JSON when its first character that is not blank or inside a comment is
+ *   '{' or '[', or when jansson accepts the whole text (a lone scalar, which
+ *   is then refused as "not an object" in JSON's words).  Before jansson
+ *   sees it, every // line comment and slash-star block comment outside a
+ *   string is blanked (spec_strip_comments): each of its characters becomes
+ *   a space, newlines stay, so every line and column after a comment is
+ *   where the user sees it.  OpenPAI's own example carries // comments;
+ *   every format's JSON gets the same treatment.  jansson's syntax errors
+ *   are reported as field "json" at its line and column; duplicate keys are
+ *   refused, since a spec that says a thing twice is a mistake.  Then
+ *   json_pos.c indexes where each value starts.
+ * - YAML otherwise, through spec_yaml_load, which hands out the same JSON
+ *   value and position index.
+ *
+ * spec_detect, the one dispatch point, picks the format from the
+ * document's shape, first match wins:
+ * 1. a member "taskRoles" or "jobName": OpenPAI v1;
+ * 2. a member "request" (version 2) or "jobDefinition" (version 1): GPULab,
+ *    as GPULab's documentation tells its versions apart;
+ * 3. a member "resources" that is an array (Kibernetika's list of
+ *    resources, each with replicas), or a member "tasks" that is an array
+ *    (a Kibernetika project's task list): Kibernetika;
+ * 4. anything else: native (whose "resources" is an object).
+ * The format's parser then reports every problem through spec_error, which
+ * turns a JSON path into "file:line:col: path: message"; spec_parse fails
+ * once at the end, with -EINVAL when any was reported, so a user sees them
+ * all.
  *
  * Columns count characters, as jansson's do (not bytes), so syntax and
  * value errors in one file agree.  The shared helpers (typed getters, the
@@ -67,10 +87,18 @@ const char *spec_format_name(enum spec_format f)
 	return spec_format_names[f];
 }
 
-/* Which format @root is written in, from its shape. */
+/* Which format @root is written in, from its shape (the rules: top of file). */
 static enum spec_format spec_detect(const json_t *root)
 {
-	(void)root;	/* OpenPAI (jobName), GPULab (request), Kibernetika: later */
+	if (!json_is_object(root))
+		return SPEC_NATIVE;	/* refused by spec_run in any case */
+	if (json_object_get(root, "taskRoles") || json_object_get(root, "jobName"))
+		return SPEC_OPENPAI;
+	if (json_object_get(root, "request") || json_object_get(root, "jobDefinition"))
+		return SPEC_GPULAB;
+	if (json_is_array(json_object_get(root, "resources")) ||
+	    json_is_array(json_object_get(root, "tasks")))
+		return SPEC_KIBERNETIKA;
 	return SPEC_NATIVE;
 }
 
@@ -435,13 +463,60 @@ void spec_set_name(struct spec_ctx *c, const char *name, const char *path)
 		c->s->name = spec_strdup(c, from);
 }
 
-/* ---- parse ---- */
+/* ---- comments, BOM, JSON or YAML ---- */
 
-static int spec_syntax_error(const char *file, const json_error_t *e, struct diag *d)
+enum spec_lex { SPEC_CODE, SPEC_STRING, SPEC_LINE_COMMENT, SPEC_BLOCK_COMMENT };
+
+/*
+ * Appends comment character @ch to @out: a newline (or CR) stays, a UTF-8
+ * continuation byte is dropped (its character already became one space),
+ * anything else becomes a space.
+ */
+static void spec_blank_char(char *out, size_t *o, char ch)
 {
-	spec_diag(d, file, e->line > 0 ? e->line : 1, e->column > 0 ? e->column : 1, "json",
-		  e->text);
-	return -EINVAL;
+	if (ch == '\n' || ch == '\r')
+		out[(*o)++] = ch;
+	else if (((unsigned char)ch & 0xc0) != 0x80)
+		out[(*o)++] = ' ';
+}
+
+/*
+ * Copies @text to @out (room for @len bytes) with every comment outside a
+ * string blanked, keeping each line and column; returns the new length.
+ * An unterminated block comment runs to the end, and jansson says what is
+ * missing.
+ */
+static size_t spec_strip_comments(const char *text, size_t len, char *out)
+{
+	enum spec_lex st = SPEC_CODE;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = text[i], next = i + 1 < len ? text[i + 1] : '\0';
+
+		if (st == SPEC_CODE && ch == '/' && (next == '/' || next == '*')) {
+			st = next == '/' ? SPEC_LINE_COMMENT : SPEC_BLOCK_COMMENT;
+			out[o++] = ' ';
+			out[o++] = ' ';
+			i++;
+		} else if (st == SPEC_BLOCK_COMMENT && ch == '*' && next == '/') {
+			st = SPEC_CODE;
+			out[o++] = ' ';
+			out[o++] = ' ';
+			i++;
+		} else if (st == SPEC_LINE_COMMENT || st == SPEC_BLOCK_COMMENT) {
+			if (ch == '\n' && st == SPEC_LINE_COMMENT)
+				st = SPEC_CODE;
+			spec_blank_char(out, &o, ch);
+		} else {
+			out[o++] = ch;
+			if (st == SPEC_STRING && ch == '\\' && i + 1 < len)
+				out[o++] = text[++i];
+			else if (ch == '"')
+				st = st == SPEC_STRING ? SPEC_CODE : SPEC_STRING;
+		}
+	}
+	return o;
 }
 
 static bool spec_text_blank(const char *text, size_t len)
@@ -452,15 +527,38 @@ static bool spec_text_blank(const char *text, size_t len)
 	return true;
 }
 
+/* The first character of @text (comments blanked) that is not blank, or 0. */
+static char spec_first_char(const char *text, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && strchr(" \t\r\n", text[i]) && text[i])
+		i++;
+	return i < len ? text[i] : '\0';
+}
+
+/* ---- parse ---- */
+
+static int spec_syntax_error(const char *file, const json_error_t *e, struct diag *d)
+{
+	spec_diag(d, file, e->line > 0 ? e->line : 1, e->column > 0 ? e->column : 1, "json",
+		  e->text);
+	return -EINVAL;
+}
+
 /* Runs the format's parser over @root into @s; 0, -EINVAL or -ENOMEM. */
-static int spec_run(struct spec_ctx *c, json_t *root)
+static int spec_run(struct spec_ctx *c, json_t *root, bool yaml)
 {
 	enum spec_format f = spec_detect(root);
 
 	c->s->format = f;
 	if (!json_is_object(root)) {
-		spec_error(c, "", "the spec must be a JSON object ({ ... }), got %s",
-			   spec_json_type(root));
+		if (yaml)
+			spec_error(c, "", "the spec must be a YAML mapping (key: value lines), got %s",
+				   spec_json_type(root));
+		else
+			spec_error(c, "", "the spec must be a JSON object ({ ... }), got %s",
+				   spec_json_type(root));
 	} else if (!spec_parsers[f]) {
 		spec_error(c, "", "looks like a %s spec, which this mlfs cannot read yet",
 			   spec_format_name(f));
@@ -472,13 +570,70 @@ static int spec_run(struct spec_ctx *c, json_t *root)
 	return c->errors ? -EINVAL : 0;
 }
 
+/*
+ * Reads @text as JSON (comments blanked) into *root and *pos, or returns 1
+ * when it is not JSON and should be read as YAML.  0, 1, -EINVAL (reported
+ * in @d) or -ENOMEM.
+ */
+static int spec_load_json(const char *file, const char *text, size_t len, json_t **root,
+			  struct json_pos **pos, struct diag *d)
+{
+	char *clean = malloc(len + 1);
+	json_error_t jerr;
+	char first;
+	int ret;
+
+	if (!clean)
+		return -ENOMEM;
+	len = spec_strip_comments(text, len, clean);
+	if (spec_text_blank(clean, len)) {
+		free(clean);
+		spec_diag(d, file, 1, 1, "json", "the spec holds only comments; it must be a JSON object ({ ... })");
+		return -EINVAL;
+	}
+	first = spec_first_char(clean, len);
+	*root = json_loadb(clean, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	if (!*root) {
+		ret = first == '{' || first == '[' ? spec_syntax_error(file, &jerr, d) : 1;
+	} else {
+		ret = json_pos_build(pos, clean, len);
+		if (ret < 0) {
+			json_decref(*root);
+			*root = NULL;
+		}
+	}
+	free(clean);
+	return ret;
+}
+
+/* Reads @text as JSON or YAML (see the top of the file). */
+static int spec_load(const char *file, const char *text, size_t len, json_t **root,
+		     struct json_pos **pos, bool *yaml, struct diag *d)
+{
+	int ret;
+
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
+	if (spec_text_blank(text, len)) {
+		spec_diag(d, file, 1, 1, "json", "the spec is empty; it must be a JSON object ({ ... })");
+		return -EINVAL;
+	}
+	ret = spec_load_json(file, text, len, root, pos, d);
+	*yaml = ret == 1;
+	if (ret == 1)
+		ret = spec_yaml_load(file, text, len, root, pos, d);
+	return ret < 0 ? ret : 0;
+}
+
 int spec_parse(struct spec **out, const char *file, const char *text, size_t len,
 	       const char *default_name, struct diag *d)
 {
 	struct spec_ctx c = { .file = file, .default_name = default_name, .d = d };
 	struct json_pos *pos = NULL;
-	json_error_t jerr;
-	json_t *root;
+	json_t *root = NULL;
+	bool yaml = false;
 	int ret;
 
 	if (len > SPEC_MAX_SIZE) {
@@ -489,20 +644,12 @@ int spec_parse(struct spec **out, const char *file, const char *text, size_t len
 		spec_diag(d, file, 1, 1, "json", msg);
 		return -EFBIG;
 	}
-	if (spec_text_blank(text, len)) {
-		spec_diag(d, file, 1, 1, "json", "the spec is empty; it must be a JSON object ({ ... })");
-		return -EINVAL;
-	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-	if (!root)
-		return spec_syntax_error(file, &jerr, d);
-	ret = json_pos_build(&pos, text, len);
+	ret = spec_load(file, text, len, &root, &pos, &yaml, d);
+	if (ret < 0)
+		return ret;
 	c.pos = pos;
 	c.s = calloc(1, sizeof(*c.s));
-	if (ret == 0 && !c.s)
-		ret = -ENOMEM;
-	if (ret == 0)
-		ret = spec_run(&c, root);
+	ret = c.s ? spec_run(&c, root, yaml) : -ENOMEM;
 	json_decref(root);
 	json_pos_free(pos);
 	if (ret < 0) {
@@ -530,6 +677,20 @@ void spec_resources_free(struct spec_resources *r)
 		free(r->gpu_types[i]);
 	free(r->gpu_types);
 	free(r->min_cuda_version);
+	free(r->cluster_id);
+	free(r->node_name);
+}
+
+static void spec_worker_free(struct spec_worker *w)
+{
+	free(w->command);
+	spec_resources_free(&w->res);
+	spec_env_free(w->env, w->n_env);
+	free(w->role);
+	for (size_t i = 0; i < w->n_ports; i++)
+		free(w->ports[i].label);
+	free(w->ports);
+	free(w->work_dir);
 }
 
 void spec_free(struct spec *s)
@@ -537,12 +698,13 @@ void spec_free(struct spec *s)
 	if (!s)
 		return;
 	free(s->name);
-	for (size_t i = 0; s->workers && i < s->n_workers; i++) {
-		free(s->workers[i].command);
-		spec_resources_free(&s->workers[i].res);
-		spec_env_free(s->workers[i].env, s->workers[i].n_env);
-	}
+	for (size_t i = 0; s->workers && i < s->n_workers; i++)
+		spec_worker_free(&s->workers[i]);
 	free(s->workers);
+	for (size_t i = 0; s->roles && i < s->n_roles; i++)
+		free(s->roles[i].name);
+	free(s->roles);
+	free(s->description);
 	spec_env_free(s->env, s->n_env);
 	for (size_t i = 0; i < s->n_ignored; i++)
 		free(s->ignored[i]);
@@ -586,13 +748,44 @@ static json_t *spec_resources_json(const struct spec_resources *r)
 
 	for (size_t i = 0; types && i < r->n_gpu_types; i++)
 		json_array_append_new(types, json_string(r->gpu_types[i]));
-	return json_pack("{s:o?, s:b, s:I, s:I, s:o, s:I, s:o, s:s?}",
-			 "gpu_types", types, "gpu_type_substring", r->gpu_type_substring,
-			 "gpu_count", (json_int_t)r->gpu_count, "cpu_count", (json_int_t)r->cpu_count,
-			 "memory_gb", spec_json_limit(r->memory_gb, false),
-			 "disk_size_gb", (json_int_t)r->disk_size_gb,
-			 "max_price", spec_json_limit(r->max_price, false),
-			 "min_cuda_version", r->min_cuda_version);
+	json_t *o;
+
+	o = json_pack("{s:o?, s:b, s:I, s:I, s:o, s:I, s:o, s:s?}",
+		      "gpu_types", types, "gpu_type_substring", r->gpu_type_substring,
+		      "gpu_count", (json_int_t)r->gpu_count, "cpu_count", (json_int_t)r->cpu_count,
+		      "memory_gb", spec_json_limit(r->memory_gb, false),
+		      "disk_size_gb", (json_int_t)r->disk_size_gb,
+		      "max_price", spec_json_limit(r->max_price, false),
+		      "min_cuda_version", r->min_cuda_version);
+	/* shown only when set, so a spec that does not use them reads as before */
+	if (o && r->cluster_id)
+		json_object_set_new(o, "cluster_id", json_string(r->cluster_id));
+	if (o && r->node_name)
+		json_object_set_new(o, "node_name", json_string(r->node_name));
+	return o;
+}
+
+static json_t *spec_ports_json(const struct spec_worker *w)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < w->n_ports; i++)
+		json_array_append_new(a, json_pack("{s:s, s:I}", "label", w->ports[i].label,
+						   "count", (json_int_t)w->ports[i].count));
+	return a;
+}
+
+/* The members of a worker that only some formats use, when set. */
+static void spec_worker_extra_json(json_t *o, const struct spec_worker *w)
+{
+	if (w->role) {
+		json_object_set_new(o, "role", json_string(w->role));
+		json_object_set_new(o, "role_index", json_integer(w->role_index));
+	}
+	if (w->n_ports)
+		json_object_set_new(o, "ports", spec_ports_json(w));
+	if (w->work_dir)
+		json_object_set_new(o, "work_dir", json_string(w->work_dir));
 }
 
 static json_t *spec_workers_json(const struct spec *s)
@@ -604,12 +797,29 @@ static json_t *spec_workers_json(const struct spec *s)
 
 		w = json_pack("{s:s, s:o}", "command", sw->command,
 			      "resources", spec_resources_json(&sw->res));
+		if (w)
+			spec_worker_extra_json(w, sw);
 		if (w && sw->n_env)
 			json_object_set_new(w, "environment", spec_env_json(sw->env, sw->n_env));
 		if (!w || json_array_append_new(a, w) < 0) {
 			json_decref(a);
 			return NULL;
 		}
+	}
+	return a;
+}
+
+static json_t *spec_roles_json(const struct spec *s)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < s->n_roles; i++) {
+		const struct spec_role *r = &s->roles[i];
+
+		json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:o, s:o}", "name", r->name,
+			"first_worker", (json_int_t)r->first, "workers", (json_int_t)r->n,
+			"min_failed", spec_json_limit((double)r->min_failed, true),
+			"min_succeeded", spec_json_limit((double)r->min_succeeded, true)));
 	}
 	return a;
 }
@@ -639,6 +849,10 @@ char *spec_to_json(const struct spec *s)
 		      "ignored", spec_ignored_json(s));
 	if (!o)
 		return NULL;
+	if (s->n_roles)
+		json_object_set_new(o, "roles", spec_roles_json(s));
+	if (s->description)
+		json_object_set_new(o, "description", json_string(s->description));
 	text = json_dumps(o, JSON_INDENT(2));
 	json_decref(o);
 	return text;
