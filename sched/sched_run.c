@@ -281,7 +281,8 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	l->st = (struct exec_start){
 		.job = j->name, .worker = w->n, .attempt = w->n_attempts,
 		.command = j->spec->workers[w->n - 1].command, .envp = l->env.v,
-		.uid = j->uid, .gid = j->gid, .dir = l->models, .log_path = l->log,
+		.uid = j->uid, .gid = j->gid, .dir = j->spec->workers[w->n - 1].work_dir ? j->spec->workers[w->n - 1].work_dir : l->models,
+		.log_path = l->log,
 		.job_log_path = l->jlog, .exit_path = l->exitp,
 		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
 	};

@@ -1,0 +1,219 @@
+#!/bin/bash
+# formats_test.sh - the other platforms' specs through a real mount: OpenPAI
+# (the documentation's TensorFlow job as printed, two roles printing their
+# PAI_* variables, ports, gang start, minFailed/minSucceededTaskCount),
+# GPULab (HelloWorld as printed, GPULAB_* variables), Kibernetika (YAML,
+# REPLICA_INDEX and <RESOURCE>_NODES), and mlfs check on each.
+# Usage: formats_test.sh MLFS
+set -u
+MLFS=$1
+SEEDS=$(dirname "$(readlink -f "$0")")/../../../shared/seeds	# beside the checkout
+. "$(dirname "$0")/lib.sh"
+t_setup
+cd "$T_DIR" || exit 1
+mkdir -p data mnt
+cat >jobs.conf <<CONF
+[mlfs]
+state_dir = $T_DIR/state
+cache_dir = $T_DIR/cache
+[node]
+gpus = 2
+gpu_type = A100
+cuda_version = 12.2
+cpus = 16
+memory_gb = 32
+[datastore d]
+type = local
+root = $T_DIR/data
+CONF
+M=$T_DIR/mnt
+J=$M/jobs
+
+state() { cat "$J/$1/state" 2>/dev/null; }
+wait_state() {
+	for _ in $(seq 1 "${3:-100}"); do
+		[ "$(state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "# $1 is '$(state "$1")', not $2: $(cat "$J/$1/reason" 2>/dev/null)"
+	return 1
+}
+# var JOB WORKER NAME: the value worker WORKER printed for NAME (as NAME=value lines).
+var() { sed -n "s/^$3=//p" "$J/$1/workers/$2/log" | head -1; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+mount_fg jobs.conf "$M" || { t_finish; exit 1; }
+
+# --- OpenPAI: the documentation's distributed TensorFlow job, as printed (with its // comments)
+# (the seed pages live in ../shared beside the checkout; the example is lines 144-211)
+sed -n '144,211p' "$SEEDS/002_108212ea4f1ad1c3.txt" >tf.json 2>/dev/null
+if [ -s tf.json ] && grep -q '//' tf.json; then
+	check "mlfs check reads OpenPAI's example" sh -c "'$MLFS' check tf.json | grep -q 'openpai spec, job tensorflow-distributed-jobguid, 4 worker'"
+	check "cp of OpenPAI's example submits it" cp tf.json "$J/"
+	check "it became a job" test -d "$J/tensorflow-distributed-jobguid"
+	same "spec.json says openpai" openpai "$(json "$J/tensorflow-distributed-jobguid/spec.json" "d['format']")"
+	check "its image is listed as ignored" grep -q '"image: ' "$J/tensorflow-distributed-jobguid/status.json"
+	echo cancel >"$J/tensorflow-distributed-jobguid/ctl"
+	check "it is cancelled" wait_state tensorflow-distributed-jobguid CANCELLED
+else
+	ok "# SKIP the OpenPAI seed page is not beside the checkout"
+fi
+
+# --- OpenPAI: two roles of 2 and 3 tasks print their variables
+cat >roles.json <<'SPEC'
+{
+  "jobName": "roles",
+  "taskRoles": [
+    {"name": "ps", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0,
+     "portList": [{"label": "grpc", "beginAt": 0, "portNumber": 1}],
+     "command": "env | grep -E '^(PAI_|CUDA_VISIBLE|batch_size)' | sort"},
+    {"name": "worker", "taskNumber": 3, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0,
+     "portList": [{"label": "grpc", "beginAt": 0, "portNumber": 2}],
+     "command": "env | grep -E '^(PAI_|CUDA_VISIBLE)' | sort"}
+  ],
+  "jobEnvs": {"batch_size": 32}
+}
+SPEC
+check "a two-role OpenPAI job is accepted" cp roles.json "$J/"
+check "it succeeds" wait_state roles SUCCEEDED
+same "five workers" "1 2 3 4 5" "$(ls "$J/roles/workers" | xargs)"
+same "PAI_TASK_ROLE_TASK_COUNT_ps" 2 "$(var roles 1 PAI_TASK_ROLE_TASK_COUNT_ps)"
+same "PAI_TASK_ROLE_TASK_COUNT_worker" 3 "$(var roles 1 PAI_TASK_ROLE_TASK_COUNT_worker)"
+same "PAI_TASK_ROLE_LIST" "ps,worker" "$(var roles 4 PAI_TASK_ROLE_LIST)"
+same "PAI_TASK_ROLE_COUNT" 2 "$(var roles 5 PAI_TASK_ROLE_COUNT)"
+same "worker 2 is ps task 1" "ps 1" "$(var roles 2 PAI_CURRENT_TASK_ROLE_NAME) $(var roles 2 PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX)"
+same "worker 5 is worker task 2" "worker 2" "$(var roles 5 PAI_CURRENT_TASK_ROLE_NAME) $(var roles 5 PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX)"
+same "PAI_JOB_NAME" roles "$(var roles 3 PAI_JOB_NAME)"
+same "PAI_HOST_IP_worker_2" 127.0.0.1 "$(var roles 1 PAI_HOST_IP_worker_2)"
+ps_list=$(var roles 3 PAI_TASK_ROLE_ps_HOST_LIST)
+check "PAI_TASK_ROLE_ps_HOST_LIST has two host:port" sh -c "echo '$ps_list' | grep -Eqx '127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+'"
+same "every task sees the same host list" "$ps_list" "$(var roles 5 PAI_TASK_ROLE_ps_HOST_LIST)"
+w2=$(var roles 5 PAI_PORT_LIST_worker_2_grpc)
+check "worker task 2 has two grpc ports" sh -c "echo '$w2' | grep -Eqx '[0-9]+,[0-9]+'"
+all_ports=$(for i in 0 1; do var roles 1 "PAI_PORT_LIST_ps_${i}_grpc"; done; for i in 0 1 2; do var roles 1 "PAI_PORT_LIST_worker_${i}_grpc"; done)
+same "eight ports, all different" 8 "$(echo "$all_ports" | tr ',' '\n' | sort -u | grep -c .)"
+same "PAI_RESOURCE_worker: gpuNumber,cpuNumber,memoryMB" "0,1,256" "$(var roles 1 PAI_RESOURCE_worker | cut -d, -f1-3)"
+same "jobEnvs reach the tasks" 32 "$(var roles 1 batch_size)"
+
+# --- gang: a two-role job waits whole while one GPU is taken
+printf '{"name": "hog", "resources": {"gpu_count": 1}, "workers": [{"command": "sleep 30"}]}\n' >"$J/hog.json"
+check "a job holds one GPU" wait_state hog RUNNING
+cat >"$J/gang.json" <<'SPEC'
+{"jobName": "gang", "taskRoles": [
+  {"name": "a", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 1, "command": "echo a"},
+  {"name": "b", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 1, "command": "echo b"}]}
+SPEC
+sleep 0.5
+same "the gang waits" QUEUED "$(state gang)"
+same "no role started alone" "QUEUED QUEUED" "$(cat "$J/gang/workers/1/state" "$J/gang/workers/2/state" | xargs)"
+check "... and says why" grep -q 'waiting for GPUs' "$J/gang/reason"
+echo cancel >"$J/hog/ctl"
+check "the gang starts whole once the GPU frees" wait_state gang SUCCEEDED
+same "both roles ran, on different GPUs" 2 "$(grep -o 'GPUs \[[01]\]' "$J/gang/events" | sort -u | wc -l)"
+
+# --- minSucceededTaskCount and minFailedTaskCount end a job early
+cat >"$J/minok.json" <<'SPEC'
+{"jobName": "minok", "taskRoles": [
+  {"name": "server", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "sleep 30"},
+  {"name": "client", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "true",
+   "minSucceededTaskCount": 1}]}
+SPEC
+check "minSucceededTaskCount: the job succeeds when the client does" wait_state minok SUCCEEDED 150
+check "... says so" grep -q 'task role client: 1 task(s) succeeded, minSucceededTaskCount is 1' "$J/minok/reason"
+same "... the servers were stopped" "CANCELLED CANCELLED" "$(cat "$J/minok/workers/1/state" "$J/minok/workers/2/state" | xargs)"
+cat >"$J/minfail.json" <<'SPEC'
+{"jobName": "minfail", "taskRoles": [
+  {"name": "server", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "sleep 30",
+   "minFailedTaskCount": null},
+  {"name": "client", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "exit 2",
+   "minFailedTaskCount": 2}]}
+SPEC
+check "minFailedTaskCount: the job fails when both clients did" wait_state minfail FAILED 150
+check "... says so" grep -q 'task role client: 2 task(s) failed, minFailedTaskCount is 2' "$J/minfail/reason"
+same "... the server was stopped" CANCELLED "$(cat "$J/minfail/workers/1/state")"
+
+# --- GPULab: HelloWorld as printed, then a worker printing its variables
+cat >hello.json <<'SPEC'
+{
+    "name": "HelloWorld",
+    "description": "Hello world!",
+    "request": {
+        "resources": {
+            "clusterId": 1,
+            "gpus": 1,
+            "cpus": 2,
+            "cpuMemoryGb": 1
+        },
+        "docker": {
+            "image": "debian:stable",
+            "command": "echo 'Hello World!'",
+            "environment": { },
+            "storage": [ ],
+            "portMappings": [ ]
+        },
+        "scheduling": {
+            "interactive": true
+        }
+    }
+}
+SPEC
+check "mlfs check reads GPULab's HelloWorld" sh -c "'$MLFS' check hello.json | grep -q 'gpulab spec, job HelloWorld, 1 worker'"
+check "cp of GPULab's HelloWorld submits it" cp hello.json "$J/"
+check "HelloWorld runs on this node" wait_state HelloWorld SUCCEEDED
+same "... and says hello" "[1] Hello World!" "$(cat "$J/HelloWorld/log")"
+check "its image and clusterId are listed as ignored" sh -c "grep -q 'request.docker.image' '$J/HelloWorld/status.json' && grep -q 'clusterId: this node declares no cluster' '$J/HelloWorld/status.json'"
+cat >"$J/glenv.json" <<'SPEC'
+{"name": "glenv", "request": {"resources": {"gpus": 2, "cpus": 2, "cpuMemoryGb": 2, "gpuModel": ["a10"]},
+ "docker": {"image": "x", "command": ["sh", "-c", "env | grep -E '^(GPULAB_|CUDA_VISIBLE)' | sort"],
+            "environment": {"MODE": "test"}}}}
+SPEC
+check "a GPULab job with gpuModel a10 (a part of A100) runs" wait_state glenv SUCCEEDED
+same "GPULAB_GPUS_RESERVED equals the GPUs given" 2 "$(var glenv 1 GPULAB_GPUS_RESERVED)"
+same "CUDA_VISIBLE_DEVICES" "0,1" "$(var glenv 1 CUDA_VISIBLE_DEVICES)"
+same "GPULAB_CPUS_RESERVED" 2 "$(var glenv 1 GPULAB_CPUS_RESERVED)"
+same "GPULAB_JOB_ID" glenv "$(var glenv 1 GPULAB_JOB_ID)"
+check "GPULAB_MEM_RESERVED is set" test -n "$(var glenv 1 GPULAB_MEM_RESERVED)"
+
+# --- Kibernetika: a YAML task with two resources
+cat >kb.yaml <<'SPEC'
+name: kbjob
+resources:
+- name: ps
+  replicas: 1
+  command: env | grep -E '^(REPLICA_INDEX|PS_NODES|WORKER_NODES|BUILD_ID|GPU_COUNT)=' | sort
+  resources:
+    requests:
+      cpu: 100m
+      memory: 64Mi
+- name: worker
+  replicas: 2
+  command: env | grep -E '^(REPLICA_INDEX|PS_NODES|WORKER_NODES|BUILD_ID|GPU_COUNT)=' | sort
+  resources:
+    requests:
+      cpu: 1500m
+      memory: 128Mi
+SPEC
+check "mlfs check reads a Kibernetika YAML task" sh -c "'$MLFS' check kb.yaml | grep -q 'kibernetika spec, job kbjob, 3 worker'"
+check "cp of a Kibernetika YAML task submits it" cp kb.yaml "$J/"
+check "it succeeds" wait_state kbjob SUCCEEDED
+same "REPLICA_INDEX of the second worker replica (the documentation's base 1)" 2 "$(var kbjob 3 REPLICA_INDEX)"
+same "REPLICA_INDEX of the ps" 1 "$(var kbjob 1 REPLICA_INDEX)"
+same "WORKER_NODES lists two replicas" 2 "$(var kbjob 1 WORKER_NODES | tr ',' '\n' | grep -c .)"
+same "every replica sees the same PS_NODES" "$(var kbjob 1 PS_NODES)" "$(var kbjob 3 PS_NODES)"
+same "GPU_COUNT" 0 "$(var kbjob 2 GPU_COUNT)"
+check "BUILD_ID is set" test -n "$(var kbjob 2 BUILD_ID)"
+same "1500m is two CPUs" 2 "$(json "$J/kbjob/spec.json" "d['workers'][1]['resources']['cpu_count']")"
+
+# --- a bad spec of each format names its field
+printf '{"jobName": "x", "taskRoles": [{"name": "a", "taskNumber": 0, "cpuNumber": 1, "memoryMB": 100, "gpuNumber": 0, "command": "x"}]}\n' >pai-bad.json
+fails "OpenPAI taskNumber 0 is refused" "Invalid argument" cp pai-bad.json "$J/"
+check "... naming the field" grep -q '^pai-bad.json:1:[0-9]*: taskRoles\[0\].taskNumber: ' "$J/pai-bad.json.error"
+printf '{"name": "y", "request": {"resources": {"gpus": -1, "cpus": 1, "cpuMemoryGb": 1}, "docker": {"command": "x"}}}\n' >gl-bad.json
+fails "GPULab gpus -1 is refused" "Invalid argument" cp gl-bad.json "$J/"
+check "... naming the field" grep -q '^gl-bad.json:1:[0-9]*: request.resources.gpus: ' "$J/gl-bad.json.error"
+printf 'name: z\nresources:\n- name: w\n  replicas: 0\n  command: x\n' >kb-bad.yaml
+fails "Kibernetika replicas 0 is refused" "Invalid argument" cp kb-bad.yaml "$J/"
+check "... naming the field at its YAML line" grep -q '^kb-bad.yaml:4:[0-9]*: resources\[0\].replicas: ' "$J/kb-bad.yaml.error"
+unmount_fg "$M"
+
+t_finish
