@@ -58,6 +58,7 @@ struct sched_job {
 	size_t n_workers;
 	bool cancelled;
 	bool stopping;			/* a role's min count decided the job: the rest are stopped */
+	unsigned int job_attempt;	/* gang jobs: whole-job retries so far */
 	enum sched_state verdict;	/* what the job ends as once stopped */
 	char *verdict_reason;
 	int **ports;			/* ports[w]: worker w's ports (spec_runtime); NULL until placed */

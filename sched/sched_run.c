@@ -458,7 +458,8 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 		w->state = SCHED_CANCELLED;
 	else if (res->how == EXEC_EXITED && res->code == 0)
 		w->state = SCHED_SUCCEEDED;
-	else if (w->timed_out || res->how == EXEC_OOM || w->n_attempts >= sched_max_attempts(j))
+	else if (j->spec->gang || w->timed_out || res->how == EXEC_OOM ||
+		 w->n_attempts >= sched_max_attempts(j))	/* a gang retries whole: sched_job_final */
 		w->state = SCHED_FAILED;
 	else
 		w->state = SCHED_RETRYING;
@@ -545,12 +546,47 @@ static void sched_stop_rest(struct sched *s, struct sched_job *j)
 }
 
 /* The final state of a job whose workers all ended. */
+/*
+ * A gang job that failed starts again whole, all its workers at once, while
+ * retry_count allows (OpenPAI's retryCount, Kibernetika's maxRestartCount
+ * are job retries), unless a worker was killed for memory or time, which the
+ * same limits would do again.  Each worker's attempts are all kept.
+ */
+static bool sched_gang_retry(struct sched *s, struct sched_job *j, const char *why)
+{
+	for (size_t i = 0; i < j->n_workers; i++) {
+		const struct sched_worker *w = &j->workers[i];
+		const char *end = w->n_attempts ? w->attempts[w->n_attempts - 1].end : "";
+
+		if (w->timed_out || strcmp(end, "oom") == 0)
+			return false;
+	}
+	if (!j->spec->gang || j->cancelled || j->job_attempt + 1 >= sched_max_attempts(j))
+		return false;
+	j->job_attempt++;
+	for (size_t i = 0; i < j->n_workers; i++)
+		j->workers[i].state = SCHED_RETRYING;
+	j->stopping = false;
+	j->never = false;
+	j->fit_gen = 0;
+	sched_set_state(s, j, SCHED_RETRYING, "job attempt %u of %u, after: %s", j->job_attempt + 1,
+			sched_max_attempts(j), why);
+	return true;
+}
+
 static void sched_job_final(struct sched *s, struct sched_job *j, size_t failed,
 			    const struct sched_worker *first_failed)
 {
 	char why[512];
 
 	sched_job_ports_release(s, j);
+	if (j->stopping && j->verdict == SCHED_FAILED && sched_gang_retry(s, j, j->verdict_reason))
+		return;
+	if (failed && !j->spec->n_roles && !j->stopping && !j->cancelled) {
+		sched_fail_text(j, first_failed, why, sizeof(why));
+		if (sched_gang_retry(s, j, why))
+			return;
+	}
 	if (j->cancelled) {
 		sched_set_state(s, j, SCHED_CANCELLED, "cancelled through ctl");
 	} else if (j->stopping) {

@@ -188,6 +188,7 @@ static json_t *sched_status_object(const struct sched_job *j)
 	json_object_set_new(o, "started_ns", json_integer(j->started_ns));
 	json_object_set_new(o, "ended_ns", json_integer(j->ended_ns));
 	json_object_set_new(o, "retry_count", json_integer(j->spec->retry_count));
+	json_object_set_new(o, "job_attempt", json_integer((json_int_t)j->job_attempt + 1));
 	json_object_set_new(o, "workers", workers);
 	json_object_set_new(o, "ignored", ignored);
 	return o;
@@ -323,6 +324,8 @@ static void sched_load_status(struct sched_job *j)
 	j->reason = json_string_value(json_object_get(o, "reason")) ?
 		strdup(json_string_value(json_object_get(o, "reason"))) : NULL;
 	j->cancelled = json_is_true(json_object_get(o, "cancelled"));
+	if (json_integer_value(json_object_get(o, "job_attempt")) > 1)
+		j->job_attempt = (unsigned int)json_integer_value(json_object_get(o, "job_attempt")) - 1;
 	j->started_ns = json_integer_value(json_object_get(o, "started_ns"));
 	j->ended_ns = json_integer_value(json_object_get(o, "ended_ns"));
 	workers = json_object_get(o, "workers");

@@ -132,6 +132,18 @@ check "minFailedTaskCount: the job fails when both clients did" wait_state minfa
 check "... says so" grep -q 'task role client: 2 task(s) failed, minFailedTaskCount is 2' "$J/minfail/reason"
 same "... the server was stopped" CANCELLED "$(cat "$J/minfail/workers/1/state")"
 
+# --- retryCount retries an OpenPAI job whole
+cat >"$J/again.json" <<'SPEC'
+{"jobName": "again", "retryCount": 1, "taskRoles": [
+  {"name": "a", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0,
+   "command": "test -e $ML_OUTPUT_PATH/tried || { touch $ML_OUTPUT_PATH/tried; exit 3; }"},
+  {"name": "b", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "echo b"}]}
+SPEC
+check "a failed gang job is retried whole and succeeds" wait_state again SUCCEEDED 150
+same "... on job attempt 2" 2 "$(json "$J/again/status.json" "d['job_attempt']")"
+same "... both roles ran twice" "2 2" "$(json "$J/again/status.json" "' '.join(str(len(w['attempts'])) for w in d['workers'])")"
+check "... the retry is an event" grep -q 'RETRYING: job attempt 2 of 2, after: task role a: 1 task(s) failed' "$J/again/events"
+
 # --- GPULab: HelloWorld as printed, then a worker printing its variables
 cat >hello.json <<'SPEC'
 {
