@@ -382,6 +382,35 @@ static int sched_place_job(struct sched *s, struct sched_job *j, char *why, size
 	return 1;
 }
 
+/* -1 with @why when the whole gang can never be on this node at once, else 1. */
+static int sched_gang_never(const struct sched *s, const struct sched_job *j, char *why, size_t len)
+{
+	long gpus = 0, cpus = 0;
+	double mem = 0;
+
+	for (size_t i = 0; i < j->n_workers; i++) {
+		const struct spec_resources *res = &j->spec->workers[i].res;
+
+		if (!sched_worker_waiting(&j->workers[i]))
+			continue;
+		gpus += res->gpu_count;
+		cpus += res->cpu_count;
+		mem += res->memory_gb > 0 ? res->memory_gb : 0;
+	}
+	if (gpus > (long)s->node.gpus)
+		snprintf(why, len, "never satisfiable here: its %zu workers start together and need "
+			 "%ld GPUs at once, node has %u", j->n_workers, gpus, s->node.gpus);
+	else if (cpus > s->node.cpus)
+		snprintf(why, len, "never satisfiable here: its %zu workers start together and need "
+			 "%ld CPUs at once, node has %ld", j->n_workers, cpus, s->node.cpus);
+	else if (s->node.memory_gb > 0 && mem > s->node.memory_gb)
+		snprintf(why, len, "never satisfiable here: its %zu workers start together and need "
+			 "%g GB at once, node has %.1f GB", j->n_workers, mem, s->node.memory_gb);
+	else
+		return 1;
+	return -1;
+}
+
 /*
  * Gang jobs: every waiting worker must fit at once, checked by holding as
  * we go.  Returns 1, or the fit of the first worker that does not.
@@ -390,7 +419,7 @@ static int sched_gang_fits(struct sched *s, struct sched_job *j, char *why, size
 {
 	int gpus[SCHED_MAX_GPUS][SCHED_MAX_GPUS];
 	size_t held = 0;
-	int ok = 1;
+	int ok = sched_gang_never(s, j, why, len);
 
 	for (size_t i = 0; i < j->n_workers && ok > 0; i++) {
 		const struct spec_resources *res = &j->spec->workers[i].res;

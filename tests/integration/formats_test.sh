@@ -111,6 +111,16 @@ echo cancel >"$J/hog/ctl"
 check "the gang starts whole once the GPU frees" wait_state gang SUCCEEDED
 same "both roles ran, on different GPUs" 2 "$(grep -o 'GPUs \[[01]\]' "$J/gang/events" | sort -u | wc -l)"
 
+cat >"$J/toobig.json" <<'SPEC'
+{"jobName": "toobig", "taskRoles": [
+  {"name": "a", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 2, "command": "true"},
+  {"name": "b", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 2, "command": "true"}]}
+SPEC
+same "a gang bigger than the node says so" \
+	"never satisfiable here: its 2 workers start together and need 4 GPUs at once, node has 2" \
+	"$(cat "$J/toobig/reason")"
+echo cancel >"$J/toobig/ctl"
+
 # --- minSucceededTaskCount and minFailedTaskCount end a job early
 cat >"$J/minok.json" <<'SPEC'
 {"jobName": "minok", "taskRoles": [
