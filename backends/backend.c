@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "be_archive.h"
 #include "be_http.h"
 #include "be_local.h"
 #include "be_nfs.h"
@@ -46,7 +47,7 @@ static const struct backend_scheme backend_builtin[] = {
 	{ "smb", &be_smb_ops, smb_keys },
 	{ "s3", &be_s3_ops, s3_keys },
 	{ "http", &be_http_ops, http_keys },
-	{ "archive", NULL, no_keys },
+	{ "archive", &be_archive_ops, no_keys },
 };
 
 #define BACKEND_NBUILTIN (sizeof(backend_builtin) / sizeof(backend_builtin[0]))
@@ -159,7 +160,7 @@ static void backend_check_keys(const struct datastore_config *ds, struct diag *d
 	}
 }
 
-static int backend_is_archive(const char *path)
+int backend_is_archive(const char *path)
 {
 	static const char *const ext[] = { ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", NULL };
 	size_t len = strlen(path);

@@ -80,6 +80,8 @@ struct fs {
 	struct mlfs_config *cfg;
 	struct backend **backends;	/* one per datastore, in config order */
 	size_t nbackends;
+	struct backend **archives;	/* one per archive source, over its datastore's backend */
+	size_t narchives;
 	struct view *views;
 	size_t nviews;
 	struct cache *cache;		/* the shared disk cache; NULL without remote backends */

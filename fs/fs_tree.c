@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <fuse_lowlevel.h>
 
+#include "be_archive.h"
 #include "fs.h"
 #include "log.h"
 #include "path.h"
@@ -415,6 +416,22 @@ static size_t fs_shown_datastores(const struct mlfs_config *cfg)
 	return n;
 }
 
+/* An archive source, shown extracted: a be_archive over its datastore's backend. */
+static int fs_open_archive(struct fs *fs, struct backend *inner, const struct source_config *src)
+{
+	struct backend *ab;
+	int ret = be_archive_create(&ab, inner, src->path, fs->cfg->cache_dir, src->name);
+
+	if (ret < 0) {
+		log_err("%s %s: %s: cannot read the archive: %s", "source", src->name, src->source,
+			strerror(-ret));
+		return ret;
+	}
+	ab->index = (unsigned int)(fs->cfg->n_datastores + fs->narchives + 1);
+	fs->archives[fs->narchives++] = ab;
+	return 0;
+}
+
 static int fs_build_views(struct fs *fs)
 {
 	struct mlfs_config *cfg = fs->cfg;
@@ -439,6 +456,16 @@ static int fs_build_views(struct fs *fs)
 			return -ENOTSUP;
 		while (strcmp(cfg->datastores[b].name, src->datastore) != 0)
 			b++;
+		if (backend_is_archive(src->source)) {
+			int ret = fs_open_archive(fs, fs->backends[b], src);
+
+			if (ret < 0)
+				return ret;
+			if (fs_view_init(&fs->views[nshown + i], fs->archives[fs->narchives - 1],
+					 src->name, "", true, &cfg->datastores[b]) < 0)
+				return -ENOMEM;
+			continue;
+		}
 		if (fs_view_init(&fs->views[nshown + i], fs->backends[b], src->name,
 				 src->path, true, &cfg->datastores[b]) < 0)
 			return -ENOMEM;
@@ -512,10 +539,11 @@ int fs_create(struct fs **out, struct mlfs_config *cfg)
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->cache_lock, NULL);
 	fs->backends = calloc(cfg->n_datastores + 1, sizeof(*fs->backends));
+	fs->archives = calloc(cfg->n_sources + 1, sizeof(*fs->archives));
 	fs->views = calloc(fs->nviews + 1, sizeof(*fs->views));
 	fs->vnodes = calloc(fs->nvnodes, sizeof(*fs->vnodes));
 	fs->hash = calloc(fs->hash_size, sizeof(*fs->hash));
-	if (fs->backends && fs->views && fs->vnodes && fs->hash &&
+	if (fs->backends && fs->archives && fs->views && fs->vnodes && fs->hash &&
 	    (ret = fs_build_vnodes(fs)) == 0 && (ret = fs_build_backends(fs)) == 0)
 		ret = fs_build_views(fs);
 	if (ret < 0) {
@@ -545,6 +573,9 @@ void fs_destroy(struct fs *fs)
 		free(fs->views[i].name);
 		free(fs->views[i].root);
 	}
+	for (size_t i = 0; i < fs->narchives; i++)
+		backend_destroy(fs->archives[i]);	/* before the backends they read through */
+	free(fs->archives);
 	for (size_t i = 0; i < fs->nbackends; i++)
 		backend_destroy(fs->backends[i]);
 	cache_destroy(fs->cache);

@@ -166,6 +166,9 @@ int backend_lookup(const struct backend_ops **out, const char *scheme);
 /* Every scheme the registry knows, built in or not, NULL-terminated. */
 const char *const *backend_schemes(void);
 
+/* Whether a source path names an archive (.zip, .tar, .tar.gz, .tgz, .tar.bz2). */
+int backend_is_archive(const char *path);
+
 /*
  * Checks the datastores and sources of @cfg against the registry: types
  * known and compiled in, no key foreign to the type, the backend's own

@@ -35,7 +35,7 @@ printf '[datastore d]\ntype = local\nroot = %s/missing\n' "$T_DIR" >noroot.conf
 fails "a local root that does not exist" "noroot.conf:3: [datastore d] root: $T_DIR/missing: No such file or directory" "$MLFS" mount noroot.conf "$M"
 check "nothing mounted after a missing root" nothing_mounted
 printf '[datastore d]\ntype = local\nroot = /\n[dataset a]\nsource = d:/x.zip\n' >zip.conf
-fails "a backend not compiled in" "zip.conf:5: [dataset a] source: archive backend not compiled in" "$MLFS" mount zip.conf "$M"
+fails "an archive source that is not there" "zip.conf:5: [dataset a] source: d:/x.zip: No such file or directory" "$MLFS" mount zip.conf "$M"
 printf '[datastore d]\ntype = local\nroot = %s/data\n[dataset typo]\nsource = d:/hj\n' "$T_DIR" >typo.conf
 fails "a dataset whose folder is not there" "typo.conf:5: [dataset typo] source: d:/hj: No such file or directory" "$MLFS" mount typo.conf "$M"
 check "nothing mounted after a missing dataset" nothing_mounted

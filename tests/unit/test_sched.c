@@ -292,9 +292,21 @@ static bool got_signal(const char *job, int sig)
 	return exec_fake_find(job, 1, 0, &r) == 0 && exec_fake_got_signal(&r, sig);
 }
 
+/*
+ * Ends worker 1 of @job.  A job shows RUNNING from the moment its worker is
+ * placed, a moment before the executor's start runs: wait for the start.
+ */
 static void end_worker(const char *job, enum exec_end how, int code)
 {
-	assert_int_equal(exec_fake_end(job, 1, how, code), 0);
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
+	int ret = -ENOENT;
+
+	for (int i = 0; i < 500 && ret == -ENOENT; i++) {
+		ret = exec_fake_end(job, 1, how, code);
+		if (ret == -ENOENT)
+			nanosleep(&pause, NULL);
+	}
+	assert_int_equal(ret, 0);
 }
 
 /* ---- placement ---- */

@@ -1,0 +1,31 @@
+/* be_archive.h - a zip, tar, tar.gz or tar.bz2 file of another backend, shown as a folder (be_archive.c). */
+#ifndef MLFS_BE_ARCHIVE_H
+#define MLFS_BE_ARCHIVE_H
+
+#include "backend.h"
+
+/*
+ * The ops of every archive backend.  Its create() refuses (-EINVAL): an
+ * archive lives inside another backend, so it is made with be_archive_create.
+ */
+extern const struct backend_ops be_archive_ops;
+
+/*
+ * Shows the archive at @path inside @inner (borrowed; must outlive the new
+ * backend) as a read-only folder.  Reads the archive's member list once,
+ * here, through @inner.
+ *
+ * @cache_dir: where members that cannot be read in place are extracted,
+ * under cache_dir/archives/<sha256 of inner name, path, size, mtime>/, shared
+ * with other processes and kept across restarts; created when missing.  NULL:
+ * a private folder under /tmp, removed by destroy.
+ * @name: the backend's name, for messages and statistics (copied).
+ *
+ * Returns 0, -EINVAL for a corrupt or unsupported archive (one log line
+ * naming it), the inner backend's error unchanged (-ENOENT, -EIO, ...), or
+ * -ENOMEM.  Free the backend with backend_destroy().
+ */
+int be_archive_create(struct backend **out, struct backend *inner, const char *path,
+		      const char *cache_dir, const char *name);
+
+#endif
