@@ -132,6 +132,11 @@ static const struct backend_ops *backend_check_type(const struct datastore_confi
 	const struct backend_ops *ops;
 	int ret = backend_lookup(&ops, ds->type);
 
+	if (ret == 0 && strcmp(ds->type, "archive") == 0) {
+		diag_add(d, ds->file, ds->type_line, "[datastore %s] type: archive is not a datastore "
+			 "type: name an archive as a source (DATASTORE:/path/x.zip)", ds->name);
+		return NULL;
+	}
 	if (ret == -ENOENT)
 		diag_add(d, ds->file, ds->type_line,
 			 "[datastore %s] type: unknown type '%s' (known: local, nfs, smb, s3, http)",
@@ -205,7 +210,11 @@ static void backend_check_source(const struct mlfs_config *cfg, const struct sou
 
 		backend_check_scheme(strncmp(s, "http", 4) == 0 ? "http" : s, src, file, d);
 	}
-	if (backend_is_archive(src->source))
+	if (backend_is_archive(src->source) && src->url_scheme)
+		diag_add(d, file, src->source_line, "[%s %s] source: an archive is read from a datastore "
+			 "(DATASTORE:/path/x.tar) in this release, not from a URL",
+			 source_section[src->kind], src->name);
+	else if (backend_is_archive(src->source))
 		backend_check_scheme("archive", src, file, d);
 }
 

@@ -545,9 +545,9 @@ static void test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels(void *
 	fx_start(fx, NODE_2_A100);
 	exec_fake_ignore_sigterm(true);
 	submit(fx, GPU_JOB("run"));
-	WAIT_UNTIL(state_is(fx, "run", "RUNNING"));
+	WAIT_UNTIL(state_is(fx, "run", "RUNNING") && started("run", 1, 1));
 	assert_int_equal(sched_ctl(fx->s, "run", UID, "cancel"), 0);
-	assert_true(got_signal("run", SIGTERM));
+	WAIT_UNTIL(got_signal("run", SIGTERM));
 	assert_false(got_signal("run", SIGKILL));
 	assert_true(state_is(fx, "run", "RUNNING"));
 	assert_true(reason_has(fx, "run", "cancelled"));
