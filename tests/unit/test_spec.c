@@ -26,6 +26,7 @@
 #include "diag.h"
 #include "json_pos.h"
 #include "spec.h"
+#include "spec_check.h"
 
 /* ---- helpers ---- */
 
@@ -79,21 +80,6 @@ static void check_errors(const char *text, size_t len, const char *default_name,
 
 #define EXPECT_ERRORS(text, ...) \
 	check_errors((text), strlen(text), "x", -EINVAL, (const char *const[]){ __VA_ARGS__, NULL })
-
-static void check_ignored(const struct spec *s, const char *const *want)
-{
-	size_t n = 0;
-
-	while (want[n])
-		n++;
-	for (size_t i = 0; i < s->n_ignored; i++)
-		fprintf(stderr, "ignored: %s\n", s->ignored[i]);
-	assert_int_equal(s->n_ignored, n);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(s->ignored[i], want[i]);
-}
-
-#define EXPECT_IGNORED(s, ...) check_ignored((s), (const char *const[]){ __VA_ARGS__, NULL })
 
 static const char *env_value(const struct spec *s, const char *name)
 {

@@ -28,6 +28,7 @@
 
 #include "diag.h"
 #include "spec.h"
+#include "spec_check.h"
 
 /* ---- helpers ---- */
 
@@ -48,62 +49,12 @@ static struct spec *parse_ok(const char *text)
 	return s;
 }
 
-/* Parses a bad spec: -EINVAL, *out untouched, exactly the messages @want. */
-static void check_errors(const char *text, const char *const *want)
-{
-	struct spec untouched;
-	struct spec *s = &untouched;
-	struct diag d;
-	size_t n = 0;
-	bool same;
-	int ret;
+#define EXPECT_ERRORS(text, ...) SPEC_EXPECT_ERRORS("x.json", "x", (text), __VA_ARGS__)
 
-	diag_init(&d);
-	ret = spec_parse(&s, "x.json", text, strlen(text), "x", &d);
-	while (want[n])
-		n++;
-	same = d.n == n && ret == -EINVAL;
-
-	for (size_t i = 0; same && i < n; i++)
-		same = strcmp(d.msgs[i], want[i]) == 0;
-	if (!same)
-		diag_print(&d, stderr);
-	assert_int_equal(ret, -EINVAL);
-	assert_ptr_equal(s, &untouched);
-	assert_int_equal(d.n, n);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(d.msgs[i], want[i]);
-	diag_free(&d);
-}
-
-#define EXPECT_ERRORS(text, ...) check_errors((text), (const char *const[]){ __VA_ARGS__, NULL })
-
-static void check_ignored(const struct spec *s, const char *const *want)
-{
-	size_t n = 0;
-
-	while (want[n])
-		n++;
-	for (size_t i = 0; i < s->n_ignored; i++)
-		fprintf(stderr, "ignored: %s\n", s->ignored[i]);
-	assert_int_equal(s->n_ignored, n);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(s->ignored[i], want[i]);
-}
-
-#define EXPECT_IGNORED(s, ...) check_ignored((s), (const char *const[]){ __VA_ARGS__, NULL })
-
-static const char *env_in(const struct spec_env *env, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(env[i].name, name) == 0)
-			return env[i].value;
-	return NULL;
-}
 
 static const char *worker_env(const struct spec *s, const char *name)
 {
-	return env_in(s->workers[0].env, s->workers[0].n_env, name);
+	return spec_check_env(s->workers[0].env, s->workers[0].n_env, name);
 }
 
 /* What spec_runtime_env set, in order. */
@@ -283,15 +234,15 @@ static void test_gpulab_environment_and_project_gid_variable(void **state)
 	assert_non_null(pw);
 	rt.user = pw->pw_name;
 	assert_int_equal(s->n_env, 3);
-	assert_string_equal(env_in(s->env, s->n_env, "DEMO_A"), "1");
-	assert_string_equal(env_in(s->env, s->n_env, "DEMO_B"), "two");
-	assert_string_equal(env_in(s->env, s->n_env, "DEMO_C"), "true");
+	assert_string_equal(spec_check_env(s->env, s->n_env, "DEMO_A"), "1");
+	assert_string_equal(spec_check_env(s->env, s->n_env, "DEMO_B"), "two");
+	assert_string_equal(spec_check_env(s->env, s->n_env, "DEMO_C"), "true");
 	/* Known only when the worker starts: a placeholder until then. */
 	assert_non_null(strstr(worker_env(s, "DEMO_PROJECT_GID"), "set when the worker starts"));
 	spec_runtime_env(s, 0, &rt, collect, &got);
 	snprintf(gid, sizeof(gid), "%u", (unsigned int)pw->pw_gid);
-	assert_string_equal(env_in(got.v, got.n, "DEMO_PROJECT_GID"), gid);
-	assert_string_equal(env_in(got.v, got.n, "GPULAB_USERNAME"), pw->pw_name);
+	assert_string_equal(spec_check_env(got.v, got.n, "DEMO_PROJECT_GID"), gid);
+	assert_string_equal(spec_check_env(got.v, got.n, "GPULAB_USERNAME"), pw->pw_name);
 	collected_free(&got);
 	spec_free(s);
 }
@@ -308,10 +259,10 @@ static void test_gpulab_gpus_reserved_equals_the_gpus_given(void **state)
 	(void)state;
 	spec_runtime_env(s, 0, &rt, collect, &got);
 	snprintf(want, sizeof(want), "%ld", s->workers[0].res.gpu_count);
-	assert_string_equal(env_in(got.v, got.n, "GPULAB_GPUS_RESERVED"), want);
-	assert_string_equal(env_in(got.v, got.n, "GPULAB_GPUS_RESERVED"), "3");
-	assert_string_equal(env_in(got.v, got.n, "GPULAB_JOB_ID"), "train-1");
-	assert_string_equal(env_in(got.v, got.n, "GPULAB_USERNAME"), "nobody-here");
+	assert_string_equal(spec_check_env(got.v, got.n, "GPULAB_GPUS_RESERVED"), want);
+	assert_string_equal(spec_check_env(got.v, got.n, "GPULAB_GPUS_RESERVED"), "3");
+	assert_string_equal(spec_check_env(got.v, got.n, "GPULAB_JOB_ID"), "train-1");
+	assert_string_equal(spec_check_env(got.v, got.n, "GPULAB_USERNAME"), "nobody-here");
 	assert_int_equal(got.n, 3);	/* no id variables asked for */
 	assert_string_equal(worker_env(s, "GPULAB_CPUS_RESERVED"), "6");
 	assert_string_equal(worker_env(s, "GPULAB_MEM_RESERVED"), "16000m");
@@ -357,14 +308,14 @@ static void test_gpulab_v1_definition_is_converted_to_v2(void **state)
 	assert_string_equal(r->gpu_types[0], "V100");
 	assert_true(r->gpu_type_substring);
 	assert_string_equal(r->min_cuda_version, "10");
-	assert_string_equal(env_in(s->env, s->n_env, "A"), "b");
+	assert_string_equal(spec_check_env(s->env, s->n_env, "A"), "b");
 	assert_string_equal(worker_env(s, "GPULAB_MEM_RESERVED"), "2000m");	/* as GPULab's example */
 	EXPECT_IGNORED(s, "jobDefinition.jobType: unknown field, not used",
 		       "jobDefinition.dockerImage: needs a container runtime; the command runs on the node",
 		       "jobDefinition.jobDataLocations: not yet mapped onto the worker's view; the command sees the node's own files");
 	spec_runtime_env(s, 0, &rt, collect, &got);
-	assert_string_equal(env_in(got.v, got.n, "USER_UID"), "0");
-	assert_string_equal(env_in(got.v, got.n, "PROJ_GID"), "0");
+	assert_string_equal(spec_check_env(got.v, got.n, "USER_UID"), "0");
+	assert_string_equal(spec_check_env(got.v, got.n, "PROJ_GID"), "0");
 	collected_free(&got);
 	spec_free(s);
 }

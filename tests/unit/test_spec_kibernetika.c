@@ -26,6 +26,7 @@
 #include "diag.h"
 #include "json_pos.h"
 #include "spec.h"
+#include "spec_check.h"
 #include "spec_int.h"
 
 /* ---- helpers ---- */
@@ -46,28 +47,7 @@ static struct spec *parse_ok(const char *text)
 	return s;
 }
 
-static void check_errors(const char *text, const char *const *want)
-{
-	struct spec *s = NULL;
-	struct diag d;
-	size_t n = 0;
-	int ret;
-
-	diag_init(&d);
-	ret = spec_parse(&s, "t.yaml", text, strlen(text), "t", &d);
-	while (want[n])
-		n++;
-	if (d.n != n)
-		diag_print(&d, stderr);
-	assert_int_equal(ret, -EINVAL);
-	assert_null(s);
-	assert_int_equal(d.n, n);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(d.msgs[i], want[i]);
-	diag_free(&d);
-}
-
-#define EXPECT_ERRORS(text, ...) check_errors((text), (const char *const[]){ __VA_ARGS__, NULL })
+#define EXPECT_ERRORS(text, ...) SPEC_EXPECT_ERRORS("t.yaml", "t", (text), __VA_ARGS__)
 
 static const char *wenv(const struct spec_worker *w, const char *name)
 {

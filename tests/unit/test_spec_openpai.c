@@ -31,6 +31,7 @@
 
 #include "diag.h"
 #include "spec.h"
+#include "spec_check.h"
 
 /* OpenPAI's job reference, "A complete example", as printed. */
 static const char tf_example[] =
@@ -128,45 +129,7 @@ static struct spec *parse_ok(const char *text)
 	return s;
 }
 
-/* Parses a bad spec: -EINVAL, *out untouched, exactly the messages @want. */
-static void check_errors(const char *text, const char *const *want)
-{
-	struct spec untouched;
-	struct spec *s = &untouched;
-	struct diag d;
-	size_t n = 0;
-	int ret;
-
-	diag_init(&d);
-	ret = spec_parse(&s, "x.json", text, strlen(text), "x", &d);
-	while (want[n])
-		n++;
-	if (d.n != n || ret != -EINVAL)
-		diag_print(&d, stderr);
-	assert_int_equal(ret, -EINVAL);
-	assert_ptr_equal(s, &untouched);
-	assert_int_equal(d.n, n);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(d.msgs[i], want[i]);
-	diag_free(&d);
-}
-
-#define EXPECT_ERRORS(text, ...) check_errors((text), (const char *const[]){ __VA_ARGS__, NULL })
-
-static void check_ignored(const struct spec *s, const char *const *want)
-{
-	size_t n = 0;
-
-	while (want[n])
-		n++;
-	for (size_t i = 0; i < s->n_ignored; i++)
-		fprintf(stderr, "ignored: %s\n", s->ignored[i]);
-	assert_int_equal(s->n_ignored, n);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(s->ignored[i], want[i]);
-}
-
-#define EXPECT_IGNORED(s, ...) check_ignored((s), (const char *const[]){ __VA_ARGS__, NULL })
+#define EXPECT_ERRORS(text, ...) SPEC_EXPECT_ERRORS("x.json", "x", (text), __VA_ARGS__)
 
 /* Checks @env (@n entries) is exactly NAME, VALUE, ... of @want, in order. */
 static void check_env(const struct spec_env *env, size_t n, const char *const *want)
