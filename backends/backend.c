@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "path.h"
 #include "be_archive.h"
 #include "be_http.h"
 #include "be_local.h"
@@ -165,20 +166,6 @@ static void backend_check_keys(const struct datastore_config *ds, struct diag *d
 	}
 }
 
-int backend_is_archive(const char *path)
-{
-	static const char *const ext[] = { ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", NULL };
-	size_t len = strlen(path);
-
-	for (const char *const *e = ext; *e; e++) {
-		size_t elen = strlen(*e);
-
-		if (len > elen && strcasecmp(path + len - elen, *e) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 static const char *const source_section[] = {
 	[SOURCE_DATASET] = "dataset",
 	[SOURCE_CHECKPOINT] = "checkpoint",
@@ -210,11 +197,7 @@ static void backend_check_source(const struct mlfs_config *cfg, const struct sou
 
 		backend_check_scheme(strncmp(s, "http", 4) == 0 ? "http" : s, src, file, d);
 	}
-	if (backend_is_archive(src->source) && src->url_scheme)
-		diag_add(d, file, src->source_line, "[%s %s] source: an archive is read from a datastore "
-			 "(DATASTORE:/path/x.tar) in this release, not from a URL",
-			 source_section[src->kind], src->name);
-	else if (backend_is_archive(src->source))
+	if (path_is_archive(src->source))
 		backend_check_scheme("archive", src, file, d);
 }
 

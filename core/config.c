@@ -855,11 +855,11 @@ static int config_nfs_keys(struct mlfs_config *cfg, struct datastore_config *ds,
 	return ret;
 }
 
-/* The keys of the datastore behind a URL source. */
+/* The keys of the datastore behind @url, a URL source's or its folder's. */
 static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
-			   const struct source_config *src)
+			   const struct source_config *src, const char *url)
 {
-	const char *rest = src->source + strlen(src->url_scheme) + 3;	/* past "://" */
+	const char *rest = url + strlen(src->url_scheme) + 3;	/* past "://" */
 
 	if (strcmp(ds->type, "s3") == 0)
 		return config_s3_keys(cfg, ds, rest, src->source_line);
@@ -867,38 +867,60 @@ static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
 		return config_smb_keys(cfg, ds, rest, src->source_line);
 	if (strcmp(ds->type, "nfs") == 0)
 		return config_nfs_keys(cfg, ds, rest, src->source_line);
-	return config_kv_add(ds, "url", src->source, src->source_line);
+	return config_kv_add(ds, "url", url, src->source_line);
 }
 
-/*
- * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL.
- * A URL of a bucket, share or export that a configured datastore serves
- * borrows its endpoint, credentials and options.
- */
-static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
+/* Appends an implicit datastore of @type named "KIND:SHOWN" for @src; NULL on ENOMEM. */
+static struct datastore_config *config_add_implicit(struct mlfs_config *cfg,
+						    struct source_config *src, const char *type)
 {
 	static const char *const kind[] = { "dataset", "checkpoint", "model" };
-	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;
 	struct datastore_config *ds;
 	char *name;
 
 	if (asprintf(&name, "%s:%s", kind[src->kind], src->shown) < 0)
-		return -ENOMEM;
+		return NULL;
 	ds = reallocarray(cfg->datastores, cfg->n_datastores + 1, sizeof(*ds));
 	if (!ds) {
 		free(name);
-		return -ENOMEM;
+		return NULL;
 	}
 	cfg->datastores = ds;
 	ds += cfg->n_datastores++;
 	*ds = (struct datastore_config){ .file = cfg->file, .name = name, .line = src->line,
 		.type = strdup(type), .type_line = src->source_line, .uid = -1, .gid = -1,
 		.mode = -1, .timeout = -1, .retries = -1, .implicit = true };
+	free(src->datastore);
 	src->datastore = strdup(name);
-	src->path = strdup("");
-	if (!ds->type || !src->datastore || !src->path)
+	return ds->type && src->datastore ? ds : NULL;
+}
+
+/*
+ * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL,
+ * or for an archive the URL's folder (the archive is then the source's
+ * path in it).  A URL of a bucket, share or export that a configured
+ * datastore serves borrows its endpoint, credentials and options.
+ */
+static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
+{
+	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;
+	const char *base = strrchr(src->source, '/');
+	struct datastore_config *ds = config_add_implicit(cfg, src, type);
+	char *url;
+	int ret;
+
+	if (!ds)
 		return -ENOMEM;
-	return config_url_keys(cfg, ds, src);
+	if (path_is_archive(src->source)) {
+		url = strndup(src->source, (size_t)(base + 1 - src->source));
+		src->path = strdup(base + 1);
+	} else {
+		url = strdup(src->source);
+		src->path = strdup("");
+	}
+	ret = url && src->path ? config_url_keys(cfg, ds, src, url) : -ENOMEM;
+	free(url);
+	return ret;
 }
 
 /* Fills what follows from the whole file: implicit datastores, inherited values. */
@@ -980,6 +1002,67 @@ int config_parse(struct mlfs_config **out, const char *file, const char *text,
 	}
 	*out = p.cfg;
 	return 0;
+}
+
+/* A job's local path: an implicit local datastore at it, or at its folder for an archive. */
+static int config_local_source(struct mlfs_config *cfg, struct source_config *src)
+{
+	const char *base = strrchr(src->source, '/');
+	struct datastore_config *ds = config_add_implicit(cfg, src, "local");
+	char *root;
+	int ret;
+
+	if (!ds)
+		return -ENOMEM;
+	if (path_is_archive(src->source)) {
+		root = strndup(src->source, (size_t)(base + 1 - src->source));
+		src->path = strdup(base + 1);
+	} else {
+		root = strdup(src->source);
+		src->path = strdup("");
+	}
+	ret = root && src->path ? config_kv_add(ds, "root", root, 0) : -ENOMEM;
+	free(root);
+	return ret;
+}
+
+int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const char *name,
+			  const char *value, const char *file, const char *field, struct diag *d)
+{
+	struct config_parser p = { .file = file, .cfg = cfg, .section = CS_NONE };
+	struct source_config *src;
+	char *shown;
+	int ret = path_shown_name(&shown, name);
+
+	if (ret == 0)
+		ret = config_add_source(&p, kind, name, shown, 0);
+	if (ret == 0)
+		ret = (p.label = strdup(field)) ? 0 : -ENOMEM;
+	if (ret < 0)
+		goto out;
+	src = &cfg->sources[p.cur];
+	src->source = strdup(value);
+	if (!src->source) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (value[0] == '/')
+		ret = config_local_source(cfg, src);
+	else
+		ret = config_source_parse(&p, src);
+	if (ret == 0 && src->datastore && !config_find_datastore(cfg, src->datastore))
+		config_error(&p, 0, "%s: no datastore named '%s' in %s", field, src->datastore,
+			     cfg->file);
+	if (ret == 0 && p.nomem)
+		ret = -ENOMEM;
+	if (ret == 0 && p.n_errs)
+		ret = -EINVAL;
+	if (ret == 0)
+		ret = config_finish(cfg);
+	config_flush_errors(&p, d);
+out:
+	config_parser_free(&p);
+	return ret < 0 ? ret : (int)p.cur;
 }
 
 /* Reads all of @fd into a new buffer. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "path.h"
 
@@ -88,5 +89,19 @@ int path_shown_name(char **out, const char *name)
 		if (*c == ' ')
 			*c = '_';
 	*out = s;
+	return 0;
+}
+
+int path_is_archive(const char *path)
+{
+	static const char *const ext[] = { ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", NULL };
+	size_t len = strlen(path);
+
+	for (const char *const *e = ext; *e; e++) {
+		size_t elen = strlen(*e);
+
+		if (len > elen && strcasecmp(path + len - elen, *e) == 0)
+			return 1;
+	}
 	return 0;
 }

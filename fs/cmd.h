@@ -2,12 +2,46 @@
 #ifndef MLFS_CMD_H
 #define MLFS_CMD_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct mlfs_config;
+struct fs;
+
+/* What `mlfs mount` and `mlfs job` are told (cmd_mount.c). */
+struct mount_args {
+	bool foreground;
+	bool debug;
+	char *opts;		/* -o values joined with ',' */
+	const char *config;
+	bool spec_wanted;	/* mlfs job: CONFIG SPEC MOUNTPOINT */
+	const char *spec;
+	const char *mountpoint;
+	char *realmount;	/* the mountpoint, canonical, resolved before mounting */
+	char *realconfig;	/* the config file, canonical (the gateway's background sync) */
+	bool nopassthrough;	/* -o nopassthrough: every read and write through the daemon */
+};
+
+/* Parses [-f] [-d] [-o OPTS] and the positionals in any order: 0, 1 (help shown) or 2. */
+int mount_parse_args(struct mount_args *a, int argc, char **argv, const char *usage);
+/* A folder that is not a mount already; else prints why and returns -1. */
+int mount_check_mountpoint(const char *mp);
+/* Creates state_dir and cache_dir; prints why not. */
+int mount_make_dirs(const struct mlfs_config *cfg);
+/* Mounts @fs and serves it until unmounted (the gateway also schedules). The exit status. */
+int mount_serve(struct fs *fs, const struct mount_args *a);
 
 /* Each takes the arguments after the verb (argv[0] is the verb) and returns the exit status. */
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+int cmd_sync(int argc, char **argv);
+
+/* Prints upload progress on stderr (an output_progress_fn, cmd_job.c). */
+struct output;
+void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t done,
+		  uint64_t total);
 
 /* Loads @file and checks it against the backend registry; prints every error. */
 int cmd_load_config(struct mlfs_config **out, const char *file);

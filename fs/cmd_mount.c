@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,18 +23,10 @@
 #include "backend.h"
 #include "cmd.h"
 #include "config.h"
+#include "diag.h"
 #include "fs.h"
 #include "log.h"
-
-struct mount_args {
-	bool foreground;
-	bool debug;
-	char *opts;		/* -o values joined with ',' */
-	const char *config;
-	const char *mountpoint;
-	char *realmount;	/* the mountpoint, canonical, resolved before mounting */
-	bool nopassthrough;	/* -o nopassthrough: every read and write through the daemon */
-};
+#include "output.h"
 
 /* Kernel readahead for the mount: one 1 MiB request at a time, not 128 KiB. */
 #define MOUNT_READAHEAD_KB 1024
@@ -86,9 +79,10 @@ static const char mount_usage[] =
 	"  -o OPTS  FUSE mount options, comma-separated (ro, allow_other, ...), and\n"
 	"           nopassthrough: serve local files through mlfs, not the kernel\n";
 
-/* Parses [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT in any order: 0, 1 (help shown) or 2 (usage). */
-static int mount_parse_args(struct mount_args *a, int argc, char **argv)
+int mount_parse_args(struct mount_args *a, int argc, char **argv, const char *usage)
 {
+	const char *verb = a->spec_wanted ? "job" : "mount";
+
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 
@@ -100,35 +94,37 @@ static int mount_parse_args(struct mount_args *a, int argc, char **argv)
 			const char *opts = arg[2] ? arg + 2 : (i + 1 < argc ? argv[++i] : NULL);
 
 			if (!opts) {
-				fprintf(stderr, "mlfs mount: -o needs a value\n");
+				fprintf(stderr, "mlfs %s: -o needs a value\n", verb);
 				return 2;
 			}
 			if (mount_add_opts(a, opts) < 0)
 				return 2;
 		} else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-			printf("%s", mount_usage);
+			printf("%s", usage);
 			return 1;
 		} else if (arg[0] == '-') {
-			fprintf(stderr, "mlfs mount: unknown option '%s'\n%s", arg, mount_usage);
+			fprintf(stderr, "mlfs %s: unknown option '%s'\n%s", verb, arg, usage);
 			return 2;
 		} else if (!a->config) {
 			a->config = arg;
+		} else if (a->spec_wanted && !a->spec) {
+			a->spec = arg;
 		} else if (!a->mountpoint) {
 			a->mountpoint = arg;
 		} else {
-			fprintf(stderr, "mlfs mount: unexpected argument '%s'\n", arg);
+			fprintf(stderr, "mlfs %s: unexpected argument '%s'\n", verb, arg);
 			return 2;
 		}
 	}
 	if (!a->mountpoint) {
-		fputs(mount_usage, stderr);
+		fputs(usage, stderr);
 		return 2;
 	}
 	return 0;
 }
 
 /* A mountpoint must be a folder that is not a mount already. */
-static int mount_check_mountpoint(const char *mp)
+int mount_check_mountpoint(const char *mp)
 {
 	struct statx stx;
 
@@ -178,7 +174,7 @@ static int mount_mkdirs(const char *path)
 	return ret;
 }
 
-static int mount_make_dirs(const struct mlfs_config *cfg)
+int mount_make_dirs(const struct mlfs_config *cfg)
 {
 	const char *dirs[] = { cfg->state_dir, cfg->cache_dir };
 
@@ -278,6 +274,45 @@ static void mount_tune_readahead(const char *mp)
 		log_debug("cannot set %s: %s", path, strerror(errno));
 }
 
+/*
+ * Uploads, in the background, what earlier mounts and views left staged
+ * (DESIGN §2: "a mount does this too").  With its own copy of the config:
+ * finding a destination adds datastores to the config it is given.
+ */
+static void *mount_sync_thread(void *arg)
+{
+	char *file = arg;
+	struct mlfs_config *cfg = NULL;
+	struct diag d;
+	unsigned int live = 0;
+
+	diag_init(&d);
+	if (config_load(&cfg, file, &d) == 0) {
+		int failed = output_sync_all(cfg, NULL, NULL, &live);
+
+		if (failed)
+			log_warn("%d staged output(s) not uploaded; 'mlfs sync %s' tries again",
+				 failed, file);
+	}
+	config_free(cfg);
+	diag_free(&d);
+	free(file);
+	return NULL;
+}
+
+static void mount_start_sync(const char *config)
+{
+	char *file = strdup(config);
+	pthread_t t;
+
+	if (!file || pthread_create(&t, NULL, mount_sync_thread, file) != 0) {
+		free(file);
+		log_warn("cannot start the upload of staged outputs; run 'mlfs sync %s'", config);
+		return;
+	}
+	pthread_detach(t);
+}
+
 static int mount_loop(struct fuse_session *se)
 {
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
@@ -293,8 +328,7 @@ static int mount_loop(struct fuse_session *se)
 	return ret;
 }
 
-/* Mounts @fs and serves it until unmounted.  Returns the exit status. */
-static int mount_serve(struct fs *fs, const struct mount_args *a)
+int mount_serve(struct fs *fs, const struct mount_args *a)
 {
 	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
@@ -318,10 +352,12 @@ static int mount_serve(struct fs *fs, const struct mount_args *a)
 	if (!a->foreground)
 		log_to_syslog();
 	/* After the fork of daemonizing, which would leave its thread behind. */
-	if (fs_jobs_start(fs) < 0) {
+	if (!a->spec_wanted && fs_jobs_start(fs) < 0) {
 		log_err("cannot start the scheduler; unmounting");
 		goto out_unmount;
 	}
+	if (!a->spec_wanted)
+		mount_start_sync(a->realconfig);
 	log_info("serving %s at %s", fs->cfg->file, a->realmount);
 	status = mount_loop(se) < 0 ? 1 : 0;
 out_unmount:
@@ -335,12 +371,26 @@ out_args:
 	return status;
 }
 
+/* .mlfs/mount of a gateway: what `mlfs umount` needs to sync its outputs. */
+static int mount_gateway_info(struct fs *fs, struct mount_args *a)
+{
+	a->realconfig = realpath(fs->cfg->file, NULL);
+	if (!a->realconfig)
+		return -errno;
+	if (asprintf(&fs->mount_info, "kind=gateway\nconfig=%s\nstate_dir=%s\n", a->realconfig,
+		     fs->cfg->state_dir) < 0) {
+		fs->mount_info = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int cmd_mount(int argc, char **argv)
 {
 	struct mount_args a = { 0 };
 	struct mlfs_config *cfg = NULL;
 	struct fs *fs = NULL;
-	int status = mount_parse_args(&a, argc, argv);
+	int status = mount_parse_args(&a, argc, argv, mount_usage);
 	int ret;
 
 	if (status) {
@@ -364,11 +414,17 @@ int cmd_mount(int argc, char **argv)
 		goto out;
 	}
 	cfg = NULL;		/* fs owns it now */
+	ret = mount_gateway_info(fs, &a);
+	if (ret < 0) {
+		fprintf(stderr, "mlfs: %s: %s\n", fs->cfg->file, strerror(-ret));
+		goto out;
+	}
 	status = mount_serve(fs, &a);
 out:
 	fs_destroy(fs);
 	config_free(cfg);
 	free(a.opts);
 	free(a.realmount);
+	free(a.realconfig);
 	return status;
 }

@@ -106,10 +106,28 @@ struct fs {
 	struct node *all;		/* guarded by lock: list of lookup-made nodes */
 
 	pthread_mutex_t cache_lock;	/* node seen_* fields */
+
+	char *mount_info;		/* .mlfs/mount of a worker's view (fs_job.c); else NULL */
 };
 
 /* fs_tree.c */
+/* The gateway's tree: every datastore, dataset, checkpoint and model, jobs/, .mlfs/. */
 int fs_create(struct fs **out, struct mlfs_config *cfg);
+/*
+ * An fs with room for @nvnodes virtual nodes and @nviews views, and a
+ * backend for each datastore of @cfg (and the shared cache when one is
+ * remote).  *out is set even on failure, for fs_destroy (clear its cfg
+ * first when the caller keeps the config).
+ */
+int fs_alloc(struct fs **out, struct mlfs_config *cfg, size_t nvnodes, size_t nviews);
+int fs_vdir_add(struct node *dir, struct node *child);
+/* Makes @v the view of @src (extracted, read-only, when it is an archive), shown as @name. */
+int fs_source_view(struct fs *fs, struct view *v, const struct source_config *src,
+		   const char *name, bool readonly);
+/* .mlfs/mount: fs->mount_info, what `mlfs umount` reads. */
+int fs_mount_content(struct fs *fs, char **buf, size_t *len);
+/* Makes @top the permanent top node of @v inside the virtual folder @dir. */
+int fs_view_top(struct node *top, struct view *v, struct node *dir);
 void fs_destroy(struct fs *fs);
 struct node *fs_node(struct fs *fs, uint64_t nodeid);
 uint64_t fs_nodeid(struct fs *fs, struct node *n);
@@ -129,6 +147,19 @@ int fs_node_renamed(struct fs *fs, struct node *parent, const char *name,
 /* Makes the attributes the kernel sees from the backend's. */
 void fs_node_attr(const struct node *n, struct stat *st);
 void fs_vnode_attr(struct fs *fs, const struct node *n, struct stat *st);
+
+/* fs_job.c: one worker's view (mlfs job) */
+struct fs_job_layout {
+	const size_t *inputs;		/* indices into cfg->sources, shown in input/ */
+	size_t n_inputs;
+	const size_t *checkpoints;	/* shown in checkpoint/ */
+	size_t n_checkpoints;
+	long model;			/* shown as models/; < 0: an empty folder */
+	size_t output;			/* the staging folder, shown read-write as output/ */
+	const char *mount_info;		/* content of .mlfs/mount (copied) */
+};
+/* input/, checkpoint/, models/, output/, .mlfs/{stats,mount} for @cfg and @l. */
+int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l);
 
 /* fs_passthrough.c */
 struct fuse_session;

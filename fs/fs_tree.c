@@ -325,6 +325,15 @@ void fs_vnode_attr(struct fs *fs, const struct node *n, struct stat *st)
 	st->st_atime = st->st_mtime = st->st_ctime = fs->started;
 }
 
+int fs_mount_content(struct fs *fs, char **buf, size_t *len)
+{
+	*buf = strdup(fs->mount_info ? fs->mount_info : "");
+	if (!*buf)
+		return -ENOMEM;
+	*len = strlen(*buf);
+	return 0;
+}
+
 /* ---- building the permanent tree ---- */
 
 enum {
@@ -336,6 +345,7 @@ enum {
 	FS_V_MLFS,
 	FS_V_STATS,
 	FS_V_NODE,
+	FS_V_MOUNT,
 	FS_V_JOBS,
 	FS_V_COUNT
 };
@@ -353,10 +363,11 @@ static const struct {
 	[FS_V_MLFS] = { ".mlfs", FS_V_ROOT, EPERM },
 	[FS_V_STATS] = { "stats", FS_V_MLFS, EPERM },
 	[FS_V_NODE] = { "node", FS_V_MLFS, EPERM },
+	[FS_V_MOUNT] = { "mount", FS_V_MLFS, EPERM },
 	[FS_V_JOBS] = { "jobs", FS_V_ROOT, EPERM },
 };
 
-static int fs_vdir_add(struct node *dir, struct node *child)
+int fs_vdir_add(struct node *dir, struct node *child)
 {
 	struct node **e = realloc(dir->entries, (dir->nentries + 1) * sizeof(*e));
 
@@ -373,7 +384,7 @@ static int fs_build_vnodes(struct fs *fs)
 	for (int i = 0; i < FS_V_COUNT; i++) {
 		struct node *n = &fs->vnodes[i];
 
-		n->kind = i == FS_V_STATS || i == FS_V_NODE ? NODE_VFILE
+		n->kind = i == FS_V_STATS || i == FS_V_NODE || i == FS_V_MOUNT ? NODE_VFILE
 			: i == FS_V_JOBS ? NODE_JOBS : NODE_VDIR;
 		n->ino = (uint64_t)i + 1;
 		n->permanent = true;
@@ -387,6 +398,7 @@ static int fs_build_vnodes(struct fs *fs)
 	}
 	fs->vnodes[FS_V_STATS].content = fs_stats_content;
 	fs->vnodes[FS_V_NODE].content = fs_jobs_node_content;
+	fs->vnodes[FS_V_MOUNT].content = fs_mount_content;
 	fs->vnodes[FS_V_JOBS].view = &fs->jobs_view;
 	fs->root = &fs->vnodes[FS_V_ROOT];
 	fs->root->parent = fs->root;
@@ -432,6 +444,38 @@ static int fs_open_archive(struct fs *fs, struct backend *inner, const struct so
 	return 0;
 }
 
+int fs_source_view(struct fs *fs, struct view *v, const struct source_config *src,
+		   const char *name, bool readonly)
+{
+	const struct mlfs_config *cfg = fs->cfg;
+	size_t b = 0;
+
+	/* nfs:// and smb:// sources are refused by backend_check_config until their backends exist. */
+	if (!src->datastore)
+		return -ENOTSUP;
+	while (strcmp(cfg->datastores[b].name, src->datastore) != 0)
+		b++;
+	if (path_is_archive(src->source)) {
+		int ret = fs_open_archive(fs, fs->backends[b], src);
+
+		if (ret < 0)
+			return ret;
+		return fs_view_init(v, fs->archives[fs->narchives - 1], name, "", true,
+				    &cfg->datastores[b]);
+	}
+	return fs_view_init(v, fs->backends[b], name, src->path, readonly, &cfg->datastores[b]);
+}
+
+int fs_view_top(struct node *top, struct view *v, struct node *dir)
+{
+	top->kind = NODE_BACKEND;
+	top->permanent = true;
+	top->hashed = true;
+	top->view = v;
+	top->name = strdup(v->name);
+	return !top->name || fs_vdir_add(dir, top) < 0 ? -ENOMEM : 0;
+}
+
 static int fs_build_views(struct fs *fs)
 {
 	struct mlfs_config *cfg = fs->cfg;
@@ -448,38 +492,17 @@ static int fs_build_views(struct fs *fs)
 				 false, &cfg->datastores[i]) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < cfg->n_sources; i++) {
-		const struct source_config *src = &cfg->sources[i];
-		size_t b = 0;
+		int ret = fs_source_view(fs, &fs->views[nshown + i], &cfg->sources[i],
+					 cfg->sources[i].name, true);
 
-		/* nfs:// and smb:// sources are refused by backend_check_config until their backends exist. */
-		if (!src->datastore)
-			return -ENOTSUP;
-		while (strcmp(cfg->datastores[b].name, src->datastore) != 0)
-			b++;
-		if (backend_is_archive(src->source)) {
-			int ret = fs_open_archive(fs, fs->backends[b], src);
-
-			if (ret < 0)
-				return ret;
-			if (fs_view_init(&fs->views[nshown + i], fs->archives[fs->narchives - 1],
-					 src->name, "", true, &cfg->datastores[b]) < 0)
-				return -ENOMEM;
-			continue;
-		}
-		if (fs_view_init(&fs->views[nshown + i], fs->backends[b], src->name,
-				 src->path, true, &cfg->datastores[b]) < 0)
-			return -ENOMEM;
+		if (ret < 0)
+			return ret;
 	}
 	for (size_t i = 0; i < fs->nviews; i++) {
-		struct node *top = &fs->vnodes[FS_V_COUNT + i];
 		int dir = i < nshown ? FS_V_DATASTORES : dirs[cfg->sources[i - nshown].kind];
 
-		top->kind = NODE_BACKEND;
-		top->permanent = true;
-		top->hashed = true;
-		top->view = &fs->views[i];
-		top->name = strdup(fs->views[i].name);
-		if (!top->name || fs_vdir_add(&fs->vnodes[dir], top) < 0)
+		if (fs_view_top(&fs->vnodes[FS_V_COUNT + i], &fs->views[i],
+				&fs->vnodes[dir]) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -520,17 +543,18 @@ static int fs_build_backends(struct fs *fs)
 	return 0;
 }
 
-int fs_create(struct fs **out, struct mlfs_config *cfg)
+int fs_alloc(struct fs **out, struct mlfs_config *cfg, size_t nvnodes, size_t nviews)
 {
 	struct fs *fs = calloc(1, sizeof(*fs));
 	int ret = -ENOMEM;
 
+	*out = fs;
 	if (!fs)
 		return -ENOMEM;
 	fs->cfg = cfg;
 	fs->started = time(NULL);
-	fs->nviews = fs_shown_datastores(cfg) + cfg->n_sources;
-	fs->nvnodes = FS_V_COUNT + fs->nviews;
+	fs->nviews = nviews;
+	fs->nvnodes = nvnodes;
 	fs->hash_size = 1024;
 	fs->pt_fd = -1;
 	fs->jobs_view.name = "jobs";
@@ -543,11 +567,24 @@ int fs_create(struct fs **out, struct mlfs_config *cfg)
 	fs->views = calloc(fs->nviews + 1, sizeof(*fs->views));
 	fs->vnodes = calloc(fs->nvnodes, sizeof(*fs->vnodes));
 	fs->hash = calloc(fs->hash_size, sizeof(*fs->hash));
-	if (fs->backends && fs->archives && fs->views && fs->vnodes && fs->hash &&
-	    (ret = fs_build_vnodes(fs)) == 0 && (ret = fs_build_backends(fs)) == 0)
+	if (fs->backends && fs->archives && fs->views && fs->vnodes && fs->hash)
+		ret = fs_build_backends(fs);
+	return ret;
+}
+
+int fs_create(struct fs **out, struct mlfs_config *cfg)
+{
+	struct fs *fs;
+	size_t nviews = fs_shown_datastores(cfg) + cfg->n_sources;
+	int ret = fs_alloc(&fs, cfg, FS_V_COUNT + nviews, nviews);
+
+	if (ret == 0)
+		ret = fs_build_vnodes(fs);
+	if (ret == 0)
 		ret = fs_build_views(fs);
 	if (ret < 0) {
-		fs->cfg = NULL;		/* the caller still owns it */
+		if (fs)
+			fs->cfg = NULL;		/* the caller still owns it */
 		fs_destroy(fs);
 		return ret;
 	}
@@ -584,6 +621,7 @@ void fs_destroy(struct fs *fs)
 	free(fs->views);
 	free(fs->backends);
 	config_free(fs->cfg);
+	free(fs->mount_info);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->cache_lock);
 	free(fs);

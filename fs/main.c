@@ -14,13 +14,19 @@
 static const char mlfs_usage[] =
 	"usage: mlfs mount [-f] [-d] [-o OPTS] CONFIG MOUNTPOINT\n"
 	"       mlfs CONFIG MOUNTPOINT [-o OPTS]        (the same, as mount.fuse3 calls it)\n"
+	"       mlfs job [-f] [-o OPTS] CONFIG SPEC MOUNTPOINT --worker N\n"
 	"       mlfs umount MOUNTPOINT\n"
+	"       mlfs sync CONFIG\n"
 	"       mlfs check [-c CONFIG] FILE...\n"
 	"       mlfs --help | --version\n"
 	"\n"
 	"  mount    mount the gateway tree of CONFIG at MOUNTPOINT (daemonizes unless -f;\n"
 	"           -d prints every FUSE request; -o passes FUSE mount options)\n"
-	"  umount   unmount a gateway mounted at MOUNTPOINT\n"
+	"  job      mount worker N's view of the job in SPEC (input/ checkpoint/ models/\n"
+	"           output/), e.g. at /opt/ml\n"
+	"  umount   unmount a gateway or a worker's view, then upload its output with\n"
+	"           progress; exit 0 only once the output is safe at its destination\n"
+	"  sync     upload every output a failure or a crash left staged\n"
 	"  check    validate config files offline, with the code the mount uses\n"
 	"\n"
 	"See mlfs(1) for the tree, the config file and the exit statuses.\n";
@@ -45,6 +51,10 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - 1, argv + 1);
 	if (strcmp(verb, "umount") == 0 || strcmp(verb, "unmount") == 0)
 		return cmd_umount(argc - 1, argv + 1);
+	if (strcmp(verb, "job") == 0)
+		return cmd_job(argc - 1, argv + 1);
+	if (strcmp(verb, "sync") == 0)
+		return cmd_sync(argc - 1, argv + 1);
 	if (strcmp(verb, "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
 	if (verb[0] != '-')

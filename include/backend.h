@@ -28,7 +28,7 @@
 #include "config.h"
 #include "diag.h"
 
-#define BACKEND_OPS_VERSION 2
+#define BACKEND_OPS_VERSION 3
 
 /* Capabilities, in backend_ops.caps. */
 #define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
@@ -81,6 +81,23 @@ struct backend_file {
 struct backend_cred {
 	uid_t uid;
 	gid_t gid;
+};
+
+/*
+ * A resumable upload of one local file (backend_ops.upload).  @resume is
+ * NULL to start afresh, or a token the same backend handed to @save during
+ * an earlier upload of the same path, content and size: what it names as
+ * sent is not sent again.  @save is called, never from two threads at once,
+ * each time more of the file is safe at the destination, with a new token
+ * (NUL-terminated text of the backend's making, at most
+ * BACKEND_RESUME_MAX bytes) and the bytes now safe; it persists both and
+ * returns 0, or a negated errno that ends the upload.
+ */
+#define BACKEND_RESUME_MAX (1u << 20)
+struct backend_upload {
+	const char *resume;
+	int (*save)(void *arg, const char *token, uint64_t done);
+	void *arg;
 };
 
 /*
@@ -149,6 +166,18 @@ struct backend_ops {
 	 * file must not be cached, -ENAMETOOLONG when @size is too small.
 	 */
 	int (*cache_key)(struct backend_file *f, char *buf, size_t size);
+
+	/* Version 3 from here on. */
+	/*
+	 * Uploads @size bytes of the local file @fd (read with pread, never
+	 * whole into memory) as the file @path, resumable as struct
+	 * backend_upload says.  Returns 0 once the whole file is in place
+	 * under @path, or a negated errno; after a failure (or a crash) what
+	 * was saved stays resumable.  Optional: without it the uploader
+	 * (output/) writes through create_file, pwrite and flush.
+	 */
+	int (*upload)(struct backend *be, const char *path, int fd, uint64_t size,
+		      const struct backend_upload *u);
 	/* append only; bump BACKEND_OPS_VERSION */
 };
 
@@ -165,9 +194,6 @@ int backend_lookup(const struct backend_ops **out, const char *scheme);
 
 /* Every scheme the registry knows, built in or not, NULL-terminated. */
 const char *const *backend_schemes(void);
-
-/* Whether a source path names an archive (.zip, .tar, .tar.gz, .tgz, .tar.bz2). */
-int backend_is_archive(const char *path);
 
 /*
  * Checks the datastores and sources of @cfg against the registry: types
@@ -288,6 +314,16 @@ static inline int backend_cache_key(struct backend_file *f, char *buf, size_t si
 	if (f->be->ops->version < 2 || !f->be->ops->cache_key)
 		return -ENOTSUP;
 	return f->be->ops->cache_key(f, buf, size);
+}
+
+/* -ENOTSUP when @be has no upload of its own. */
+static inline int backend_upload(struct backend *be, const char *path, int fd, uint64_t size,
+				 const struct backend_upload *u)
+{
+	if (be->ops->version < 3 || !be->ops->upload)
+		return -ENOTSUP;
+	atomic_fetch_add(&be->stats.writes, 1);
+	return backend_count(be, be->ops->upload(be, path, fd, size, u));
 }
 
 static inline int backend_statfs(struct backend *be, const char *path, struct statvfs *sv)

@@ -119,6 +119,18 @@ int config_parse(struct mlfs_config **out, const char *file, const char *text,
 
 void config_free(struct mlfs_config *cfg);
 
+/*
+ * Adds to @cfg a source a job names (mlfs job): as if the config had a
+ * section [KIND @name] with source = @value, which is DATASTORE:/path, a
+ * URL, or an absolute local path (an implicit local datastore).  An archive
+ * is the source's path inside the datastore of its folder.  Problems go to
+ * @d as "@file: @field source: message".  Returns the new source's index,
+ * -EINVAL or -ENOMEM.  Pointers into cfg->sources and cfg->datastores may
+ * move.
+ */
+int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const char *name,
+			  const char *value, const char *file, const char *field, struct diag *d);
+
 /* The value of @key in a datastore section, or NULL; *line gets its line. */
 const char *config_get(const struct datastore_config *ds, const char *key, int *line);
 

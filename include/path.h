@@ -26,4 +26,7 @@ int path_canon(char **out, const char *path);
 /* Hands out @name with every space turned into '_' (the name shown in the tree). */
 int path_shown_name(char **out, const char *name);
 
+/* Whether @path names an archive by its extension (.zip, .tar, .tar.gz, .tgz, .tar.bz2). */
+int path_is_archive(const char *path);
+
 #endif

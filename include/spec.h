@@ -81,6 +81,29 @@ struct spec_role {
 	long min_succeeded;		/* the job succeeds once this many succeeded; < 0: null */
 };
 
+/*
+ * A place data comes from or goes to: native data.input, data.output and
+ * model.  @type is as written ("s3", "datastore", "local", "dataset", ...);
+ * NULL when the spec has none.  @path is as written too ("s3://b/p/",
+ * "NAME:/folder", "/abs", a name).
+ */
+struct spec_location {
+	char *type;
+	char *path;
+	bool archive;			/* data.output: zip it (s3, local); default true */
+};
+
+/* What a worker sees and where its output goes (DESIGN §5, §7). */
+struct spec_data {
+	char **datasets;		/* names as written, in spec order */
+	size_t n_datasets;
+	char **checkpoints;
+	size_t n_checkpoints;
+	struct spec_location input;	/* inference input */
+	struct spec_location output;
+	struct spec_location model;
+};
+
 struct spec {
 	enum spec_format format;
 	char *name;			/* matches ^[A-Za-z0-9._~-]{1,64}$, not "." or ".." */
@@ -93,11 +116,12 @@ struct spec {
 	long retry_count;		/* >= 0 */
 	long wait_timeout;		/* seconds; < 0: none */
 	long run_timeout;		/* seconds; < 0: none */
-	char **ignored;			/* "field: why", e.g. "data: not yet supported" */
+	char **ignored;			/* "field: why", e.g. "environment.packages: needs a container runtime" */
 	size_t n_ignored;
 	struct spec_role *roles;	/* none for native specs */
 	size_t n_roles;
 	char *description;		/* NULL when none */
+	struct spec_data data;		/* empty for formats without data sections */
 };
 
 /*

@@ -1,6 +1,7 @@
 /*
  * spec.c - from a spec file's text to the job model (struct spec), and back
- * to JSON for jobs/<name>/spec.json.
+ * to JSON for jobs/<name>/spec.json (members a format does not use, such
+ * as "roles" or "data", are left out when empty).
  *
  * spec_parse refuses a text over SPEC_MAX_SIZE, skips a UTF-8 byte order
  * mark, and reads the text as JSON or YAML:
@@ -693,6 +694,28 @@ static void spec_worker_free(struct spec_worker *w)
 	free(w->work_dir);
 }
 
+static void spec_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static void spec_location_free(struct spec_location *l)
+{
+	free(l->type);
+	free(l->path);
+}
+
+static void spec_data_free(struct spec_data *d)
+{
+	spec_names_free(d->datasets, d->n_datasets);
+	spec_names_free(d->checkpoints, d->n_checkpoints);
+	spec_location_free(&d->input);
+	spec_location_free(&d->output);
+	spec_location_free(&d->model);
+}
+
 void spec_free(struct spec *s)
 {
 	if (!s)
@@ -709,6 +732,7 @@ void spec_free(struct spec *s)
 	for (size_t i = 0; i < s->n_ignored; i++)
 		free(s->ignored[i]);
 	free(s->ignored);
+	spec_data_free(&s->data);
 	free(s);
 }
 
@@ -824,18 +848,54 @@ static json_t *spec_roles_json(const struct spec *s)
 	return a;
 }
 
-static json_t *spec_ignored_json(const struct spec *s)
+static json_t *spec_names_json(char *const *names, size_t n)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; a && i < s->n_ignored; i++)
-		json_array_append_new(a, json_string(s->ignored[i]));
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(names[i]));
 	return a;
+}
+
+/* Adds @l as {"type", "path"} (and "archive" when @archive) under @key, when set. */
+static void spec_location_json(json_t *o, const char *key, const struct spec_location *l,
+			       bool archive)
+{
+	json_t *v;
+
+	if (!l->type)
+		return;
+	v = json_pack("{s:s, s:s?}", "type", l->type, "path", l->path);
+	if (v && archive)
+		json_object_set_new(v, "archive", json_boolean(l->archive));
+	json_object_set_new(o, key, v);
+}
+
+/* The data a job reads and writes, with what it lacks left out; NULL when none. */
+static json_t *spec_data_json(const struct spec_data *d)
+{
+	json_t *o = json_object();
+
+	if (o && d->n_datasets)
+		json_object_set_new(o, "datasets", spec_names_json(d->datasets, d->n_datasets));
+	if (o && d->n_checkpoints)
+		json_object_set_new(o, "checkpoints",
+				    spec_names_json(d->checkpoints, d->n_checkpoints));
+	if (o) {
+		spec_location_json(o, "input", &d->input, false);
+		spec_location_json(o, "output", &d->output, true);
+		spec_location_json(o, "model", &d->model, false);
+	}
+	if (o && json_object_size(o) == 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 char *spec_to_json(const struct spec *s)
 {
-	json_t *o;
+	json_t *o, *data;
 	char *text;
 
 	o = json_pack("{s:s, s:s, s:s, s:o, s:b, s:{s:o}, s:I, s:o, s:o, s:o}",
@@ -846,13 +906,16 @@ char *spec_to_json(const struct spec *s)
 		      "retry_count", (json_int_t)s->retry_count,
 		      "wait_timeout_seconds", spec_json_limit((double)s->wait_timeout, true),
 		      "run_timeout_seconds", spec_json_limit((double)s->run_timeout, true),
-		      "ignored", spec_ignored_json(s));
+		      "ignored", spec_names_json(s->ignored, s->n_ignored));
 	if (!o)
 		return NULL;
 	if (s->n_roles)
 		json_object_set_new(o, "roles", spec_roles_json(s));
 	if (s->description)
 		json_object_set_new(o, "description", json_string(s->description));
+	data = spec_data_json(&s->data);
+	if (data)
+		json_object_set_new(o, "data", data);
 	text = json_dumps(o, JSON_INDENT(2));
 	json_decref(o);
 	return text;

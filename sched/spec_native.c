@@ -6,8 +6,9 @@
  * the defaults that depend on several fields (gpu_count from gpu_types,
  * cpu_count from gpu_count), checks the rules that span fields (a CPU-only
  * cpu_count is a multiple of 4; worker_count needs exactly one workers
- * entry; a job needs workers and a name), and, only when nothing was wrong,
- * builds the workers, each with a copy of the job's resources.
+ * entry; a job needs workers and a name; data.input needs an inference
+ * job), and, only when nothing was wrong, builds the workers, each with a
+ * copy of the job's resources.
  *
  * Choices where the rules are silent:
  * - null means absent, for every optional field ("max_price": null is no
@@ -25,10 +26,20 @@
  * - Paths: local paths must be absolute (proxiML's "~/" and "$VAR" forms
  *   name the submitter's machine, not the node); URL paths need something
  *   after the scheme (s3:// needs a bucket).
- * - data, model and checkpoints are checked for shape, then listed as
- *   ignored (not yet supported); so are environment.packages (needs a
- *   container runtime) and proxiML's environment.type, custom_image and
- *   worker_key_types.  Unknown fields are listed as ignored, not refused.
+ * - data, model and checkpoints fill struct spec_data, types and paths
+ *   as written, once their shape is right.  A name listed twice in
+ *   data.datasets or checkpoints is an error (the view could not show
+ *   both); each lists at most 1024 names, as workers.
+ *   data.input is for inference jobs only (checked at the end, as "type"
+ *   may come later in the file).  Types proxiML takes but mlfs cannot fetch
+ *   (input gcp, web paths ftp:// and ftps://, model git) are refused here,
+ *   at submit, with a way out, rather than failing the job while it
+ *   stages.  data.output.archive applies to s3 and local outputs (default
+ *   true); given for another type it is listed as ignored, and
+ *   data.output.archive is false, which is what happens.
+ * - environment.packages (needs a container runtime) and proxiML's
+ *   environment.type, custom_image and worker_key_types are listed as
+ *   ignored.  Unknown fields are listed as ignored, not refused.
  *
  * What it does not do: decide whether a GPU type or dataset exists (the
  * scheduler and the data sources know that).
@@ -42,6 +53,7 @@
 #include "spec_int.h"
 
 #define SPEC_NATIVE_MAX_WORKERS 1024
+#define SPEC_NATIVE_MAX_NAMES 1024	/* datasets, checkpoints; keeps the duplicate check cheap */
 
 /* What the pass over the fields found, for spec_native_finish. */
 struct spec_native {
@@ -50,6 +62,8 @@ struct spec_native {
 	bool has_gpu_count, has_cpu_count, res_bad;
 	const char *name;		/* borrowed; NULL: absent */
 	bool name_bad;
+	bool type_bad;
+	bool has_input;			/* data.input given; for inference jobs only */
 	const char **cmds;		/* borrowed; one per workers entry */
 	size_t n_cmds;
 	bool has_workers;
@@ -68,16 +82,21 @@ static void spec_native_type(struct spec_native *n, json_t *root)
 {
 	char shown[SPEC_SHOW_MAX];
 	const char *t;
+	int ret;
 
-	if (spec_get_string(n->c, root, "", "type", &t) <= 0)
+	ret = spec_get_string(n->c, root, "", "type", &t);
+	n->type_bad = ret < 0;
+	if (ret <= 0)
 		return;
-	if (strcmp(t, "training") == 0)
+	if (strcmp(t, "training") == 0) {
 		n->c->s->type = SPEC_TRAINING;
-	else if (strcmp(t, "inference") == 0)
+	} else if (strcmp(t, "inference") == 0) {
 		n->c->s->type = SPEC_INFERENCE;
-	else
+	} else {
 		spec_error(n->c, "type", "must be \"training\" or \"inference\", got \"%s\"",
 			   spec_show(shown, t));
+		n->type_bad = true;
+	}
 }
 
 static void spec_native_retry(struct spec_native *n, json_t *root)
@@ -213,58 +232,73 @@ static void spec_native_res_finish(struct spec_native *n)
 			   "a CPU-only job needs a multiple of 4 CPUs, got %ld", r->cpu_count);
 }
 
-/* ---- data, model, checkpoints: checked, not used yet ---- */
+/* ---- data, model, checkpoints ---- */
 
 enum spec_native_rule { SPEC_URL, SPEC_ABSOLUTE, SPEC_DATASTORE, SPEC_NAME };
 
-/* A location type and what its path must look like. */
+/*
+ * A location type and what its path must look like.  @refused: proxiML
+ * takes it but mlfs cannot fetch it; the message names a way out.  It
+ * covers the whole type when @refused_from is 0 (reported at .type), else
+ * the paths that start with prefixes[@refused_from] or a later one.
+ */
 struct spec_native_kind {
 	const char *type;
 	enum spec_native_rule rule;
 	const char *prefixes[4];	/* SPEC_URL: any of these, then more */
+	bool archive;			/* outputs: zipped unless "archive": false */
+	const char *refused;
+	int refused_from;
 };
 
 static const struct spec_native_kind spec_native_outputs[] = {
-	{ "s3", SPEC_URL, { "s3://" } },
-	{ "datastore", SPEC_DATASTORE, { NULL } },
-	{ "local", SPEC_ABSOLUTE, { NULL } },
-	{ "dataset", SPEC_NAME, { NULL } },
-	{ "checkpoint", SPEC_NAME, { NULL } },
-	{ "model", SPEC_NAME, { NULL } },
-	{ NULL, SPEC_NAME, { NULL } },
+	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" }, .archive = true },
+	{ .type = "datastore", .rule = SPEC_DATASTORE },
+	{ .type = "local", .rule = SPEC_ABSOLUTE, .archive = true },
+	{ .type = "dataset", .rule = SPEC_NAME },
+	{ .type = "checkpoint", .rule = SPEC_NAME },
+	{ .type = "model", .rule = SPEC_NAME },
+	{ .type = NULL },
 };
 
+/* wasabi and azure are read through the s3 and http backends. */
 static const struct spec_native_kind spec_native_inputs[] = {
-	{ "s3", SPEC_URL, { "s3://" } },
-	{ "wasabi", SPEC_URL, { "s3://" } },
-	{ "azure", SPEC_URL, { "https://" } },
-	{ "gcp", SPEC_URL, { "gs://" } },
-	{ "web", SPEC_URL, { "http://", "https://", "ftp://", "ftps://" } },
-	{ "datastore", SPEC_DATASTORE, { NULL } },
-	{ "local", SPEC_ABSOLUTE, { NULL } },
-	{ NULL, SPEC_NAME, { NULL } },
+	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
+	{ .type = "wasabi", .rule = SPEC_URL, .prefixes = { "s3://" } },
+	{ .type = "azure", .rule = SPEC_URL, .prefixes = { "https://" } },
+	{ .type = "gcp", .rule = SPEC_URL, .prefixes = { "gs://" },
+	  .refused = "mlfs cannot read Google Cloud Storage; copy the data to an s3 or http location or a datastore" },
+	{ .type = "web", .rule = SPEC_URL, .prefixes = { "http://", "https://", "ftp://", "ftps://" },
+	  .refused = "mlfs reads http:// and https:// only", .refused_from = 2 },
+	{ .type = "datastore", .rule = SPEC_DATASTORE },
+	{ .type = "local", .rule = SPEC_ABSOLUTE },
+	{ .type = NULL },
 };
 
 static const struct spec_native_kind spec_native_models[] = {
-	{ "datastore", SPEC_DATASTORE, { NULL } },
-	{ "s3", SPEC_URL, { "s3://" } },
-	{ "http", SPEC_URL, { "http://", "https://" } },
-	{ "git", SPEC_URL, { "https://", "http://", "ssh://", "git@" } },
-	{ "local", SPEC_ABSOLUTE, { NULL } },
-	{ "model", SPEC_NAME, { NULL } },
-	{ NULL, SPEC_NAME, { NULL } },
+	{ .type = "datastore", .rule = SPEC_DATASTORE },
+	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
+	{ .type = "http", .rule = SPEC_URL, .prefixes = { "http://", "https://" } },
+	{ .type = "git", .rule = SPEC_URL, .prefixes = { "https://", "http://", "ssh://", "git@" },
+	  .refused = "mlfs does not clone git repositories; clone into a datastore and use \"type\": \"datastore\"" },
+	{ .type = "local", .rule = SPEC_ABSOLUTE },
+	{ .type = "model", .rule = SPEC_NAME },
+	{ .type = NULL },
 };
 
-/* true when @path starts with one of @k's prefixes and goes on past it. */
-static bool spec_native_url_ok(const struct spec_native_kind *k, const char *path)
+/*
+ * The index of the prefix of @k that @path starts with and goes on past,
+ * or -1.
+ */
+static int spec_native_url_prefix(const struct spec_native_kind *k, const char *path)
 {
 	for (int i = 0; i < 4 && k->prefixes[i]; i++) {
 		size_t len = strlen(k->prefixes[i]);
 
 		if (strncmp(path, k->prefixes[i], len) == 0 && path[len] && path[len] != '/')
-			return true;
+			return i;
 	}
-	return false;
+	return -1;
 }
 
 /* true for NAME:/folder. */
@@ -303,7 +337,7 @@ static bool spec_native_path_ok(const struct spec_native_kind *k, const char *pa
 {
 	switch (k->rule) {
 	case SPEC_URL:
-		return spec_native_url_ok(k, path);
+		return spec_native_url_prefix(k, path) >= 0;
 	case SPEC_ABSOLUTE:
 		return path[0] == '/';
 	case SPEC_DATASTORE:
@@ -332,12 +366,43 @@ static const struct spec_native_kind *spec_native_kind(struct spec_ctx *c, const
 	return NULL;
 }
 
-/* Checks {type, path} at @at against @kinds; @extra: more known members. */
-static void spec_native_location(struct spec_ctx *c, json_t *obj, const char *at,
-				 const struct spec_native_kind *kinds, const char *extra)
+/*
+ * Checks @path at @at.path against kind @k; true when it has the shape
+ * @k demands and mlfs can fetch it.
+ */
+static bool spec_native_path_check(struct spec_ctx *c, const char *at,
+				   const struct spec_native_kind *k, const char *path)
+{
+	char field[SPEC_PATH_MAX], expect[128], shown[SPEC_SHOW_MAX];
+
+	spec_path(field, at, "path");
+	if (!spec_native_path_ok(k, path)) {
+		spec_native_expect(k, expect, sizeof(expect));
+		spec_error(c, field, "a %s path %s, got \"%s\"", k->type, expect,
+			   spec_show(shown, path));
+		return false;
+	}
+	if (k->refused && k->rule == SPEC_URL &&
+	    spec_native_url_prefix(k, path) >= k->refused_from) {
+		spec_error(c, field, "%s, got \"%s\"", k->refused, spec_show(shown, path));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Checks {type, path} at @at against @kinds (@extra: one more known
+ * member) and, when both are good, copies them into @loc.  Returns the
+ * kind, or NULL when the type is missing, unknown or refused.
+ */
+static const struct spec_native_kind *spec_native_location(struct spec_ctx *c, json_t *obj,
+							    const char *at,
+							    const struct spec_native_kind *kinds,
+							    const char *extra,
+							    struct spec_location *loc)
 {
 	const char *known[] = { "type", "path", extra, NULL };
-	char field[SPEC_PATH_MAX], expect[128], shown[SPEC_SHOW_MAX];
+	char field[SPEC_PATH_MAX];
 	const struct spec_native_kind *k = NULL;
 	const char *type, *path;
 	int has_type, has_path;
@@ -351,49 +416,107 @@ static void spec_native_location(struct spec_ctx *c, json_t *obj, const char *at
 		spec_error(c, spec_path(field, at, "path"), "missing");
 	if (has_type > 0)
 		k = spec_native_kind(c, at, kinds, type);
-	if (!k || has_path <= 0 || spec_native_path_ok(k, path))
+	if (k && k->refused && k->refused_from == 0) {
+		spec_error(c, spec_path(field, at, "type"), "%s", k->refused);
+		return NULL;	/* the path does not matter: the type must change */
+	}
+	if (!k || has_path <= 0 || !spec_native_path_check(c, at, k, path))
+		return k;
+	loc->type = spec_strdup(c, type);
+	loc->path = spec_strdup(c, path);
+	return k;
+}
+
+/*
+ * Copies the array of names at @parent.KEY into *@out, refusing a name
+ * listed twice (at its later index) and more than SPEC_NATIVE_MAX_NAMES
+ * names (the check for twice is quadratic, and anyone may submit).
+ */
+static void spec_native_names(struct spec_ctx *c, json_t *obj, const char *parent,
+			      const char *key, char ***out, size_t *n)
+{
+	char field[SPEC_PATH_MAX], elem[SPEC_PATH_MAX + 24], shown[SPEC_SHOW_MAX];
+	json_t *names;
+	size_t i, j;
+
+	if (spec_get_strings(c, obj, parent, key, &names) <= 0 || json_array_size(names) == 0)
 		return;
-	spec_native_expect(k, expect, sizeof(expect));
-	spec_error(c, spec_path(field, at, "path"), "a %s path %s, got \"%s\"", k->type, expect,
-		   spec_show(shown, path));
+	spec_path(field, parent, key);
+	if (json_array_size(names) > SPEC_NATIVE_MAX_NAMES) {
+		spec_error(c, field, "must list at most %d names, got %zu", SPEC_NATIVE_MAX_NAMES,
+			   json_array_size(names));
+		return;
+	}
+	*out = calloc(json_array_size(names), sizeof(char *));
+	if (!*out) {
+		c->nomem = true;
+		return;
+	}
+	for (i = 0; i < json_array_size(names); i++) {
+		const char *name = json_string_value(json_array_get(names, i));
+
+		for (j = 0; j < i && strcmp(json_string_value(json_array_get(names, j)), name); j++)
+			;
+		if (j < i) {
+			snprintf(elem, sizeof(elem), "%s[%zu]", field, i);
+			spec_error(c, elem, "\"%s\" is listed twice", spec_show(shown, name));
+			continue;
+		}
+		(*out)[(*n)++] = spec_strdup(c, name);
+	}
+}
+
+/* data.output: a location, and whether it is zipped (spec_native_kind.archive). */
+static void spec_native_output(struct spec_ctx *c, json_t *io)
+{
+	struct spec_location *out = &c->s->data.output;
+	const struct spec_native_kind *k;
+	bool archive = true;
+	int has_archive;
+
+	k = spec_native_location(c, io, "data.output", spec_native_outputs, "archive", out);
+	has_archive = spec_get_bool(c, io, "data.output", "archive", &archive);
+	if (!k)
+		return;
+	out->archive = k->archive && archive;
+	if (has_archive > 0 && !k->archive)
+		spec_ignore(c, "data.output.archive: only s3 and local outputs are zipped; a %s output is always plain files",
+			    k->type);
 }
 
 static void spec_native_data(struct spec_native *n, json_t *root)
 {
 	static const char *const known[] = { "datasets", "input", "output", NULL };
 	struct spec_ctx *c = n->c;
-	json_t *data, *datasets, *io;
-	bool archive;
+	struct spec_data *d = &c->s->data;
+	json_t *data, *io;
 
 	if (spec_get_object(c, root, "", "data", &data) <= 0)
 		return;
-	spec_ignore(c, "data: not yet supported");
 	spec_ignore_unknown(c, data, "data", known);
-	spec_get_strings(c, data, "data", "datasets", &datasets);
-	if (spec_get_object(c, data, "data", "input", &io) > 0)
-		spec_native_location(c, io, "data.input", spec_native_inputs, NULL);
-	if (spec_get_object(c, data, "data", "output", &io) > 0) {
-		spec_native_location(c, io, "data.output", spec_native_outputs, "archive");
-		spec_get_bool(c, io, "data.output", "archive", &archive);
+	spec_native_names(c, data, "data", "datasets", &d->datasets, &d->n_datasets);
+	if (spec_get_object(c, data, "data", "input", &io) > 0) {
+		n->has_input = true;
+		spec_native_location(c, io, "data.input", spec_native_inputs, NULL, &d->input);
 	}
+	if (spec_get_object(c, data, "data", "output", &io) > 0)
+		spec_native_output(c, io);
 }
 
 static void spec_native_model(struct spec_native *n, json_t *root)
 {
 	json_t *model;
 
-	if (spec_get_object(n->c, root, "", "model", &model) <= 0)
-		return;
-	spec_ignore(n->c, "model: not yet supported");
-	spec_native_location(n->c, model, "model", spec_native_models, NULL);
+	if (spec_get_object(n->c, root, "", "model", &model) > 0)
+		spec_native_location(n->c, model, "model", spec_native_models, NULL,
+				     &n->c->s->data.model);
 }
 
 static void spec_native_checkpoints(struct spec_native *n, json_t *root)
 {
-	json_t *names;
+	struct spec_data *d = &n->c->s->data;
 
-	if (spec_get_strings(n->c, root, "", "checkpoints", &names) > 0)
-		spec_ignore(n->c, "checkpoints: not yet supported");
+	spec_native_names(n->c, root, "", "checkpoints", &d->checkpoints, &d->n_checkpoints);
 }
 
 /* ---- workers ---- */
@@ -611,6 +734,9 @@ static void spec_native_finish(struct spec_native *n)
 	if (!n->name_bad)
 		spec_set_name(c, n->name, "name");
 	spec_native_res_finish(n);
+	if (n->has_input && !n->type_bad && c->s->type != SPEC_INFERENCE)
+		spec_error(c, "data.input",
+			   "only an inference job takes an input; set \"type\": \"inference\" or list datasets");
 	if (!n->has_workers)
 		spec_error(c, "workers", "missing; a job needs at least one worker, e.g. \"workers\": [{\"command\": \"python train.py\"}]");
 	else if (n->worker_count && n->n_cmds && n->n_cmds != 1)

@@ -234,7 +234,7 @@ same "the ML_* folders are the worker's own, in the state dir, and it runs in mo
 same "workers/ lists the three" "1 2 3" "$(ls "$J/envjob/workers" | xargs)"
 check "spec.json redacts the secret" sh -c "grep -q '<redacted>' '$J/envjob/spec.json' && ! grep -q s3cret '$J/envjob/spec.json'"
 check "status.json carries no secret" sh -c "! grep -q s3cret '$J/envjob/status.json'"
-check "data is listed as ignored" grep -q 'data: not yet supported' "$J/envjob/status.json"
+same "spec.json shows the datasets" "['mnist']" "$(json "$J/envjob/spec.json" "d['data']['datasets']")"
 
 # --- following a job: tail -f, wait, a hundred waiters
 spec follow 'echo one; sleep 1; echo two' >"$J/follow.json"

@@ -391,7 +391,7 @@ static void check_sketch_datastores(const struct mlfs_config *cfg)
 	assert_string_equal(url->type, "http");
 	assert_true(url->implicit);
 	assert_int_equal(url->n_kv, 1);
-	check_kv(url, 0, "url", "https://example.org/mnist.tar.gz", 44);
+	check_kv(url, 0, "url", "https://example.org/", 44);	/* an archive: its folder */
 }
 
 static void check_sketch_sources(const struct mlfs_config *cfg)
@@ -400,7 +400,7 @@ static void check_sketch_sources(const struct mlfs_config *cfg)
 	check_source(&cfg->sources[0], SOURCE_DATASET, "PASCAL VOC", "PASCAL_VOC", 40,
 		     "lab-nfs:/voc2012", "lab-nfs", "voc2012", NULL);
 	check_source(&cfg->sources[1], SOURCE_DATASET, "mnist", "mnist", 43,
-		     "https://example.org/mnist.tar.gz", "dataset:mnist", "", "https");
+		     "https://example.org/mnist.tar.gz", "dataset:mnist", "mnist.tar.gz", "https");
 	check_source(&cfg->sources[2], SOURCE_CHECKPOINT, "resnet50", "resnet50", 46,
 		     "bucket:/checkpoints/resnet50/", "bucket", "checkpoints/resnet50", NULL);
 	check_source(&cfg->sources[3], SOURCE_MODEL, "detector", "detector", 49,
@@ -699,8 +699,10 @@ static void test_config_parses_every_source_form(void **state)
 	assert_string_equal(config_get(ds, "root", NULL), "/key");
 	assert_string_equal(s[4].url_scheme, "http");
 	assert_string_equal(s[4].datastore, "model:http");
+	/* An archive URL: its folder is the datastore, the archive a path in it. */
 	assert_string_equal(config_get(config_find_datastore(cfg, "model:http"), "url", NULL),
-			    "http://h/m.tar");
+			    "http://h/");
+	assert_string_equal(s[4].path, "m.tar");
 	/* nfs:// inside a configured export borrows it: the rest of the path is the root. */
 	assert_string_equal(s[5].url_scheme, "nfs");
 	ds = config_find_datastore(cfg, "model:nfs");

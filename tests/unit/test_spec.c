@@ -240,7 +240,7 @@ static void test_spec_ignored_lists_unsupported_and_unknown_fields_in_order(void
 		"  \"color\": \"blue\",\n"
 		"  \"data\": {\"datasets\": [\"PASCAL VOC\"], \"output\": {\"type\": \"s3\",\n"
 		"    \"path\": \"s3://b/out/\", \"archive\": false, \"region\": \"x\"}, \"extra\": 1},\n"
-		"  \"model\": {\"type\": \"git\", \"path\": \"git@github.com:a/b.git\"},\n"
+		"  \"model\": {\"type\": \"datastore\", \"path\": \"code:/m/\", \"ref\": \"main\"},\n"
 		"  \"checkpoints\": [\"ck1\"],\n"
 		"  \"resources\": {\"gpu_count\": 1, \"shm\": 2},\n"
 		"  \"environment\": {\"type\": \"DEEPLEARNING_PY39\", \"worker_key_types\": [\"aws\"],\n"
@@ -249,11 +249,9 @@ static void test_spec_ignored_lists_unsupported_and_unknown_fields_in_order(void
 	(void)state;
 	EXPECT_IGNORED(s,
 		"color: unknown field, not used",
-		"data: not yet supported",
 		"data.extra: unknown field, not used",
 		"data.output.region: unknown field, not used",
-		"model: not yet supported",
-		"checkpoints: not yet supported",
+		"model.ref: unknown field, not used",
 		"resources.shm: unknown field, not used",
 		"environment.x: unknown field, not used",
 		"environment.packages: needs a container runtime, not yet supported",
@@ -274,8 +272,15 @@ static void test_spec_accepts_every_output_and_input_path_form(void **state)
 		"\"model\", \"path\": \"m\"",
 	};
 	static const char *const inputs[] = {
-		"\"web\", \"path\": \"ftps://host/x.tar.gz\"", "\"gcp\", \"path\": \"gs://b/x\"",
+		"\"web\", \"path\": \"https://host/x.tar.gz\"", "\"web\", \"path\": \"http://h/d/\"",
 		"\"azure\", \"path\": \"https://a.blob/x\"", "\"wasabi\", \"path\": \"s3://w/\"",
+		"\"s3\", \"path\": \"s3://b/in/\"", "\"datastore\", \"path\": \"nas:/in/\"",
+		"\"local\", \"path\": \"/data/in\"",
+	};
+	static const char *const models[] = {
+		"\"datastore\", \"path\": \"code:/m/\"", "\"s3\", \"path\": \"s3://b/m.zip\"",
+		"\"http\", \"path\": \"https://h/m.tar.gz\"", "\"local\", \"path\": \"/src/m\"",
+		"\"model\", \"path\": \"resnet\"",
 	};
 	char text[512];
 
@@ -290,6 +295,110 @@ static void test_spec_accepts_every_output_and_input_path_form(void **state)
 			 inputs[i]);
 		spec_free(parse_ok(text));
 	}
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		snprintf(text, sizeof(text), WITH_WORKER("  \"model\": {\"type\": %s},\n"), models[i]);
+		spec_free(parse_ok(text));
+	}
+}
+
+static void test_spec_data_model_and_checkpoints_are_kept_in_spec_order(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER(
+		"  \"type\": \"inference\",\n"
+		"  \"data\": {\"datasets\": [\"PASCAL VOC\", \"mnist\", \"a_b\"],\n"
+		"    \"input\": {\"type\": \"web\", \"path\": \"https://h/x.tar.gz\"},\n"
+		"    \"output\": {\"type\": \"dataset\", \"path\": \"new set\"}},\n"
+		"  \"model\": {\"type\": \"model\", \"path\": \"resnet\"},\n"
+		"  \"checkpoints\": [\"ck2\", \"ck1\"],\n"));
+	const struct spec_data *d = &s->data;
+
+	(void)state;
+	assert_int_equal(d->n_datasets, 3);
+	assert_string_equal(d->datasets[0], "PASCAL VOC");
+	assert_string_equal(d->datasets[1], "mnist");
+	assert_string_equal(d->datasets[2], "a_b");
+	assert_int_equal(d->n_checkpoints, 2);
+	assert_string_equal(d->checkpoints[0], "ck2");
+	assert_string_equal(d->checkpoints[1], "ck1");
+	assert_string_equal(d->input.type, "web");
+	assert_string_equal(d->input.path, "https://h/x.tar.gz");
+	assert_string_equal(d->output.type, "dataset");
+	assert_string_equal(d->output.path, "new set");
+	assert_false(d->output.archive);	/* a dataset is plain files */
+	assert_string_equal(d->model.type, "model");
+	assert_string_equal(d->model.path, "resnet");
+	assert_int_equal(s->n_ignored, 0);
+	spec_free(s);
+}
+
+static void test_spec_without_data_leaves_the_data_model_empty(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER("  \"data\": {\"datasets\": []}, \"checkpoints\": [],\n"));
+	const struct spec_data *d = &s->data;
+
+	(void)state;
+	assert_int_equal(d->n_datasets, 0);
+	assert_null(d->datasets);
+	assert_int_equal(d->n_checkpoints, 0);
+	assert_null(d->input.type);
+	assert_null(d->output.type);
+	assert_null(d->output.path);
+	assert_null(d->model.type);
+	spec_free(s);
+}
+
+static void test_spec_input_may_come_before_the_type_that_allows_it(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER(
+		"  \"data\": {\"input\": {\"type\": \"s3\", \"path\": \"s3://b/x\"}, \"datasets\": [\"d\"]},\n"
+		"  \"type\": \"inference\",\n"));
+
+	(void)state;
+	assert_int_equal(s->type, SPEC_INFERENCE);
+	assert_string_equal(s->data.input.path, "s3://b/x");
+	assert_int_equal(s->data.n_datasets, 1);	/* datasets on an inference job are fine */
+	spec_free(s);
+}
+
+static void test_spec_output_archive_defaults_to_true_for_s3_and_local(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"s3\", \"path\": \"s3://b/o/\"}},\n"));
+
+	(void)state;
+	assert_true(s->data.output.archive);
+	spec_free(s);
+	s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"local\", \"path\": \"/o\", \"archive\": null}},\n"));
+	assert_true(s->data.output.archive);
+	spec_free(s);
+	s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"local\", \"path\": \"/o\", \"archive\": false}},\n"));
+	assert_false(s->data.output.archive);
+	assert_int_equal(s->n_ignored, 0);
+	spec_free(s);
+	s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"archive\": true, \"type\": \"s3\", \"path\": \"s3://b/o/\"}},\n"));
+	assert_true(s->data.output.archive);
+	spec_free(s);
+}
+
+static void test_spec_archive_on_a_datastore_output_is_listed_as_ignored(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"datastore\", \"path\": \"nas:/o/\",\n"
+					      "    \"archive\": true}},\n"));
+
+	(void)state;
+	assert_string_equal(s->data.output.type, "datastore");
+	assert_string_equal(s->data.output.path, "nas:/o/");
+	assert_false(s->data.output.archive);
+	EXPECT_IGNORED(s, "data.output.archive: only s3 and local outputs are zipped; a datastore output is always plain files");
+	spec_free(s);
+	s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"checkpoint\", \"path\": \"ck\", \"archive\": false}},\n"));
+	assert_false(s->data.output.archive);
+	EXPECT_IGNORED(s, "data.output.archive: only s3 and local outputs are zipped; a checkpoint output is always plain files");
+	spec_free(s);
+	/* not given: nothing to ignore */
+	s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"datastore\", \"path\": \"nas:/o/\"}},\n"));
+	assert_false(s->data.output.archive);
+	assert_int_equal(s->n_ignored, 0);
+	spec_free(s);
 }
 
 static void test_spec_name_comes_from_the_file_when_absent(void **state)
@@ -357,7 +466,7 @@ static void test_spec_to_json_shows_the_model_and_redacts_secrets(void **state)
 				  " \"environment\": {\"variables\": {\"WANDB_API_KEY\": \"k1\", \"db_password\": \"p\",\n"
 				  "   \"MY_Token\": \"t\", \"AWS_SECRET_ACCESS_KEY\": \"s\", \"GCP_CREDENTIALS\": \"c\",\n"
 				  "   \"LR\": \"0.1\"}},\n"
-				  " \"run_timeout_seconds\": 10, \"checkpoints\": []}");
+				  " \"run_timeout_seconds\": 10, \"checkpoints\": [], \"notes\": \"n\"}");
 	char *text = spec_to_json(s);
 
 	(void)state;
@@ -399,11 +508,72 @@ static void test_spec_to_json_shows_the_model_and_redacts_secrets(void **state)
 		"  \"wait_timeout_seconds\": null,\n"
 		"  \"run_timeout_seconds\": 10,\n"
 		"  \"ignored\": [\n"
-		"    \"checkpoints: not yet supported\"\n"
+		"    \"notes: unknown field, not used\"\n"
 		"  ]\n"
 		"}");
 	/* the model itself keeps the values */
 	assert_string_equal(env_value(s, "WANDB_API_KEY"), "k1");
+	free(text);
+	spec_free(s);
+}
+
+static void test_spec_to_json_shows_the_data_object(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER(
+		"  \"type\": \"inference\",\n"
+		"  \"data\": {\"datasets\": [\"PASCAL VOC\", \"mnist\"],\n"
+		"    \"input\": {\"type\": \"web\", \"path\": \"https://h/x.tar.gz\"},\n"
+		"    \"output\": {\"type\": \"s3\", \"path\": \"s3://b/out/\", \"archive\": false}},\n"
+		"  \"model\": {\"type\": \"datastore\", \"path\": \"code:/m/\"},\n"
+		"  \"checkpoints\": [\"ck1\"],\n"));
+	char *text = spec_to_json(s);
+	const char *data;
+
+	(void)state;
+	assert_non_null(text);
+	data = strstr(text, "  \"data\": {");
+	assert_non_null(data);
+	assert_string_equal(data,
+		"  \"data\": {\n"
+		"    \"datasets\": [\n"
+		"      \"PASCAL VOC\",\n"
+		"      \"mnist\"\n"
+		"    ],\n"
+		"    \"checkpoints\": [\n"
+		"      \"ck1\"\n"
+		"    ],\n"
+		"    \"input\": {\n"
+		"      \"type\": \"web\",\n"
+		"      \"path\": \"https://h/x.tar.gz\"\n"
+		"    },\n"
+		"    \"output\": {\n"
+		"      \"type\": \"s3\",\n"
+		"      \"path\": \"s3://b/out/\",\n"
+		"      \"archive\": false\n"
+		"    },\n"
+		"    \"model\": {\n"
+		"      \"type\": \"datastore\",\n"
+		"      \"path\": \"code:/m/\"\n"
+		"    }\n"
+		"  }\n"
+		"}");
+	free(text);
+	spec_free(s);
+	/* absent parts are left out */
+	s = parse_ok(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"local\", \"path\": \"/o\"}},\n"));
+	text = spec_to_json(s);
+	assert_non_null(text);
+	data = strstr(text, "  \"data\": {");
+	assert_non_null(data);
+	assert_string_equal(data,
+		"  \"data\": {\n"
+		"    \"output\": {\n"
+		"      \"type\": \"local\",\n"
+		"      \"path\": \"/o\",\n"
+		"      \"archive\": true\n"
+		"    }\n"
+		"  }\n"
+		"}");
 	free(text);
 	spec_free(s);
 }
@@ -769,10 +939,83 @@ static void test_spec_bad_input_and_model_paths_are_refused(void **state)
 	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
 				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"s3://b/x\"},\n"
 				  "    \"datasets\": [\"\"]},\n"
-				  "  \"model\": {\"type\": \"git\", \"path\": \"github.com/a/b\"},\n"),
+				  "  \"model\": {\"type\": \"http\", \"path\": \"github.com/a/b\"},\n"),
 		      "x.json:4:18: data.datasets[0]: must not be empty",
 		      "x.json:3:45: data.input.path: a web path must start with http:// or https:// or ftp:// or ftps://, got \"s3://b/x\"",
-		      "x.json:5:36: model.path: a git path must start with https:// or http:// or ssh:// or git@, got \"github.com/a/b\"");
+		      "x.json:5:37: model.path: a http path must start with http:// or https://, got \"github.com/a/b\"");
+}
+
+static void test_spec_a_name_listed_twice_is_refused_at_its_later_index(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"datasets\": [\"x\", \"y\", \"x\", \"y\"]},\n"
+				  "  \"checkpoints\": [\"c\", \"c\"],\n"),
+		      "x.json:2:35: data.datasets[2]: \"x\" is listed twice",
+		      "x.json:2:40: data.datasets[3]: \"y\" is listed twice",
+		      "x.json:3:24: checkpoints[1]: \"c\" is listed twice");
+}
+
+/* {"checkpoints": ["n0", ... "n<count-1>"], "workers": ["x"]}, malloc'd */
+static char *spec_with_checkpoints(size_t count)
+{
+	char *text = malloc(count * 16 + 64);
+	size_t used;
+
+	assert_non_null(text);
+	used = (size_t)sprintf(text, "{\"checkpoints\": [");
+	for (size_t i = 0; i < count; i++)
+		used += (size_t)sprintf(text + used, "%s\"n%zu\"", i ? ", " : "", i);
+	sprintf(text + used, "], \"workers\": [\"x\"]}");
+	return text;
+}
+
+static void test_spec_more_than_1024_names_are_refused(void **state)
+{
+	char *text = spec_with_checkpoints(1024);
+	struct spec *s = parse_ok(text);
+
+	(void)state;
+	assert_int_equal(s->data.n_checkpoints, 1024);
+	assert_string_equal(s->data.checkpoints[1023], "n1023");
+	spec_free(s);
+	free(text);
+	text = spec_with_checkpoints(1025);
+	EXPECT_ERRORS(text, "x.json:1:17: checkpoints: must list at most 1024 names, got 1025");
+	free(text);
+}
+
+static void test_spec_input_on_a_training_job_is_refused(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"input\": {\"type\": \"s3\", \"path\": \"s3://b/x\"}},\n"),
+		      "x.json:2:21: data.input: only an inference job takes an input; set \"type\": \"inference\" or list datasets");
+	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"input\": {\"type\": \"s3\", \"path\": \"s3://b/x\"}},\n"
+				  "  \"type\": \"training\",\n"),
+		      "x.json:2:21: data.input: only an inference job takes an input; set \"type\": \"inference\" or list datasets");
+	/* a bad type is reported once, not again as a training job's input */
+	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"serve\",\n"
+				  "  \"data\": {\"input\": {\"type\": \"s3\", \"path\": \"s3://b/x\"}},\n"),
+		      "x.json:2:11: type: must be \"training\" or \"inference\", got \"serve\"");
+}
+
+static void test_spec_types_mlfs_cannot_fetch_are_refused_with_a_way_out(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
+				  "  \"data\": {\"input\": {\"type\": \"gcp\", \"path\": \"gs://b/x\"}},\n"),
+		      "x.json:3:30: data.input.type: mlfs cannot read Google Cloud Storage; copy the data to an s3 or http location or a datastore");
+	/* the path does not matter when the type must change */
+	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
+				  "  \"data\": {\"input\": {\"type\": \"gcp\", \"path\": \"b/x\"}},\n"),
+		      "x.json:3:30: data.input.type: mlfs cannot read Google Cloud Storage; copy the data to an s3 or http location or a datastore");
+	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
+				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"ftp://h/x.zip\"}},\n"),
+		      "x.json:3:45: data.input.path: mlfs reads http:// and https:// only, got \"ftp://h/x.zip\"");
+	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
+				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"ftps://h/d/\"}},\n"),
+		      "x.json:3:45: data.input.path: mlfs reads http:// and https:// only, got \"ftps://h/d/\"");
+	EXPECT_ERRORS(WITH_WORKER("  \"model\": {\"type\": \"git\", \"path\": \"https://github.com/a/b.git\"},\n"),
+		      "x.json:2:21: model.type: mlfs does not clone git repositories; clone into a datastore and use \"type\": \"datastore\"");
 }
 
 /* ---- json_pos ---- */
@@ -919,11 +1162,17 @@ int main(void)
 		cmocka_unit_test(test_spec_environment_variables_keep_order_and_convert_ints_and_bools),
 		cmocka_unit_test(test_spec_ignored_lists_unsupported_and_unknown_fields_in_order),
 		cmocka_unit_test(test_spec_accepts_every_output_and_input_path_form),
+		cmocka_unit_test(test_spec_data_model_and_checkpoints_are_kept_in_spec_order),
+		cmocka_unit_test(test_spec_without_data_leaves_the_data_model_empty),
+		cmocka_unit_test(test_spec_input_may_come_before_the_type_that_allows_it),
+		cmocka_unit_test(test_spec_output_archive_defaults_to_true_for_s3_and_local),
+		cmocka_unit_test(test_spec_archive_on_a_datastore_output_is_listed_as_ignored),
 		cmocka_unit_test(test_spec_name_comes_from_the_file_when_absent),
 		cmocka_unit_test(test_spec_null_means_absent_for_optional_fields),
 		cmocka_unit_test(test_spec_reads_text_that_is_not_nul_terminated),
 		cmocka_unit_test(test_spec_exactly_1_mib_is_accepted),
 		cmocka_unit_test(test_spec_to_json_shows_the_model_and_redacts_secrets),
+		cmocka_unit_test(test_spec_to_json_shows_the_data_object),
 		cmocka_unit_test(test_spec_name_valid_follows_the_name_rule),
 		cmocka_unit_test(test_spec_format_names),
 		cmocka_unit_test(test_spec_malformed_json_reports_jansson_line_and_column),
@@ -954,6 +1203,10 @@ int main(void)
 		cmocka_unit_test(test_spec_bad_output_path_for_each_type_is_refused),
 		cmocka_unit_test(test_spec_output_type_must_be_known_and_fields_present),
 		cmocka_unit_test(test_spec_bad_input_and_model_paths_are_refused),
+		cmocka_unit_test(test_spec_a_name_listed_twice_is_refused_at_its_later_index),
+		cmocka_unit_test(test_spec_more_than_1024_names_are_refused),
+		cmocka_unit_test(test_spec_input_on_a_training_job_is_refused),
+		cmocka_unit_test(test_spec_types_mlfs_cannot_fetch_are_refused_with_a_way_out),
 		cmocka_unit_test(test_json_pos_finds_values_in_nested_arrays_and_objects),
 		cmocka_unit_test(test_json_pos_nearest_gives_the_enclosing_object_of_a_missing_field),
 		cmocka_unit_test(test_json_pos_skips_escapes_in_strings_and_unescapes_keys),

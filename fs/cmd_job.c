@@ -1,0 +1,426 @@
+/*
+ * cmd_job.c - `mlfs job`: one worker's view of its job, and `mlfs sync`.
+ *
+ * mlfs job reads the config and the spec, turns every dataset,
+ * checkpoint, model and inference input the spec names into a source of
+ * the config (config_add_job_source: a configured name, an output an
+ * earlier job registered in the store, a datastore path, a URL or a local
+ * path), makes the output's staging folder (output.h) and mounts the view
+ * (fs_job.c).  Everything that can be wrong is found before mounting and
+ * named as "SPEC: field: message".  The mount holds the output's live.lock
+ * until it ends; `mlfs umount` then uploads it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cmd.h"
+#include "config.h"
+#include "diag.h"
+#include "fs.h"
+#include "log.h"
+#include "output.h"
+#include "path.h"
+#include "spec.h"
+
+static const char job_usage[] =
+	"usage: mlfs job [-f] [-d] [-o OPTS] CONFIG SPEC MOUNTPOINT --worker N\n"
+	"  mounts worker N's view of the job in SPEC (workers count from 1):\n"
+	"  input/, checkpoint/, models/ and output/, which `mlfs umount` uploads\n"
+	"  -f       stay in the foreground\n"
+	"  -d       print every FUSE request (implies -f)\n"
+	"  -o OPTS  FUSE mount options (allow_other, ...), and nopassthrough\n";
+
+/* Takes "--worker N" or "--worker=N" out of @argv. 0, or 2 after a message. */
+static int job_take_worker(int *argc, char **argv, unsigned int *worker)
+{
+	int out = 0;
+	const char *value = NULL;
+
+	for (int i = 0; i < *argc; i++) {
+		if (strcmp(argv[i], "--worker") == 0 && i + 1 < *argc) {
+			value = argv[++i];
+			continue;
+		}
+		if (strncmp(argv[i], "--worker=", 9) == 0) {
+			value = argv[i] + 9;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	*argc = out;
+	if (!value) {
+		fprintf(stderr, "mlfs job: --worker N is needed\n%s", job_usage);
+		return 2;
+	}
+	char *end;
+	unsigned long n = strtoul(value, &end, 10);
+
+	if (*value < '1' || *value > '9' || *end || n > 100000) {
+		fprintf(stderr, "mlfs job: --worker: '%s' is not a worker number (1, 2, ...)\n",
+			value);
+		return 2;
+	}
+	*worker = (unsigned int)n;
+	return 0;
+}
+
+static int job_read_spec(struct spec **out, const char *file)
+{
+	struct diag d;
+	char *text = NULL, *base, *dot;
+	size_t len = 0;
+	FILE *f = fopen(file, "re");
+	int ret;
+
+	if (!f) {
+		fprintf(stderr, "mlfs job: %s: %s\n", file, strerror(errno));
+		return -errno;
+	}
+	text = malloc(SPEC_MAX_SIZE + 1);
+	if (text)
+		len = fread(text, 1, SPEC_MAX_SIZE + 1, f);
+	fclose(f);
+	base = strdup(strrchr(file, '/') ? strrchr(file, '/') + 1 : file);
+	if (!text || !base) {
+		free(text);
+		free(base);
+		return -ENOMEM;
+	}
+	dot = strrchr(base, '.');
+	if (dot && dot != base)
+		*dot = '\0';
+	diag_init(&d);
+	ret = spec_parse(out, file, text, len, base, &d);
+	if (ret == -EFBIG)
+		fprintf(stderr, "mlfs job: %s: over %d bytes\n", file, SPEC_MAX_SIZE);
+	diag_print(&d, stderr);
+	diag_free(&d);
+	free(text);
+	free(base);
+	return ret;
+}
+
+struct job_ctx {
+	struct mlfs_config *cfg;
+	const char *spec_file;
+	struct diag d;
+	size_t *inputs, n_inputs;
+	size_t *checkpoints, n_checkpoints;
+	long model;
+	size_t output;
+	struct backend *store;	/* the store's backend, made when first needed */
+};
+
+/* The configured source of @kind named @name (as written or as shown), or -1. */
+static long job_find_source(const struct mlfs_config *cfg, enum source_kind kind,
+			    const char *name)
+{
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		if (cfg->sources[i].kind == kind && (strcmp(cfg->sources[i].name, name) == 0 ||
+						     strcmp(cfg->sources[i].shown, name) == 0))
+			return (long)i;
+	return -1;
+}
+
+/* Adds a source for the job: @value as config_add_job_source takes it. */
+static long job_add(struct job_ctx *c, enum source_kind kind, const char *name,
+		    const char *value, const char *field)
+{
+	int ret;
+
+	if (value[0] == '/') {
+		struct stat st;
+
+		if (stat(value, &st) < 0) {
+			diag_add(&c->d, c->spec_file, 0, "%s: %s: %s", field, value,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	ret = config_add_job_source(c->cfg, kind, name, value, c->spec_file, field, &c->d);
+	if (ret == -ENOMEM)
+		diag_add(&c->d, c->spec_file, 0, "%s: %s", field, strerror(ENOMEM));
+	return ret < 0 ? -1 : ret;
+}
+
+static const char *const job_kind_word[] = { "dataset", "checkpoint", "model" };
+
+/* Whether folder @path exists in the store: 0, -ENOENT, or why it cannot be told. */
+static int job_registered(struct job_ctx *c, const char *path)
+{
+	const struct datastore_config *ds = config_find_datastore(c->cfg, c->cfg->store);
+	struct stat st;
+	int ret;
+
+	if (!c->store) {
+		ret = backend_create(&c->store, ds, 0);
+		if (ret < 0)
+			return ret;
+	}
+	ret = backend_getattr(c->store, path, &st);
+	return ret == 0 && !S_ISDIR(st.st_mode) ? -ENOENT : ret;
+}
+
+/* A dataset, checkpoint or model by name: configured, else registered in the store. */
+static long job_named(struct job_ctx *c, enum source_kind kind, const char *name,
+		      const char *field)
+{
+	long src = job_find_source(c->cfg, kind, name);
+	char *value, *own;
+	int ret;
+
+	if (src >= 0)
+		return src;
+	if (!c->cfg->store) {
+		diag_add(&c->d, c->spec_file, 0, "%s: no %s named \"%s\" in %s", field,
+			 job_kind_word[kind], name, c->cfg->file);
+		return -1;
+	}
+	if (asprintf(&value, "%ss/%s", job_kind_word[kind], name) < 0)
+		return -1;
+	ret = job_registered(c, value);
+	free(value);
+	if (ret < 0) {
+		diag_add(&c->d, c->spec_file, 0, ret == -ENOENT
+			 ? "%s: no %s named \"%s\" in %s, nor one registered in store %s"
+			 : "%s: %s \"%s\": not in %s, and store %s cannot be read: %s",
+			 field, job_kind_word[kind], name, c->cfg->file, c->cfg->store,
+			 strerror(-ret));
+		return -1;
+	}
+	if (asprintf(&value, "%s:/%ss/%s", c->cfg->store, job_kind_word[kind], name) < 0 ||
+	    asprintf(&own, "%s (registered)", name) < 0)
+		return -1;
+	src = job_add(c, kind, own, value, field);
+	free(value);
+	free(own);
+	return src;
+}
+
+static int job_push(size_t **list, size_t *n, long src)
+{
+	size_t *l = reallocarray(*list, *n + 1, sizeof(**list));
+
+	if (!l)
+		return -ENOMEM;
+	l[(*n)++] = (size_t)src;
+	*list = l;
+	return 0;
+}
+
+/* The source an input or model location names. */
+static long job_location(struct job_ctx *c, enum source_kind kind,
+			 const struct spec_location *loc, const char *name, const char *field)
+{
+	const char *t = loc->type;
+
+	if (strcmp(t, "model") == 0 || strcmp(t, "dataset") == 0 || strcmp(t, "checkpoint") == 0)
+		return job_named(c, kind, loc->path, field);
+	/* datastore (NAME:/path), local (/path), s3, wasabi, web, azure, http (URLs) */
+	return job_add(c, kind, name, loc->path, field);
+}
+
+static int job_resolve(struct job_ctx *c, const struct spec *s, const char *output_files)
+{
+	const struct spec_data *data = &s->data;
+	char field[64];
+	long src;
+
+	c->model = -1;
+	for (size_t i = 0; i < data->n_datasets; i++) {
+		snprintf(field, sizeof(field), "data.datasets[%zu]", i);
+		src = job_named(c, SOURCE_DATASET, data->datasets[i], field);
+		if (src >= 0 && job_push(&c->inputs, &c->n_inputs, src) < 0)
+			return -ENOMEM;
+	}
+	if (data->input.type) {
+		src = job_location(c, SOURCE_DATASET, &data->input, "input", "data.input.path");
+		if (src >= 0 && job_push(&c->inputs, &c->n_inputs, src) < 0)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < data->n_checkpoints; i++) {
+		snprintf(field, sizeof(field), "checkpoints[%zu]", i);
+		src = job_named(c, SOURCE_CHECKPOINT, data->checkpoints[i], field);
+		if (src >= 0 && job_push(&c->checkpoints, &c->n_checkpoints, src) < 0)
+			return -ENOMEM;
+	}
+	if (data->model.type)
+		c->model = job_location(c, SOURCE_MODEL, &data->model, "model", "model.path");
+	src = job_add(c, SOURCE_DATASET, "job output", output_files, "data.output");
+	c->output = src >= 0 ? (size_t)src : 0;
+	if (c->d.n)
+		return -EINVAL;
+	/* A source is checked the way the config's own are (types, keys, archives). */
+	return backend_check_config(c->cfg, &c->d) < 0 ? -EINVAL : 0;
+}
+
+/* .mlfs/mount: what `mlfs umount` reads to find and upload the output. */
+static char *job_mount_info(const struct mlfs_config *cfg, const struct output *o,
+			    const char *spec_file)
+{
+	char *info, *spec = realpath(spec_file, NULL);
+
+	if (asprintf(&info, "kind=job\nconfig=%s\nstate_dir=%s\nspec=%s\njob=%s\nworker=%u\n"
+		     "output=%s\noutput_dir=%s\ndestination=%s:%s\n", o->config, cfg->state_dir,
+		     spec ? spec : spec_file, o->job, o->worker, o->id, o->dir, o->type,
+		     o->path) < 0)
+		info = NULL;
+	free(spec);
+	return info;
+}
+
+int cmd_job(int argc, char **argv)
+{
+	struct mount_args a = { .spec_wanted = true };
+	struct job_ctx c = { 0 };
+	struct mlfs_config *cfg = NULL;
+	struct spec *s = NULL;
+	struct output *o = NULL;
+	struct fs *fs = NULL;
+	unsigned int worker = 0;
+	char *files = NULL, *info = NULL;
+	int status, ret;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("%s", job_usage);
+			return 0;
+		}
+	status = job_take_worker(&argc, argv, &worker);
+	if (status == 0)
+		status = mount_parse_args(&a, argc, argv, job_usage);
+	if (status) {
+		status = status == 1 ? 0 : status;
+		goto out;
+	}
+	log_init("mlfs", a.debug ? MLFS_LOG_DEBUG : MLFS_LOG_INFO);
+	status = 1;
+	if (cmd_load_config(&cfg, a.config) < 0 || job_read_spec(&s, a.spec) < 0 ||
+	    mount_check_mountpoint(a.mountpoint) < 0 || mount_make_dirs(cfg) < 0)
+		goto out;
+	if (worker > s->n_workers) {
+		fprintf(stderr, "mlfs job: %s: --worker %u: job %s has %zu worker(s)\n", a.spec,
+			worker, s->name, s->n_workers);
+		goto out;
+	}
+	if (!s->data.output.type) {
+		fprintf(stderr, "mlfs job: %s: data.output: the job names no output destination; "
+			"output/ would have nowhere to go\n", a.spec);
+		goto out;
+	}
+	a.realmount = realpath(a.mountpoint, NULL);
+	if (!a.realmount) {
+		fprintf(stderr, "mlfs job: mountpoint %s: %s\n", a.mountpoint, strerror(errno));
+		goto out;
+	}
+	ret = output_create(&o, cfg->state_dir, a.config, s, worker, getuid(), getgid());
+	if (ret < 0) {
+		fprintf(stderr, "mlfs job: %s/outputs: cannot make the staging folder: %s\n",
+			cfg->state_dir, strerror(-ret));
+		goto out;
+	}
+	files = output_files(o);
+	info = job_mount_info(cfg, o, a.spec);
+	c.cfg = cfg;
+	c.spec_file = a.spec;
+	diag_init(&c.d);
+	ret = files && info ? job_resolve(&c, s, files) : -ENOMEM;
+	if (ret < 0) {
+		diag_print(&c.d, stderr);
+		if (ret == -ENOMEM)
+			fprintf(stderr, "mlfs job: %s\n", strerror(ENOMEM));
+		goto out_unstage;
+	}
+	{
+		struct fs_job_layout l = { .inputs = c.inputs, .n_inputs = c.n_inputs,
+			.checkpoints = c.checkpoints, .n_checkpoints = c.n_checkpoints,
+			.model = c.model, .output = c.output, .mount_info = info };
+
+		ret = fs_create_job(&fs, cfg, &l);
+	}
+	if (ret < 0) {
+		fprintf(stderr, "mlfs job: %s: cannot set up the view: %s\n", a.spec,
+			strerror(-ret));
+		goto out_unstage;
+	}
+	cfg = NULL;		/* fs owns it now */
+	status = mount_serve(fs, &a);
+	if (status != 0)
+		goto out_unstage;
+	goto out;
+out_unstage:
+	/* Nothing was mounted, so nothing was written: there is no output to keep. */
+	if (o && !fs)
+		output_discard(o);
+out:
+	diag_free(&c.d);
+	free(c.inputs);
+	free(c.checkpoints);
+	backend_destroy(c.store);
+	output_free(o);
+	fs_destroy(fs);
+	config_free(cfg);
+	spec_free(s);
+	free(files);
+	free(info);
+	free(a.opts);
+	free(a.realmount);
+	return status;
+}
+
+/* ---- mlfs sync ---- */
+
+/* Progress on stderr: one line per second, rewritten in place on a terminal. */
+void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t done,
+		  uint64_t total)
+{
+	bool tty = isatty(STDERR_FILENO);
+	double pct = total ? 100.0 * (double)done / (double)total : 100.0;
+
+	(void)arg;
+	fprintf(stderr, "%smlfs: job %s worker %u: %s to %s: %.1f MiB of %.1f MiB (%.0f%%)%s",
+		tty ? "\r" : "", o->job, o->worker, phase, o->path, (double)done / 1048576.0,
+		(double)total / 1048576.0, pct, tty ? "" : "\n");
+	if (tty && strcmp(phase, "done") == 0)
+		fputc('\n', stderr);
+}
+
+static const char sync_usage[] =
+	"usage: mlfs sync CONFIG\n"
+	"  uploads every output staged under CONFIG's state_dir that is not uploaded yet\n"
+	"  (a failed or interrupted upload, a view unmounted without mlfs umount);\n"
+	"  exit status 0 only when every one is safe at its destination\n";
+
+int cmd_sync(int argc, char **argv)
+{
+	struct mlfs_config *cfg = NULL;
+	unsigned int live = 0;
+	int failed;
+
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("%s", sync_usage);
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		fputs(sync_usage, stderr);
+		return 2;
+	}
+	log_init("mlfs", MLFS_LOG_INFO);
+	if (cmd_load_config(&cfg, argv[1]) < 0)
+		return 1;
+	failed = output_sync_all(cfg, cmd_progress, NULL, &live);
+	if (live)
+		fprintf(stderr, "mlfs sync: %u output(s) still mounted by a worker's view; "
+			"`mlfs umount` uploads them\n", live);
+	if (failed)
+		fprintf(stderr, "mlfs sync: %d output(s) not uploaded; their staged files are "
+			"kept in %s/outputs\n", failed, cfg->state_dir);
+	config_free(cfg);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,151 @@
+/*
+ * fs_job.c - the tree of one worker's view, as `mlfs job` mounts it.
+ *
+ *   input/        one dataset directly, several as folders named after them
+ *   checkpoint/   the same rule for checkpoints
+ *   models/       the model code, or an empty folder
+ *   output/       read-write: the staging folder of the worker's output
+ *   .mlfs/stats   the counters of every backend, as in the gateway
+ *   .mlfs/mount   what `mlfs umount` needs to find the output (key=value lines)
+ *
+ * Every folder above is a view of a source of the config (fs_source_view),
+ * so archives, the shared cache and passthrough work here exactly as in
+ * the gateway; output/ is a local backend over the staging folder, so the
+ * kernel writes it directly (FUSE passthrough) at local-disk speed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+enum {
+	FSJ_ROOT,
+	FSJ_INPUT,
+	FSJ_CHECKPOINT,
+	FSJ_MODELS,
+	FSJ_MLFS,
+	FSJ_STATS,
+	FSJ_MOUNT,
+	FSJ_COUNT
+};
+
+static const struct {
+	const char *name;
+	int parent;
+} fs_job_vtable[FSJ_COUNT] = {
+	[FSJ_ROOT] = { "", -1 },
+	[FSJ_INPUT] = { "input", FSJ_ROOT },
+	[FSJ_CHECKPOINT] = { "checkpoint", FSJ_ROOT },
+	[FSJ_MODELS] = { "models", FSJ_ROOT },
+	[FSJ_MLFS] = { ".mlfs", FSJ_ROOT },
+	[FSJ_STATS] = { "stats", FSJ_MLFS },
+	[FSJ_MOUNT] = { "mount", FSJ_MLFS },
+};
+
+/*
+ * The virtual nodes.  A folder that shows exactly one view is replaced by
+ * that view's top (made later), so it is left out of the root here.
+ */
+static int fs_job_vnodes(struct fs *fs, const bool *replaced)
+{
+	for (int i = 0; i < FSJ_COUNT; i++) {
+		struct node *n = &fs->vnodes[i];
+
+		n->kind = i == FSJ_STATS || i == FSJ_MOUNT ? NODE_VFILE : NODE_VDIR;
+		n->ino = (uint64_t)i + 1;
+		n->permanent = true;
+		n->write_errno = i == FSJ_ROOT || i == FSJ_MLFS ? EPERM : EROFS;
+		n->name = strdup(fs_job_vtable[i].name);
+		if (!n->name)
+			return -ENOMEM;
+		if (fs_job_vtable[i].parent >= 0 && !replaced[i] &&
+		    fs_vdir_add(&fs->vnodes[fs_job_vtable[i].parent], n) < 0)
+			return -ENOMEM;
+	}
+	fs->vnodes[FSJ_STATS].content = fs_stats_content;
+	fs->vnodes[FSJ_MOUNT].content = fs_mount_content;
+	fs->root = &fs->vnodes[FSJ_ROOT];
+	fs->root->parent = fs->root;
+	return 0;
+}
+
+struct fs_job_builder {
+	struct fs *fs;
+	size_t view;		/* the next free view and view top */
+};
+
+/*
+ * Shows source @src in folder @dir: as the folder itself (@alone, named
+ * @dir's name, in its place in the root) or as a child named after it.
+ */
+static int fs_job_show(struct fs_job_builder *b, size_t src, int dir, bool alone,
+		       bool readonly)
+{
+	struct fs *fs = b->fs;
+	struct view *v = &fs->views[b->view];
+	struct node *top = &fs->vnodes[FSJ_COUNT + b->view];
+	const struct source_config *s = &fs->cfg->sources[src];
+	int ret = fs_source_view(fs, v, s, alone ? fs_job_vtable[dir].name : s->name, readonly);
+
+	if (ret < 0)
+		return ret;
+	b->view++;
+	v->timeout = readonly ? 3600.0 : 1.0;
+	return fs_view_top(top, v, alone ? fs->root : &fs->vnodes[dir]);
+}
+
+static int fs_job_show_all(struct fs_job_builder *b, const size_t *srcs, size_t n, int dir)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ret = fs_job_show(b, srcs[i], dir, n == 1, true);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l)
+{
+	size_t nviews = l->n_inputs + l->n_checkpoints + (l->model >= 0) + 1;
+	bool replaced[FSJ_COUNT] = {
+		[FSJ_INPUT] = l->n_inputs == 1,
+		[FSJ_CHECKPOINT] = l->n_checkpoints == 1,
+		[FSJ_MODELS] = l->model >= 0,
+	};
+	struct fs_job_builder b = { 0 };
+	int ret = fs_alloc(&b.fs, cfg, FSJ_COUNT + nviews, nviews);
+
+	if (ret == 0)
+		ret = fs_job_vnodes(b.fs, replaced);
+	if (ret == 0)
+		ret = fs_job_show_all(&b, l->inputs, l->n_inputs, FSJ_INPUT);
+	if (ret == 0)
+		ret = fs_job_show_all(&b, l->checkpoints, l->n_checkpoints, FSJ_CHECKPOINT);
+	if (ret == 0 && l->model >= 0)
+		ret = fs_job_show(&b, (size_t)l->model, FSJ_MODELS, true, true);
+	if (ret == 0) {
+		/* output/ sits beside the others in the root, named "output". */
+		struct view *v = &b.fs->views[b.view];
+		const struct source_config *s = &cfg->sources[l->output];
+
+		ret = fs_source_view(b.fs, v, s, "output", false);
+		if (ret == 0) {
+			b.view++;
+			ret = fs_view_top(&b.fs->vnodes[FSJ_COUNT + b.view - 1], v,
+					  b.fs->root);
+		}
+	}
+	if (ret == 0 && l->mount_info && !(b.fs->mount_info = strdup(l->mount_info)))
+		ret = -ENOMEM;
+	if (ret < 0) {
+		if (b.fs)
+			b.fs->cfg = NULL;	/* the caller still owns it */
+		fs_destroy(b.fs);
+		return ret;
+	}
+	*out = b.fs;
+	return 0;
+}
