@@ -832,4 +832,5 @@ const struct backend_ops be_s3_ops = {
 	.rename = be_s3_rename,
 	.setattr = be_s3_setattr,
 	.cache_key = be_s3_cache_key,
+	.upload = be_s3_upload_fd,
 };

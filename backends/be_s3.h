@@ -2,7 +2,8 @@
  * be_s3.h - the S3 backend (be_s3.c), and the pieces of it that need no
  * network, exposed for tests/unit/test_s3.c: the ListObjectsV2 and error
  * parsers (be_s3_xml.c), URL and query building and the credential chain
- * (be_s3_req.c).  What the backend's own files share is in be_s3_int.h.
+ * (be_s3_req.c), the resume token of an upload (be_s3_upload.c).  What the
+ * backend's own files share is in be_s3_int.h.
  */
 #ifndef MLFS_BE_S3_H
 #define MLFS_BE_S3_H
@@ -14,6 +15,9 @@
 #include "backend.h"
 
 extern const struct backend_ops be_s3_ops;
+
+#define BE_S3_ETAG_MAX		256	/* bytes of an ETag, quotes included, as remote.h keeps it */
+#define BE_S3_UPLOAD_ID_MAX	1024	/* bytes of an UploadId, NUL included */
 
 /* Where requests go: built once from the datastore's keys (be_s3_addr_init). */
 struct be_s3_addr {
@@ -99,5 +103,51 @@ struct be_s3_creds {
  */
 int be_s3_creds_find(struct be_s3_creds *c, const struct datastore_config *cfg);
 void be_s3_creds_free(struct be_s3_creds *c);
+
+/*
+ * A multipart upload as its resume token (struct backend_upload) carries
+ * it, and the token's text:
+ *
+ *   mpu 1                  the format, and its version
+ *   id=UPLOADID            S3's UploadId
+ *   part_size=BYTES        every part but the last is this long
+ *   size=BYTES             the whole file
+ *   PART=ETAG              one line per part already sent (PART from 1,
+ *                          written in order), its ETag as S3 sent it
+ *
+ * The part size keeps a token of every part, each ETag as long as
+ * BE_S3_ETAG_MAX allows, under BACKEND_RESUME_MAX bytes.
+ */
+struct be_s3_token {
+	char upload_id[BE_S3_UPLOAD_ID_MAX];	/* "" before the upload starts */
+	uint64_t size;
+	uint64_t part_size;
+	unsigned int n_parts;
+	char (*etags)[BE_S3_ETAG_MAX];		/* n_parts slots, malloc'd; "" for a part not sent */
+};
+
+/* Plans a fresh upload of @size bytes into @t: part size, parts, empty slots. 0, -ENOMEM. */
+int be_s3_token_plan(struct be_s3_token *t, uint64_t size);
+
+/*
+ * Reads the token @text into @t.  Returns 0, -EINVAL for text that is not
+ * such a token (another format or version, a part size S3 or
+ * BACKEND_RESUME_MAX would refuse, a part out of range or listed twice),
+ * or -ENOMEM; @t needs be_s3_token_free only after 0.
+ */
+int be_s3_token_parse(struct be_s3_token *t, const char *text);
+
+/*
+ * The text of @t, malloc'd into *out, and in *done the bytes of the parts
+ * it lists as sent.  Returns 0, -EINVAL when an id or ETag holds a newline
+ * or the id is empty, -EOVERFLOW past BACKEND_RESUME_MAX, -ENOMEM.
+ */
+int be_s3_token_print(const struct be_s3_token *t, char **out, uint64_t *done);
+
+/* The length of part @i (from 0) of @t. */
+uint64_t be_s3_token_part_len(const struct be_s3_token *t, unsigned int i);
+
+/* Frees @t's slots and empties it. */
+void be_s3_token_free(struct be_s3_token *t);
 
 #endif

@@ -7,7 +7,8 @@
  *   be_s3_req.c     addresses, URLs, query strings, credentials, key checks,
  *                   requests and their failures
  *   be_s3_xml.c     S3's XML: listings, errors, times, the multipart completion body
- *   be_s3_upload.c  staging files, the writers list, PUT and multipart upload
+ *   be_s3_upload.c  staging files, the writers list, PUT and multipart upload,
+ *                   the resumable upload of a local file and its token
  */
 #ifndef MLFS_BE_S3_INT_H
 #define MLFS_BE_S3_INT_H
@@ -23,7 +24,6 @@
 #include "be_s3.h"
 #include "remote.h"
 
-#define BE_S3_ETAG_MAX		256		/* bytes of an ETag, quotes included, as remote.h keeps it */
 #define BE_S3_META_BUCKETS	4096u
 
 /* What the backend remembers of one path. */
@@ -173,5 +173,16 @@ void be_s3_writer_remove(struct be_s3_file *f);
 
 /* Uploads @f's staging file when it changed since the last upload. 0 or -errno. */
 int be_s3_upload(struct be_s3_file *f);
+
+/*
+ * The ops table's upload: @size bytes of @fd as @path, one PUT below
+ * 8 MiB, else a multipart upload resumed from @u->resume and saved through
+ * @u->save after each part (be_s3.h: the token), never aborted on failure
+ * so that what was saved stays resumable; then @u->save of "done".  A
+ * "done" token of an object already of @size bytes sends nothing.  0 once
+ * the object is complete, or -errno.
+ */
+int be_s3_upload_fd(struct backend *be, const char *path, int fd, uint64_t size,
+		    const struct backend_upload *u);
 
 #endif

@@ -1164,6 +1164,20 @@ void config_free(struct mlfs_config *cfg)
 	free(cfg);
 }
 
+int config_rename(struct mlfs_config *cfg, const char *file)
+{
+	char *old = cfg->file, *copy = strdup(file);
+
+	if (!copy)
+		return -ENOMEM;
+	cfg->file = copy;
+	for (size_t i = 0; i < cfg->n_datastores; i++)
+		if (cfg->datastores[i].file == old)
+			cfg->datastores[i].file = copy;
+	free(old);
+	return 0;
+}
+
 const char *config_get(const struct datastore_config *ds, const char *key, int *line)
 {
 	for (size_t i = 0; i < ds->n_kv; i++) {

@@ -95,7 +95,8 @@ static char *check_default_name(const char *file)
 	return strndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
 }
 
-static int check_spec(const char *file)
+/* @cfg: with -c, the config the spec's data is checked against; else NULL. */
+static int check_spec(const char *file, const struct mlfs_config *cfg)
 {
 	char *text = NULL, *name = check_default_name(file);
 	struct spec *spec = NULL;
@@ -110,6 +111,8 @@ static int check_spec(const char *file)
 	}
 	diag_init(&d);
 	ret = spec_parse(&spec, file, text, len, name, &d);
+	if (ret == 0 && cfg)
+		ret = spec_check_data(spec, cfg, file, text, len, &d);
 	diag_print(&d, stderr);
 	if (ret == 0)
 		printf("%s: ok (%s spec, job %s, %zu worker(s))\n", file,
@@ -121,12 +124,12 @@ static int check_spec(const char *file)
 	return ret;
 }
 
-static int check_file(const char *file)
+static int check_file(const char *file, const struct mlfs_config *against)
 {
 	struct mlfs_config *cfg;
 
 	if (!check_is_config(file))
-		return check_spec(file);
+		return check_spec(file, against);
 	if (cmd_load_config(&cfg, file) < 0)
 		return -EINVAL;
 	config_free(cfg);
@@ -136,8 +139,9 @@ static int check_file(const char *file)
 
 int cmd_check(int argc, char **argv)
 {
-	int opt, failed = 0, nfiles = 0;
+	int opt, failed = 0;
 	const char *config = NULL;
+	struct mlfs_config *cfg = NULL;
 
 	optind = 1;
 	while ((opt = getopt(argc, argv, "+c:")) != -1) {
@@ -147,14 +151,17 @@ int cmd_check(int argc, char **argv)
 		}
 		config = optarg;
 	}
-	if (config && check_file(config) < 0)
-		failed = 1;
-	for (int i = optind; i < argc; i++, nfiles++)
-		if (check_file(argv[i]) < 0)
-			failed = 1;
-	if (!config && nfiles == 0) {
+	if (!config && optind >= argc) {
 		fprintf(stderr, "usage: mlfs check [-c CONFIG] FILE...\n");
 		return 2;
 	}
+	if (config && cmd_load_config(&cfg, config) < 0)
+		return 1;
+	if (config && optind >= argc)
+		printf("%s: ok\n", config);
+	for (int i = optind; i < argc; i++)
+		if (check_file(argv[i], cfg) < 0)
+			failed = 1;
+	config_free(cfg);
 	return failed;
 }

@@ -32,41 +32,82 @@ static const char job_usage[] =
 	"usage: mlfs job [-f] [-d] [-o OPTS] CONFIG SPEC MOUNTPOINT --worker N\n"
 	"  mounts worker N's view of the job in SPEC (workers count from 1):\n"
 	"  input/, checkpoint/, models/ and output/, which `mlfs umount` uploads\n"
+	"  --owner UID:GID   (root) the worker's user, who owns what it writes\n"
+	"  --output-id ID    the name of the output's staging folder (executors)\n"
 	"  -f       stay in the foreground\n"
 	"  -d       print every FUSE request (implies -f)\n"
 	"  -o OPTS  FUSE mount options (allow_other, ...), and nopassthrough\n";
 
-/* Takes "--worker N" or "--worker=N" out of @argv. 0, or 2 after a message. */
-static int job_take_worker(int *argc, char **argv, unsigned int *worker)
+struct job_opts {
+	unsigned int worker;
+	const char *output_id;	/* --output-id: the executor names the output folder */
+	bool owned;		/* --owner UID:GID given */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* The value of "--NAME V" or "--NAME=V" at argv[*i], or NULL when it is not that option. */
+static const char *job_opt(int argc, char **argv, int *i, const char *name)
 {
+	size_t len = strlen(name);
+
+	if (strcmp(argv[*i], name) == 0 && *i + 1 < argc)
+		return argv[++*i];
+	if (strncmp(argv[*i], name, len) == 0 && argv[*i][len] == '=')
+		return argv[*i] + len + 1;
+	return NULL;
+}
+
+/* Takes --worker, --owner and --output-id out of @argv. 0, or 2 after a message. */
+static int job_take_opts(int *argc, char **argv, struct job_opts *o)
+{
+	const char *worker = NULL, *owner = NULL, *v;
 	int out = 0;
-	const char *value = NULL;
 
 	for (int i = 0; i < *argc; i++) {
-		if (strcmp(argv[i], "--worker") == 0 && i + 1 < *argc) {
-			value = argv[++i];
-			continue;
-		}
-		if (strncmp(argv[i], "--worker=", 9) == 0) {
-			value = argv[i] + 9;
-			continue;
-		}
-		argv[out++] = argv[i];
+		if ((v = job_opt(*argc, argv, &i, "--worker")))
+			worker = v;
+		else if ((v = job_opt(*argc, argv, &i, "--owner")))
+			owner = v;
+		else if ((v = job_opt(*argc, argv, &i, "--output-id")))
+			o->output_id = v;
+		else
+			argv[out++] = argv[i];
 	}
 	*argc = out;
-	if (!value) {
+	if (!worker) {
 		fprintf(stderr, "mlfs job: --worker N is needed\n%s", job_usage);
 		return 2;
 	}
 	char *end;
-	unsigned long n = strtoul(value, &end, 10);
+	unsigned long n = strtoul(worker, &end, 10);
 
-	if (*value < '1' || *value > '9' || *end || n > 100000) {
+	if (*worker < '1' || *worker > '9' || *end || n > 100000) {
 		fprintf(stderr, "mlfs job: --worker: '%s' is not a worker number (1, 2, ...)\n",
-			value);
+			worker);
 		return 2;
 	}
-	*worker = (unsigned int)n;
+	o->worker = (unsigned int)n;
+	if (owner) {
+		unsigned long uid, gid;
+
+		if (sscanf(owner, "%lu:%lu", &uid, &gid) != 2) {
+			fprintf(stderr, "mlfs job: --owner: '%s' is not UID:GID\n", owner);
+			return 2;
+		}
+		if (geteuid() != 0 && (uid != getuid() || gid != getgid())) {
+			fprintf(stderr, "mlfs job: --owner: only root gives the output to another user\n");
+			return 2;
+		}
+		o->owned = true;
+		o->uid = (uid_t)uid;
+		o->gid = (gid_t)gid;
+	}
+	if (o->output_id && (!spec_name_valid(o->output_id) || strlen(o->output_id) > 150)) {
+		fprintf(stderr, "mlfs job: --output-id: '%s' is not a folder name of letters, "
+			"digits, '.', '_', '~' and '-'\n", o->output_id);
+		return 2;
+	}
 	return 0;
 }
 
@@ -278,12 +319,13 @@ static char *job_mount_info(const struct mlfs_config *cfg, const struct output *
 int cmd_job(int argc, char **argv)
 {
 	struct mount_args a = { .spec_wanted = true };
+	struct job_opts opts = { 0 };
 	struct job_ctx c = { 0 };
 	struct mlfs_config *cfg = NULL;
 	struct spec *s = NULL;
 	struct output *o = NULL;
 	struct fs *fs = NULL;
-	unsigned int worker = 0;
+	unsigned int worker;
 	char *files = NULL, *info = NULL;
 	int status, ret;
 
@@ -292,7 +334,8 @@ int cmd_job(int argc, char **argv)
 			printf("%s", job_usage);
 			return 0;
 		}
-	status = job_take_worker(&argc, argv, &worker);
+	status = job_take_opts(&argc, argv, &opts);
+	worker = opts.worker;
 	if (status == 0)
 		status = mount_parse_args(&a, argc, argv, job_usage);
 	if (status) {
@@ -309,17 +352,18 @@ int cmd_job(int argc, char **argv)
 			worker, s->name, s->n_workers);
 		goto out;
 	}
-	if (!s->data.output.type) {
-		fprintf(stderr, "mlfs job: %s: data.output: the job names no output destination; "
-			"output/ would have nowhere to go\n", a.spec);
-		goto out;
-	}
 	a.realmount = realpath(a.mountpoint, NULL);
 	if (!a.realmount) {
 		fprintf(stderr, "mlfs job: mountpoint %s: %s\n", a.mountpoint, strerror(errno));
 		goto out;
 	}
-	ret = output_create(&o, cfg->state_dir, a.config, s, worker, getuid(), getgid());
+	ret = output_create(&o, cfg->state_dir, a.config, s, worker, opts.output_id,
+			    opts.owned ? opts.uid : getuid(), opts.owned ? opts.gid : getgid());
+	if (ret == -EEXIST) {
+		fprintf(stderr, "mlfs job: --output-id %s: that output exists already\n",
+			opts.output_id);
+		goto out;
+	}
 	if (ret < 0) {
 		fprintf(stderr, "mlfs job: %s/outputs: cannot make the staging folder: %s\n",
 			cfg->state_dir, strerror(-ret));

@@ -377,8 +377,9 @@ static int mount_gateway_info(struct fs *fs, struct mount_args *a)
 	a->realconfig = realpath(fs->cfg->file, NULL);
 	if (!a->realconfig)
 		return -errno;
-	if (asprintf(&fs->mount_info, "kind=gateway\nconfig=%s\nstate_dir=%s\n", a->realconfig,
-		     fs->cfg->state_dir) < 0) {
+	/* The daemon leaves its folder; what it starts later finds the config by this. */
+	if (config_rename(fs->cfg, a->realconfig) < 0 || asprintf(&fs->mount_info, "kind=gateway\nconfig=%s\nstate_dir=%s\n",
+				       a->realconfig, fs->cfg->state_dir) < 0) {
 		fs->mount_info = NULL;
 		return -ENOMEM;
 	}

@@ -203,6 +203,7 @@ void fs_jobs_write(struct fuse_req *req, struct node *n, const char *buf, size_t
 		   struct fuse_file_info *fi);
 void fs_jobs_flush(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
 void fs_jobs_release(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
+void fs_jobs_readlink(struct fuse_req *req, struct node *n);
 void fs_jobs_opendir(struct fuse_req *req, struct node *n, struct fuse_file_info *fi);
 void fs_jobs_readdir(struct fuse_req *req, struct node *n, size_t size, off_t off,
 		     struct fuse_file_info *fi, int plus);

@@ -109,7 +109,7 @@ struct jobs_handle {
 static const char *const jobs_job_files[] = {
 	"state", "reason", "status.json", "spec.json", "events", "log", "ctl", "wait", "workers",
 };
-static const char *const jobs_worker_files[] = { "state", "exit_code", "log" };
+static const char *const jobs_worker_files[] = { "state", "exit_code", "log", "output" };
 
 static struct fs *jobs_fs(fuse_req_t req)
 {
@@ -247,6 +247,14 @@ static int jobs_stat_file(struct fs *fs, const struct jobs_path *p, struct stat 
 	if (strcmp(p->file, "ctl") == 0 || strcmp(p->file, "wait") == 0) {
 		jobs_stat_base(fs, st, S_IFREG | (p->file[0] == 'c' ? 0222 : 0444), in->uid, in->gid);
 		return 0;
+	}
+	if (strcmp(p->file, "output") == 0) {
+		/* A link to the staged output: the kernel shows it with the owner's rights. */
+		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &path);
+		jobs_stat_base(fs, st, S_IFLNK | 0777, in->uid, in->gid);
+		st->st_size = path ? (off_t)strlen(path) : 0;
+		free(path);
+		return ret;
 	}
 	jobs_stat_base(fs, st, S_IFREG | 0444, in->uid, in->gid);
 	st->st_mtime = st->st_ctime = (time_t)(in->accepted_ns / 1000000000LL);
@@ -1098,12 +1106,37 @@ static int jobs_dir_fill(struct fs_jobs *fj, const struct jobs_path *p, struct j
 		}
 		return ret;
 	case J_WORKER:
-		for (size_t i = 0; ret == 0 && i < sizeof(jobs_worker_files) / sizeof(char *); i++)
-			ret = jobs_dir_add(d, jobs_worker_files[i], DT_REG);
+		for (size_t i = 0; ret == 0 && i < sizeof(jobs_worker_files) / sizeof(char *); i++) {
+			char *path = NULL;
+			bool link = strcmp(jobs_worker_files[i], "output") == 0;
+
+			if (link && sched_file_path(fj->sched, p->job, p->worker, "output", &path) < 0)
+				continue;	/* a worker without a view */
+			free(path);
+			ret = jobs_dir_add(d, jobs_worker_files[i], link ? DT_LNK : DT_REG);
+		}
 		return ret;
 	default:
 		return -ENOTDIR;
 	}
+}
+
+void fs_jobs_readlink(fuse_req_t req, struct node *n)
+{
+	struct fs *fs = jobs_fs(req);
+	struct jobs_path p = { .buf = NULL };
+	char *path = NULL;
+	int ret = fs->jobs && !n->permanent ? jobs_node_classify(fs, n, NULL, &p) : -EINVAL;
+
+	if (ret == 0)
+		ret = p.what == J_WFILE && strcmp(p.file, "output") == 0
+			? sched_file_path(fs->jobs->sched, p.job, p.worker, "output", &path) : -EINVAL;
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_readlink(req, path);
+	free(path);
+	free(p.buf);
 }
 
 void fs_jobs_opendir(fuse_req_t req, struct node *n, struct fuse_file_info *fi)

@@ -340,7 +340,13 @@ static void fs_ops_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct node *n = fs_req_node(req, ino);
 	char buf[PATH_MAX + 1];
 	char *path;
-	int ret = n->kind == NODE_BACKEND ? fs_node_path(fs, n, NULL, &path) : -EINVAL;
+	int ret;
+
+	if (n->kind == NODE_JOBS) {
+		fs_jobs_readlink(req, n);
+		return;
+	}
+	ret = n->kind == NODE_BACKEND ? fs_node_path(fs, n, NULL, &path) : -EINVAL;
 
 	if (ret == 0) {
 		ret = backend_readlink(n->view->be, path, buf, sizeof(buf));

@@ -435,8 +435,9 @@ static int fs_open_archive(struct fs *fs, struct backend *inner, const struct so
 	int ret = be_archive_create(&ab, inner, src->path, fs->cfg->cache_dir, src->name);
 
 	if (ret < 0) {
-		log_err("%s %s: %s: cannot read the archive: %s", "source", src->name, src->source,
-			strerror(-ret));
+		if (ret != -EINVAL)	/* a corrupt archive was named by be_archive_create */
+			log_err("%s %s: %s: cannot read the archive: %s", "source", src->name,
+				src->source, strerror(-ret));
 		return ret;
 	}
 	ab->index = (unsigned int)(fs->cfg->n_datastores + fs->narchives + 1);

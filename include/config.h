@@ -131,6 +131,9 @@ void config_free(struct mlfs_config *cfg);
 int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const char *name,
 			  const char *value, const char *file, const char *field, struct diag *d);
 
+/* Names the config by @file (e.g. made absolute) from now on, in every message. 0 or -ENOMEM. */
+int config_rename(struct mlfs_config *cfg, const char *file);
+
 /* The value of @key in a datastore section, or NULL; *line gets its line. */
 const char *config_get(const struct datastore_config *ds, const char *key, int *line);
 

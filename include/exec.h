@@ -37,6 +37,24 @@ struct exec_start {
 	const char *job_log_path;	/* the job's log: the same lines prefixed "[N] " */
 	const char *exit_path;		/* the executor writes how the worker ended here */
 	uint64_t memory_limit;		/* bytes; 0 = none */
+
+	/*
+	 * The worker's view (mlfs job), or all NULL for a worker without one.
+	 * Before the command, @view_argv runs (as the executor's own user,
+	 * with the executor's environment) and must exit 0 once the view is
+	 * mounted at @view_dir; with @view_bind the command then runs in a
+	 * private mount namespace with @view_dir bound at /opt/ml.  After the
+	 * command, @unview_argv unmounts it and uploads its output, its
+	 * output going to @upload_log.  The executor writes where the worker
+	 * stands into @phase_path: "staging_in", "running", "staging_out",
+	 * or "staging_in_failed" (the view could not be mounted).
+	 */
+	char *const *view_argv;
+	char *const *unview_argv;
+	const char *view_dir;
+	bool view_bind;
+	const char *phase_path;
+	const char *upload_log;
 };
 
 /* A started worker, as the scheduler keeps and persists it. */
@@ -59,6 +77,8 @@ enum exec_end {
 struct exec_result {
 	enum exec_end how;
 	int code;
+	bool staging_in_failed;		/* the view never came up; the command never ran */
+	int upload;			/* unview_argv's exit status; -1 when it did not run */
 };
 
 struct exec_ops {

@@ -35,7 +35,7 @@ struct output {
 	char *job;
 	unsigned int worker;	/* from 1 */
 	unsigned int workers;	/* the job's worker count: names the zip */
-	char *type;		/* s3, datastore, local, dataset, checkpoint, model */
+	char *type;		/* s3, datastore, local, dataset, checkpoint, model; none */
 	char *path;
 	bool archive;		/* zipped (s3 and local only) */
 	char *config;		/* the config file it was made under */
@@ -45,12 +45,14 @@ struct output {
 };
 
 /*
- * Makes a new output folder for worker @worker of @s under @state_dir and
- * holds its live.lock.  @s must have a data.output.  Returns 0 or a
- * negated errno.
+ * Makes a new output folder for worker @worker of @s under @state_dir,
+ * named @id (NULL: one is made up), whose files/ @uid and @gid own, and
+ * holds its live.lock.  Without a data.output in @s the output's type is
+ * "none": its files are kept in the staging folder, never sent anywhere.
+ * Returns 0, -EEXIST when output @id was made before, or a negated errno.
  */
 int output_create(struct output **out, const char *state_dir, const char *config_file,
-		  const struct spec *s, unsigned int worker, uid_t uid, gid_t gid);
+		  const struct spec *s, unsigned int worker, const char *id, uid_t uid, gid_t gid);
 
 /* Reads the output in folder @dir.  0, -ENOENT, -EINVAL (not an output), -ENOMEM. */
 int output_open(struct output **out, const char *dir);

@@ -169,6 +169,18 @@ bool spec_name_valid(const char *name);
  */
 char *spec_to_json(const struct spec *s);
 
+struct mlfs_config;
+/*
+ * Checks the data of @s against @cfg (spec_data.c): datasets, checkpoints
+ * and models named by name exist (or a store may hold them), datastores
+ * named in NAME:/path exist, a registered output has a store.  Every
+ * problem goes to @d as "@file:line:col: field: message" (the position
+ * found in @text, the spec as written, when it is JSON; NULL: none).
+ * 0 or -EINVAL.
+ */
+int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
+		    const char *text, size_t len, struct diag *d);
+
 /* "native", "openpai", "gpulab", "kibernetika" */
 const char *spec_format_name(enum spec_format f);
 

@@ -181,7 +181,7 @@ int output_lock(const char *dir, const char *name, bool block)
 }
 
 int output_create(struct output **out, const char *state_dir, const char *config_file,
-		  const struct spec *s, unsigned int worker, uid_t uid, gid_t gid)
+		  const struct spec *s, unsigned int worker, const char *id, uid_t uid, gid_t gid)
 {
 	const struct spec_location *dest = &s->data.output;
 	struct output *o = calloc(1, sizeof(*o));
@@ -197,10 +197,10 @@ int output_create(struct output **out, const char *state_dir, const char *config
 	o->archive = dest->archive;
 	o->uid = uid;
 	o->gid = gid;
-	o->id = output_new_id(s, worker);
+	o->id = id ? strdup(id) : output_new_id(s, worker);
 	o->job = strdup(s->name);
-	o->type = strdup(dest->type);
-	o->path = strdup(dest->path);
+	o->type = strdup(dest->type ? dest->type : "none");
+	o->path = strdup(dest->path ? dest->path : "");
 	o->config = realpath(config_file, NULL);
 	if (!o->id || !o->job || !o->type || !o->path || !o->config ||
 	    asprintf(&top, "%s/outputs", state_dir) < 0)
@@ -209,12 +209,23 @@ int output_create(struct output **out, const char *state_dir, const char *config
 		o->dir = NULL;
 		goto fail;
 	}
-	if ((ret = output_mkdir(top, 0700)) < 0 || (ret = output_mkdir(o->dir, 0700)) < 0)
+	/* Searchable, not listable: the owner reaches files/ (jobs/NAME/workers/N/output). */
+	if ((ret = output_mkdir(top, 0711)) < 0 || (ret = output_mkdir(o->dir, 0711)) < 0)
 		goto fail;
 	ret = -ENOMEM;
 	files = output_files(o);
 	if (!files)
 		goto fail;
+	if (id && access(files, F_OK) == 0) {
+		ret = -EEXIST;		/* never two views over one output */
+		free(top);
+		free(files);
+		o->live_fd = -1;
+		free(o->dir);
+		o->dir = NULL;		/* not ours: output_free must not touch it */
+		output_free(o);
+		return ret;
+	}
 	/* The worker's uid owns what it writes; the folder above stays root's. */
 	if ((ret = output_mkdir(files, 0755)) < 0 ||
 	    (geteuid() == 0 && chown(files, uid, gid) < 0 && (ret = -errno)))

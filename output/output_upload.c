@@ -747,6 +747,14 @@ int output_upload(struct output *o, struct mlfs_config *cfg, output_progress_fn 
 	ret = output_journal_read(o, out_journal_fn, &r);
 	if (ret == 0 && output_complete(o))
 		goto out;
+	if (ret == 0 && strcmp(o->type, "none") == 0) {
+		/* No destination named: the staged files stay where they are, for the user. */
+		ret = output_journal_add(o, json_pack("{s:I, s:b}", "complete", (json_int_t)time(NULL),
+						      "kept", 1));
+		if (ret == 0)
+			output_progress_write(o, "kept", 0, 0, NULL);
+		goto out;
+	}
 	for (long attempt = 0; ret == 0; attempt++) {
 		ret = out_attempt(&r);
 		if (ret == 0 || !out_retryable(ret) || attempt >= retries)

@@ -45,12 +45,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sched.h>
 
 #include "exec.h"
 #include "exec_local_int.h"
@@ -74,7 +76,9 @@ struct exec_local_plan {
 	int log_fd;			/* -1 = none */
 	int job_log_fd;			/* -1 = none */
 	int status[2];			/* shepherd -> start(): exec_local_status */
+	int upload_fd;			/* unview's output; -1 = none */
 	char exit_tmp[sizeof(((struct exec_run *)0)->exit_path) + 8];
+	char phase_tmp[4200];		/* "" = no view */
 	char cg_procs[320];		/* "" = no memory cgroup */
 	char cg_events[320];		/* v1 memory.oom_control, v2 memory.events */
 	char cg_failcnt[320];		/* v1 memory.failcnt, v2 "" */
@@ -276,6 +280,97 @@ static void exec_local_worker_ids(const struct exec_start *w)
 		exec_local_fail("run as uid", exec_local_utoa(num, sizeof(num), w->uid), errno);
 }
 
+/* Writes @phase to the worker's phase file, atomically (the view's workers only). */
+static void exec_local_phase(const struct exec_local_plan *p, const char *phase)
+{
+	int fd;
+
+	if (!p->phase_tmp[0])
+		return;
+	fd = open(p->phase_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	exec_local_write_all(fd, phase, strlen(phase));
+	exec_local_write_all(fd, "\n", 1);
+	close(fd);
+	rename(p->phase_tmp, p->w->phase_path);
+}
+
+/* Reads the phase file: true when it says @phase. */
+static bool exec_local_phase_is(const struct exec_local_plan *p, const char *phase)
+{
+	char buf[64];
+	size_t len = strlen(phase);
+	ssize_t n;
+	int fd;
+
+	if (!p->phase_tmp[0] || (fd = open(p->w->phase_path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n == (ssize_t)len + 1 && memcmp(buf, phase, len) == 0;
+}
+
+/*
+ * Runs @argv (a path, then its arguments) with the executor's own
+ * environment and every signal unblocked, its output on @out; returns its
+ * wait status, or -1 when it could not run.
+ */
+static int exec_local_run(char *const *argv, int out)
+{
+	sigset_t none;
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		exec_local_default_signals();
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (out >= 0 && (dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0))
+			_exit(127);
+		exec_local_close_range(3, ~0U);
+		execve(argv[0], argv, environ);
+		exec_local_fail("run", argv[0], errno);
+	}
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return status;
+}
+
+/*
+ * Mounts the worker's view (still as root, before the cgroup and the
+ * uid), then with view_bind enters a private mount namespace where the
+ * view is bound at /opt/ml for this worker alone.  A view that does not
+ * come up ends the worker: the command never runs without its data.
+ */
+static void exec_local_view(const struct exec_local_plan *p)
+{
+	const struct exec_start *w = p->w;
+	int status;
+
+	if (!w->view_argv)
+		return;
+	exec_local_phase(p, "staging_in");
+	status = exec_local_run(w->view_argv, STDOUT_FILENO);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		exec_local_phase(p, "staging_in_failed");
+		_exit(1);
+	}
+	if (!w->view_bind)
+		return;
+	if (unshare(CLONE_NEWNS) < 0)
+		exec_local_fail("make a private mount namespace", NULL, errno);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		exec_local_fail("make mounts private", NULL, errno);
+	mkdir("/opt", 0755);
+	mkdir("/opt/ml", 0755);
+	if (mount(w->view_dir, "/opt/ml", NULL, MS_BIND, NULL) < 0)
+		exec_local_fail("bind the view at /opt/ml", w->view_dir, errno);
+}
+
 /*
  * Starts with every signal blocked (the shepherd forks it so): a signal
  * sent to its group before the dispositions are reset stays pending
@@ -292,7 +387,10 @@ static _Noreturn void exec_local_worker(const struct exec_local_plan *p, int out
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
 		_exit(127);
+	/* The view's daemon must not join the worker's memory cgroup: first. */
+	exec_local_view(p);
 	exec_local_worker_cgroup(p);
+	exec_local_phase(p, "running");		/* while still allowed to write it */
 	exec_local_worker_ids(w);
 	/* after giving up root: the worker enters only what its user may */
 	if (w->dir && chdir(w->dir) < 0)
@@ -404,8 +502,11 @@ static bool exec_local_oom(const struct exec_local_plan *p, int status)
 	return p->cg_failcnt[0] && exec_local_file_counter(p->cg_failcnt, NULL) > 0;
 }
 
-/* Writes how the worker ended to the exit file, atomically. */
-static void exec_local_record(const struct exec_local_plan *p, int status)
+/*
+ * Writes how the worker ended to the exit file, atomically: one line, and
+ * for a worker with a view "upload N" (unview's exit status) after it.
+ */
+static void exec_local_record(const struct exec_local_plan *p, int status, int upload)
 {
 	char text[64], num[24];
 	size_t len = 0;
@@ -413,7 +514,9 @@ static void exec_local_record(const struct exec_local_plan *p, int status)
 
 	if (status == -1)
 		return;
-	if (exec_local_oom(p, status)) {
+	if (exec_local_phase_is(p, "staging_in_failed")) {
+		len = exec_local_cat(text, sizeof(text), len, "staging-in failed");
+	} else if (exec_local_oom(p, status)) {
 		len = exec_local_cat(text, sizeof(text), len, "oom");
 	} else if (WIFSIGNALED(status)) {
 		len = exec_local_cat(text, sizeof(text), len, "signaled ");
@@ -425,6 +528,12 @@ static void exec_local_record(const struct exec_local_plan *p, int status)
 				     exec_local_utoa(num, sizeof(num), (unsigned)WEXITSTATUS(status)));
 	}
 	len = exec_local_cat(text, sizeof(text), len, "\n");
+	if (upload >= 0) {
+		len = exec_local_cat(text, sizeof(text), len, "upload ");
+		len = exec_local_cat(text, sizeof(text), len,
+				     exec_local_utoa(num, sizeof(num), (unsigned)upload));
+		len = exec_local_cat(text, sizeof(text), len, "\n");
+	}
 	fd = open(p->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
@@ -438,7 +547,7 @@ static void exec_local_record(const struct exec_local_plan *p, int status)
 static void exec_local_shepherd_detach(struct exec_local_plan *p)
 {
 	static const int ignored[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE };
-	int keep[3] = { p->log_fd, p->job_log_fd, p->status[1] };
+	int keep[4] = { p->log_fd, p->job_log_fd, p->status[1], p->upload_fd };
 	struct sigaction sa;
 	size_t i;
 	int null;
@@ -449,7 +558,7 @@ static void exec_local_shepherd_detach(struct exec_local_plan *p)
 	sa.sa_handler = SIG_IGN;
 	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		sigaction(ignored[i], &sa, NULL);
-	exec_local_close_except(keep, 3);
+	exec_local_close_except(keep, 4);
 	null = open("/dev/null", O_RDWR);	/* no O_CLOEXEC: it may land on 0-2 */
 	for (i = 0; null >= 0 && i < 3; i++)
 		if ((int)i != null)
@@ -470,7 +579,7 @@ static _Noreturn void exec_local_shepherd(struct exec_local_plan *p)
 {
 	sigset_t all, none;
 	pid_t worker;
-	int out[2];
+	int out[2], status, upload = -1;
 
 	exec_local_shepherd_detach(p);
 	if (pipe2(out, O_CLOEXEC) < 0) {
@@ -491,7 +600,14 @@ static _Noreturn void exec_local_shepherd(struct exec_local_plan *p)
 	setpgid(worker, worker);	/* before start() hears of the group */
 	close(out[1]);
 	exec_local_shepherd_report(p, worker, 0);
-	exec_local_record(p, exec_local_pump(p, out[0], worker));
+	status = exec_local_pump(p, out[0], worker);
+	if (p->w->unview_argv && p->phase_tmp[0] && !exec_local_phase_is(p, "staging_in_failed")) {
+		/* The output goes up however the command ended: nothing is lost. */
+		exec_local_phase(p, "staging_out");
+		upload = exec_local_run(p->w->unview_argv, p->upload_fd);
+		upload = upload == -1 ? 255 : WIFEXITED(upload) ? WEXITSTATUS(upload) : 255;
+	}
+	exec_local_record(p, status, upload);
 	_exit(0);
 }
 
@@ -514,7 +630,7 @@ static int exec_local_open_log(const char *path, int *fd)
 
 static void exec_local_plan_free(struct exec_local_plan *p)
 {
-	int *fds[] = { &p->log_fd, &p->job_log_fd, &p->status[0], &p->status[1] };
+	int *fds[] = { &p->log_fd, &p->job_log_fd, &p->status[0], &p->status[1], &p->upload_fd };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
@@ -534,12 +650,16 @@ static int exec_local_plan_make(struct exec_local_plan **out, const struct exec_
 	p->argv[0] = "sh";
 	p->argv[1] = "-c";
 	p->argv[2] = w->command;
-	p->log_fd = p->job_log_fd = p->status[0] = p->status[1] = -1;
+	p->log_fd = p->job_log_fd = p->status[0] = p->status[1] = p->upload_fd = -1;
 	snprintf(p->exit_tmp, sizeof(p->exit_tmp), "%s.tmp", w->exit_path);
+	if (w->view_argv && w->phase_path)
+		snprintf(p->phase_tmp, sizeof(p->phase_tmp), "%s.tmp", w->phase_path);
 	p->prefix_len = (size_t)snprintf(p->line, 32, "[%u] ", w->worker);
 	err = exec_local_open_log(w->log_path, &p->log_fd);
 	if (!err)
 		err = exec_local_open_log(w->job_log_path, &p->job_log_fd);
+	if (!err && w->unview_argv)
+		err = exec_local_open_log(w->upload_log, &p->upload_fd);
 	if (!err && pipe2(p->status, O_CLOEXEC) < 0)
 		err = -errno;
 	if (err) {
@@ -832,9 +952,21 @@ void exec_local_parse_exit(const char *text, struct exec_result *res)
 	long long v;
 	size_t i;
 
+	const char *up = strstr(text, "\nupload ");
+
 	res->how = EXEC_LOST;
 	res->code = 0;
-	if (strcmp(text, "oom\n") == 0 || strcmp(text, "oom") == 0) {
+	res->staging_in_failed = false;
+	res->upload = -1;
+	if (up && (v = exec_local_counter(up + 8, NULL)) >= 0 && v <= 255)
+		res->upload = (int)v;
+	if (strncmp(text, "staging-in failed\n", 18) == 0) {
+		res->how = EXEC_EXITED;
+		res->code = 1;
+		res->staging_in_failed = true;
+		return;
+	}
+	if (strncmp(text, "oom\n", 4) == 0 || strcmp(text, "oom") == 0) {
 		res->how = EXEC_OOM;
 		res->code = SIGKILL;
 		return;
@@ -860,6 +992,8 @@ static void exec_local_read_exit(const char *path, struct exec_result *res)
 
 	res->how = EXEC_LOST;
 	res->code = 0;
+	res->staging_in_failed = false;
+	res->upload = -1;
 	if (fd < 0)
 		return;
 	n = read(fd, buf, sizeof(buf) - 1);

@@ -26,6 +26,14 @@ struct sched_attempt {
 	char end[32];		/* "exited 0", "signaled 15", "oom", "lost", "" while running */
 };
 
+/* Where a worker with a view stands (the executor's phase file). */
+enum sched_phase {
+	SCHED_PHASE_NONE,		/* no view, or not started */
+	SCHED_PHASE_STAGING_IN,
+	SCHED_PHASE_RUNNING,
+	SCHED_PHASE_STAGING_OUT,
+};
+
 struct sched_worker {
 	unsigned int n;			/* from 1 */
 	enum sched_state state;		/* QUEUED, RUNNING, RETRYING or a final state */
@@ -40,6 +48,11 @@ struct sched_worker {
 	bool term_sent;			/* SIGTERM sent; SIGKILL at kill_at */
 	long long kill_at_ns;		/* CLOCK_MONOTONIC; 0 = none */
 	bool timed_out;
+	/* A worker with a view (mlfs job): */
+	enum sched_phase phase;		/* read from the executor's phase file */
+	bool staging_in_failed;		/* the last attempt's view never came up */
+	bool upload_failed;		/* the last attempt's output is not at its destination */
+	char output_id[160];		/* the last attempt's output folder, "" = none */
 };
 
 struct sched_job {
@@ -69,6 +82,8 @@ struct sched_job {
 	struct sched_job *hnext;	/* in sched->hash */
 	uint64_t fit_gen;		/* sched->res_gen when it last did not fit */
 	bool never;			/* cannot fit on this node, whatever frees up */
+	bool upload_pending;		/* FAILED for an upload that a later sync may deliver */
+	long long upload_checked_ns;	/* CLOCK_MONOTONIC of the last look at its outputs */
 };
 
 /* The node's resources (sched_node.c). */
@@ -114,6 +129,9 @@ struct sched {
 	int wake_fd;				/* eventfd, wakes the thread */
 	pthread_t thread;
 	bool thread_started;
+	/* Workers' views: the mlfs binary and the config, absolute; NULL: no views (fakes). */
+	char *mlfs_bin;
+	char *config_path;
 };
 
 long long sched_now_ns(void);		/* CLOCK_REALTIME */

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -190,11 +191,91 @@ struct sched_launch {
 	struct sched_worker *w;
 	struct sched_env env;
 	char ml[4096], models[4200], log[4096], jlog[4096], exitp[4096];
+	/* the view: mlfs job ... and mlfs umount ... */
+	char view[4096], spec[4200], phase[4096], uplog[4096], wnum[16], owner[32];
+	char *view_argv[14], *unview_argv[4];
 	struct exec_start st;
 	struct exec_run run;
 	int ret;
 	struct sched_launch *next;
 };
+
+/* Whether @j's workers get a view: the spec names data, and this mlfs can mount one. */
+static bool sched_has_view(const struct sched *s, const struct sched_job *j)
+{
+	const struct spec_data *d = &j->spec->data;
+
+	return s->mlfs_bin && (d->output.type || d->input.type || d->model.type ||
+			       d->n_datasets || d->n_checkpoints);
+}
+
+/*
+ * The command lines that mount worker @w's view and unmount it (uploading
+ * its output), and where the view goes.  The output folder is named by the
+ * job, worker, attempt and acceptance time, so the tree can show it and a
+ * later sync can be matched to this job.
+ */
+static void sched_view_prepare(struct sched *s, struct sched_launch *l)
+{
+	struct sched_job *j = l->j;
+	struct sched_worker *w = l->w;
+	char **a = l->view_argv;
+	size_t n = 0;
+
+	snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
+	snprintf(l->spec, sizeof(l->spec), "%s/spec/%s", j->dir, j->file ? j->file : j->name);
+	snprintf(l->phase, sizeof(l->phase), "%s/workers/%u/phase", j->dir, w->n);
+	snprintf(l->uplog, sizeof(l->uplog), "%s/workers/%u/upload.log", j->dir, w->n);
+	snprintf(l->wnum, sizeof(l->wnum), "%u", w->n);
+	snprintf(l->owner, sizeof(l->owner), "%u:%u", (unsigned int)j->uid, (unsigned int)j->gid);
+	snprintf(w->output_id, sizeof(w->output_id), "%s.%u.a%u.%lld", j->name, w->n,
+		 w->n_attempts, j->accepted_ns);
+	a[n++] = s->mlfs_bin;
+	a[n++] = "job";
+	a[n++] = "-o";
+	a[n++] = "allow_other";
+	a[n++] = "--owner";
+	a[n++] = l->owner;
+	a[n++] = "--output-id";
+	a[n++] = w->output_id;
+	a[n++] = s->config_path;
+	a[n++] = l->spec;
+	a[n++] = l->view;
+	a[n++] = "--worker";
+	a[n++] = l->wnum;
+	a[n] = NULL;
+	l->unview_argv[0] = s->mlfs_bin;
+	l->unview_argv[1] = "umount";
+	l->unview_argv[2] = l->view;
+	l->unview_argv[3] = NULL;
+	l->st.view_argv = l->view_argv;
+	l->st.unview_argv = l->unview_argv;
+	l->st.view_dir = l->view;
+	l->st.view_bind = geteuid() == 0;
+	l->st.phase_path = l->phase;
+	l->st.upload_log = l->uplog;
+}
+
+/* The view's mountpoint and the spec file mlfs job reads (without the lock). */
+static int sched_view_files(const struct sched_launch *l)
+{
+	char dir[4200];
+	int fd, ret = 0;
+
+	if (mkdir(l->view, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(dir, sizeof(dir), "%s/spec", l->j->dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	unlink(l->phase);
+	fd = open(l->spec, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, l->j->text, l->j->text_len) != (ssize_t)l->j->text_len)
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	return ret;
+}
 
 /*
  * Holds the resources @w was placed on and queues its start; called with
@@ -277,7 +358,17 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	snprintf(l->jlog, sizeof(l->jlog), "%s/log", j->dir);
 	snprintf(l->exitp, sizeof(l->exitp), "%s/workers/%u/exit.%u", j->dir, w->n, w->n_attempts + 1);
 	w->n_attempts++;
-	sched_env_build(&l->env, j, w, l->ml);
+	w->output_id[0] = '\0';
+	w->phase = SCHED_PHASE_NONE;
+	if (sched_has_view(s, j)) {
+		snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
+		/* In its mount namespace the worker sees its view at /opt/ml; else where it is. */
+		snprintf(l->models, sizeof(l->models), "%s/models",
+			 geteuid() == 0 ? "/opt/ml" : l->view);
+		sched_env_build(&l->env, j, w, geteuid() == 0 ? "/opt/ml" : l->view);
+	} else {
+		sched_env_build(&l->env, j, w, l->ml);
+	}
 	l->st = (struct exec_start){
 		.job = j->name, .worker = w->n, .attempt = w->n_attempts,
 		.command = j->spec->workers[w->n - 1].command, .envp = l->env.v,
@@ -286,6 +377,8 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 		.job_log_path = l->jlog, .exit_path = l->exitp,
 		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
 	};
+	if (sched_has_view(s, j))
+		sched_view_prepare(s, l);
 	snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
 	sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
 	w->starting = true;
@@ -316,6 +409,8 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 	w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
 	w->running = true;
 	w->state = SCHED_RUNNING;
+	w->phase = l->st.view_argv ? SCHED_PHASE_STAGING_IN : SCHED_PHASE_NONE;
+	w->staging_in_failed = w->upload_failed = false;
 	w->term_sent = false;
 	w->kill_at_ns = 0;
 	s->started_any = true;
@@ -334,6 +429,8 @@ void sched_run_launch(struct sched *s, struct sched_launch *list)
 {
 	for (struct sched_launch *l = list; l; l = l->next) {
 		l->ret = sched_make_scratch(l->j, l->w, l->ml);
+		if (l->ret == 0 && l->st.view_argv)
+			l->ret = sched_view_files(l);
 		unlink(l->exitp);
 		if (l->ret == 0)
 			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);
@@ -483,8 +580,15 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 	w->exit_code = res->how == EXEC_EXITED ? res->code
 		     : res->how == EXEC_SIGNALED ? 128 + res->code
 		     : res->how == EXEC_OOM ? 128 + SIGKILL : -1;
+	w->phase = SCHED_PHASE_NONE;
+	w->staging_in_failed = res->staging_in_failed;
+	w->upload_failed = res->upload > 0;
+	if (res->staging_in_failed)
+		snprintf(att->end, sizeof(att->end), "staging-in failed");
 	if (j->cancelled || (j->stopping && !(res->how == EXEC_EXITED && res->code == 0)))
 		w->state = SCHED_CANCELLED;
+	else if (w->upload_failed)
+		w->state = SCHED_FAILED;	/* the work is done and kept: not run again */
 	else if (res->how == EXEC_EXITED && res->code == 0)
 		w->state = SCHED_SUCCEEDED;
 	else if (j->spec->gang || w->timed_out || res->how == EXEC_OOM ||
@@ -492,11 +596,60 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 		w->state = SCHED_FAILED;
 	else
 		w->state = SCHED_RETRYING;
+	if (res->upload >= 0)
+		sched_event(j, "worker %u: output %s", w->n, res->upload == 0
+			    ? "uploaded" : "upload failed; staged output kept for mlfs sync");
 	sched_event(j, "worker %u: attempt %u %s%s", w->n, w->n_attempts, att->end,
 		    w->state == SCHED_RETRYING ? "; retrying" :
 		    res->how == EXEC_OOM ? "; killed for memory, not retried" :
 		    w->timed_out ? "; run timeout, not retried" : "");
 	sched_store_status(j);
+}
+
+/* The last non-empty line of workers/N/@file, "mlfs: " and "mlfs umount: " taken off. */
+static const char *sched_last_line(const struct sched_job *j, const struct sched_worker *w,
+				   const char *file, char *buf, size_t len)
+{
+	char path[4200], text[4096];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(buf, len, "see workers/%u/%s", w->n, file);
+	snprintf(path, sizeof(path), "%s/workers/%u/%s", j->dir, w->n, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		off_t end = lseek(fd, 0, SEEK_END);
+
+		n = pread(fd, text, sizeof(text) - 1, end > (off_t)sizeof(text) - 1
+			  ? end - (off_t)sizeof(text) + 1 : 0);
+		close(fd);
+	}
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		n--;
+	if (n <= 0)
+		return buf;
+	text[n] = '\0';
+	const char *line = strrchr(text, '\n') ? strrchr(text, '\n') + 1 : text;
+	static const char *const prefixes[] = { "mlfs umount: ", "mlfs job: ", "mlfs: ", NULL };
+
+	/*
+	 * mlfs umount ends with where the output is kept, mlfs job with a line
+	 * of its own after the cause: the line before says why.
+	 */
+	while ((strstr(line, "staged output kept") || strncmp(line, "mlfs job: ", 10) == 0) &&
+	       line > text) {
+		text[line - text - 1] = '\0';
+		line = strrchr(text, '\n') ? strrchr(text, '\n') + 1 : text;
+	}
+	for (const char *const *p = prefixes; *p; p++)
+		if (strncmp(line, *p, strlen(*p)) == 0)
+			line += strlen(*p);
+	n = (ssize_t)strlen(line);
+	if ((size_t)n >= len)
+		n = (ssize_t)len - 1;
+	memmove(buf, line, (size_t)n);
+	buf[n] = '\0';
+	return buf;
 }
 
 /* Why a failed worker failed, for the job's reason. */
@@ -505,7 +658,16 @@ static void sched_fail_text(const struct sched_job *j, const struct sched_worker
 {
 	const char *end = w->n_attempts ? w->attempts[w->n_attempts - 1].end : "";
 
-	if (w->timed_out)
+	char last[300];
+
+	if (w->upload_failed)
+		snprintf(buf, len, "output upload: worker %u: %s; staged output kept "
+			 "(state_dir/outputs/%s), which mlfs sync uploads", w->n,
+			 sched_last_line(j, w, "upload.log", last, sizeof(last)), w->output_id);
+	else if (w->staging_in_failed)
+		snprintf(buf, len, "staging in: worker %u: its view could not be mounted: %s", w->n,
+			 sched_last_line(j, w, "log", last, sizeof(last)));
+	else if (w->timed_out)
 		snprintf(buf, len, "worker %u ran longer than run_timeout_seconds (%ld s) and was stopped",
 			 w->n, j->spec->run_timeout);
 	else if (strcmp(end, "oom") == 0)
@@ -587,7 +749,7 @@ static bool sched_gang_retry(struct sched *s, struct sched_job *j, const char *w
 		const struct sched_worker *w = &j->workers[i];
 		const char *end = w->n_attempts ? w->attempts[w->n_attempts - 1].end : "";
 
-		if (w->timed_out || strcmp(end, "oom") == 0)
+		if (w->timed_out || strcmp(end, "oom") == 0 || w->upload_failed)
 			return false;
 	}
 	if (!j->spec->gang || j->cancelled || j->job_attempt + 1 >= sched_max_attempts(j))
@@ -626,6 +788,9 @@ static void sched_job_final(struct sched *s, struct sched_job *j, size_t failed,
 	} else if (failed) {
 		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu task(s) completed; %zu failed, "
 				"which no minFailedTaskCount counts", j->n_workers, failed);
+	} else if (j->workers[0].output_id[0] && j->spec->data.output.type) {
+		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu worker(s) exited 0; output safe at %s %s",
+				j->n_workers, j->spec->data.output.type, j->spec->data.output.path);
 	} else {
 		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu worker(s) exited 0", j->n_workers);
 	}
@@ -633,7 +798,7 @@ static void sched_job_final(struct sched *s, struct sched_job *j, size_t failed,
 
 void sched_run_update(struct sched *s, struct sched_job *j)
 {
-	size_t running = 0, waiting = 0, failed = 0, done = 0, retrying = 0;
+	size_t running = 0, waiting = 0, failed = 0, done = 0, retrying = 0, in = 0, out = 0;
 	const struct sched_worker *first_failed = NULL;
 
 	if (j->spec->n_roles && !j->stopping && !j->cancelled && sched_role_verdict(j))
@@ -642,6 +807,9 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 		const struct sched_worker *w = &j->workers[i];
 
 		running += w->running || w->starting;
+		in += (w->running && w->phase == SCHED_PHASE_STAGING_IN) ||
+		      (w->starting && sched_has_view(s, j));
+		out += w->running && w->phase == SCHED_PHASE_STAGING_OUT;
 		waiting += sched_worker_waiting(w);
 		retrying += w->state == SCHED_RETRYING;
 		done += sched_state_final(w->state);
@@ -650,7 +818,14 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 		failed += w->state == SCHED_FAILED;
 	}
 	if (done < j->n_workers) {
-		if (running)
+		if (running && in == running && !j->cancelled)
+			sched_set_state(s, j, SCHED_STAGING_IN, "mounting the view of %zu worker(s): "
+					"fetching inputs", in);
+		else if (running && out == running && !j->cancelled)
+			sched_set_state(s, j, SCHED_STAGING_OUT, "uploading the output of %zu worker(s) "
+					"to %s %s", out, j->spec->data.output.type ? j->spec->data.output.type
+					: "staging", j->spec->data.output.path ? j->spec->data.output.path : "");
+		else if (running)
 			sched_set_state(s, j, SCHED_RUNNING, "%zu of %zu worker(s) running%s%s", running,
 					j->n_workers, j->cancelled ? "; stopping them (cancelled)" :
 					j->stopping ? "; stopping them: " : "",
@@ -662,9 +837,40 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 	sched_job_final(s, j, failed, first_failed);
 }
 
+#define SCHED_PHASE_POLL_NS 500000000LL	/* how often a view's phase file is read */
+
+/* Reads workers/N/phase: true when it changed since last read. */
+static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
+{
+	static const char *const words[] = {
+		[SCHED_PHASE_STAGING_IN] = "staging_in", [SCHED_PHASE_RUNNING] = "running",
+		[SCHED_PHASE_STAGING_OUT] = "staging_out",
+	};
+	char path[4200], buf[32];
+	enum sched_phase phase = w->phase;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/workers/%u/phase", j->dir, w->n);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	for (size_t i = SCHED_PHASE_STAGING_IN; i <= SCHED_PHASE_STAGING_OUT; i++)
+		if (strcmp(buf, words[i]) == 0)
+			phase = (enum sched_phase)i;
+	if (phase == w->phase)
+		return false;
+	w->phase = phase;
+	return true;
+}
+
 /*
  * Reaps ended workers and enforces the run timeout and the kill deadline.
- * Returns whether a worker ended.
+ * Returns whether a worker ended or a view's phase changed.
  */
 static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now, long long *next)
 {
@@ -687,6 +893,17 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 			sched_worker_ended(s, j, w, &res);
 			ended = true;
 			continue;
+		}
+		if (w->output_id[0]) {
+			if (sched_read_phase(j, w)) {
+				sched_event(j, "worker %u: %s", w->n,
+					    w->phase == SCHED_PHASE_RUNNING ? "view mounted at /opt/ml; running"
+					    : w->phase == SCHED_PHASE_STAGING_OUT ? "uploading its output"
+					    : "mounting its view");
+				ended = true;
+			}
+			if (!*next || now + SCHED_PHASE_POLL_NS < *next)
+				*next = now + SCHED_PHASE_POLL_NS;
 		}
 		limit = j->spec->run_timeout > 0 ?
 			w->attempts[w->n_attempts - 1].started_ns + j->spec->run_timeout * 1000000000LL : 0;
@@ -773,6 +990,75 @@ static void sched_place(struct sched *s, struct sched_job *j, int *depth)
 	}
 }
 
+#define SCHED_UPLOAD_CHECK_NS 5000000000LL	/* how often a failed upload is looked at */
+
+/* Whether the journal of output @id says it is complete (output/output.c writes it). */
+static bool sched_output_complete(const struct sched *s, const char *id)
+{
+	char path[4200], buf[4096];
+	bool done = false;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/outputs/%s/journal", s->cfg->state_dir, id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* The complete line is the last one: the end of the file holds it. */
+	off_t end = lseek(fd, 0, SEEK_END);
+
+	n = pread(fd, buf, sizeof(buf) - 1, end > (off_t)sizeof(buf) - 1
+		  ? end - (off_t)sizeof(buf) + 1 : 0);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		done = strstr(buf, "{\"complete\":") != NULL;
+	}
+	return done;
+}
+
+/*
+ * A job FAILED only because its output did not upload turns SUCCEEDED once
+ * a later `mlfs sync` (or this mount's own) has delivered every output.
+ */
+static void sched_upload_check(struct sched *s, struct sched_job *j, long long now,
+			       long long *next)
+{
+	size_t pending = 0;
+
+	if (j->state != SCHED_FAILED || !j->reason || strncmp(j->reason, "output upload:", 14) != 0)
+		return;
+	if (now - j->upload_checked_ns < SCHED_UPLOAD_CHECK_NS) {
+		if (!*next || j->upload_checked_ns + SCHED_UPLOAD_CHECK_NS < *next)
+			*next = j->upload_checked_ns + SCHED_UPLOAD_CHECK_NS;
+		return;
+	}
+	j->upload_checked_ns = now;
+	for (size_t i = 0; i < j->n_workers; i++) {
+		struct sched_worker *w = &j->workers[i];
+
+		if (w->upload_failed && !sched_output_complete(s, w->output_id))
+			pending++;
+		if (strcmp(w->n_attempts ? w->attempts[w->n_attempts - 1].end : "", "exited 0") != 0)
+			return;		/* failed for more than its upload */
+	}
+	if (pending) {
+		if (!*next || now + SCHED_UPLOAD_CHECK_NS < *next)
+			*next = now + SCHED_UPLOAD_CHECK_NS;
+		return;
+	}
+	for (size_t i = 0; i < j->n_workers; i++) {
+		if (j->workers[i].upload_failed) {
+			j->workers[i].upload_failed = false;
+			j->workers[i].state = SCHED_SUCCEEDED;
+			sched_event(j, "worker %u: output delivered by a later sync", j->workers[i].n);
+		}
+	}
+	sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu worker(s) exited 0; output delivered to "
+			"%s %s by a later sync", j->n_workers, j->spec->data.output.type,
+			j->spec->data.output.path);
+}
+
 int sched_run_pass(struct sched *s)
 {
 	long long now = sched_mono_ns(), next = 0;
@@ -780,14 +1066,17 @@ int sched_run_pass(struct sched *s)
 
 	s->started_any = false;
 	for (struct sched_job *j = s->jobs; j; j = j->next) {
-		if (!j->visible || sched_state_final(j->state))
+		if (!j->visible)
 			continue;
-		/* Cheap for a job where nothing happened: no text is made. */
-		if (sched_watch_job(s, j, now, &next))
-			sched_run_update(s, j);
-		if (sched_wait_expired(s, j, now, &next))
-			continue;
-		sched_place(s, j, &depth);
+		if (!sched_state_final(j->state)) {
+			/* Cheap for a job where nothing happened: no text is made. */
+			if (sched_watch_job(s, j, now, &next))
+				sched_run_update(s, j);
+			if (!sched_wait_expired(s, j, now, &next))
+				sched_place(s, j, &depth);
+		}
+		if (j->state == SCHED_FAILED)
+			sched_upload_check(s, j, now, &next);
 	}
 	if (s->started_any || s->launches)
 		return 0;	/* once more, to see the new workers' deadlines */

@@ -157,6 +157,10 @@ static json_t *sched_worker_json(const struct sched_worker *w)
 	json_object_set_new(o, "attempts", att);
 	json_object_set_new(o, "gpus", gpus);
 	json_object_set_new(o, "timed_out", json_boolean(w->timed_out));
+	if (w->output_id[0]) {
+		json_object_set_new(o, "output", json_string(w->output_id));
+		json_object_set_new(o, "upload_failed", json_boolean(w->upload_failed));
+	}
 	if (w->running)
 		json_object_set_new(o, "run", json_pack("{s:I, s:I, s:I, s:s}", "pid", (json_int_t)w->run.pid,
 							"start_time", (json_int_t)w->run.start_time,
@@ -295,6 +299,10 @@ static void sched_load_worker(struct sched_job *j, struct sched_worker *w, json_
 	w->state = sched_state_parse(json_string_value(json_object_get(o, "state")));
 	w->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
 	w->timed_out = json_is_true(json_object_get(o, "timed_out"));
+	w->upload_failed = json_is_true(json_object_get(o, "upload_failed"));
+	if (json_string_value(json_object_get(o, "output")))
+		snprintf(w->output_id, sizeof(w->output_id), "%s",
+			 json_string_value(json_object_get(o, "output")));
 	sched_load_attempts(w, json_object_get(o, "attempts"));
 	if (!run || w->n_attempts == 0)
 		return;

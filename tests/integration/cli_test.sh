@@ -108,5 +108,11 @@ check "check accepts a good spec, naming the job after the file" \
 	sh -c "'$MLFS' check good.json | grep -qx 'good.json: ok (native spec, job good, 1 worker(s))'"
 fails "check reports a spec and a config in one run" "job.json:1:1: workers: " "$MLFS" check good.conf job.json
 fails "check -c with a bad config" "malformed.conf:3:" "$MLFS" check -c malformed.conf
+printf '{"workers": [{"command": "true"}],\n "data": {"datasets": ["nosuch"]}}\n' >data.json
+check "without -c a spec's dataset names are not checked" "$MLFS" check data.json
+fails "check -c checks a spec's datasets against the config" \
+	'data.json:2:24: data.datasets[0]: no dataset named "nosuch" in good.conf' \
+	"$MLFS" check -c good.conf data.json
+check "check -c accepts a spec that names nothing unknown" "$MLFS" check -c good.conf good.json
 
 t_finish

@@ -25,6 +25,8 @@ price = 1.5
 [datastore d]
 type = local
 root = $T_DIR/data
+[dataset mnist]
+source = d:/
 CONF
 M=$T_DIR/mnt
 J=$M/jobs
@@ -121,6 +123,9 @@ bad b16.json 'b16.json:1:[0-9]+: resources.memory_gb: ' "{$W, \"resources\": {\"
 bad b17.json 'b17.json:1:[0-9]+: resources.max_price: ' "{$W, \"resources\": {\"max_price\": \"cheap\"}}"
 bad b18.json 'b18.json:1:[0-9]+: resources.gpu_types: ' "{$W, \"resources\": {\"gpu_types\": \"A100\"}}"
 bad b19.json 'b19.json:1:[0-9]+: resources: ' "{$W, \"resources\": 4}"
+bad b20.json 'b20.json:1:67: data.datasets\[1\]: no dataset named "nosuch" in ' "{$W, \"data\": {\"datasets\": [\"mnist\", \"nosuch\"]}}"
+bad b21.json 'b21.json:1:[0-9]+: data.output.path: no datastore named "nope" in ' "{$W, \"data\": {\"output\": {\"type\": \"datastore\", \"path\": \"nope:/x\"}}}"
+bad b22.json 'b22.json:1:[0-9]+: data.output.type: a checkpoint output is kept in the datastore \[mlfs\] store names' "{$W, \"data\": {\"output\": {\"type\": \"checkpoint\", \"path\": \"c\"}}}"
 bad b20.json 'b20.json:1:10: name: ' "{\"name\": \"bad name!\", $W}"
 bad b21.json 'b21.json:1:10: name: ' "{\"name\": \"$(printf 'n%.0s' $(seq 1 65))\", $W}"
 bad b22.json 'b22.json:1:10: name: ' "{\"name\": \"..\", $W}"

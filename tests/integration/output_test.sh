@@ -14,6 +14,13 @@ MLFS=$(cd "$(dirname "$MLFS")" && pwd)/${MLFS##*/}
 . "$(dirname "$0")/lib.sh"
 t_setup
 cd "$T_DIR" || exit 1
+# On a failure midway: let a waiting worker end, and take down every view left mounted.
+t_cleanup() {
+	touch "$T_DIR/go"
+	sleep 0.3
+	awk -v d="$T_DIR/" '$3 == "fuse.mlfs" && index($2, d) == 1 { print $2 }' /proc/self/mounts |
+		while read -r m; do fusermount3 -u -z "$m" 2>/dev/null; done
+}
 mkdir -p lab/mnist lab/voc/img lab/ck/resnet lab/code mnt out
 printf 'digits\n' >lab/mnist/train.txt
 printf 'person 12 40\n' >lab/voc/ann.txt
@@ -190,12 +197,99 @@ cat >nods.json <<JSON
 JSON
 fails "an unknown dataset is named with its field" 'data.datasets[0]: no dataset named "nosuch"' \
 	"$MLFS" job -f o.conf nods.json "$M" --worker 1
-cat >noout.json <<JSON
-{"name": "noout", "workers": [{"command": "true"}]}
-JSON
-fails "a spec without an output is refused" "data.output" "$MLFS" job -f o.conf noout.json "$M" --worker 1
 fails "--worker is needed" "--worker N is needed" "$MLFS" job -f o.conf train.json "$M"
 fails "--worker 0 is refused" "not a worker number" "$MLFS" job -f o.conf train.json "$M" --worker 0
 check "nothing is mounted after them" sh -c "! grep -q ' $M ' /proc/self/mounts"
-same "refused views leave no staging folder" 0 "$(ls state/outputs | grep -c '^nods\|^noout')"
+same "refused views leave no staging folder" 0 "$(ls state/outputs | grep -c '^nods')"
+
+# --- no output destination: output/ is still there, and what it holds is kept in state_dir
+cat >noout.json <<JSON
+{"name": "noout", "workers": [{"command": "true"}], "data": {"datasets": ["mnist"]}}
+JSON
+job_fg noout.json 1 || { t_finish; exit 1; }
+echo "nowhere to go" >"$M/output/n.txt"
+staged=$(sed -n 's/^output_dir=//p' "$M/.mlfs/mount")
+umount_view
+same "no destination: mlfs umount exits 0" 0 "$UMOUNT_STATUS"
+same "... and the output is kept where it was staged" "nowhere to go" "$(cat "$staged/files/n.txt" 2>&1)"
+check "mlfs sync has nothing left to do" "$MLFS" sync o.conf
+
+# --- through the gateway: the local executor mounts each worker's view at /opt/ml
+mkdir -p gw out7
+cat >>o.conf <<CONF
+[node]
+gpus = 0
+cpus = 8
+CONF
+G=$T_DIR/gw
+mount_fg o.conf "$G" || { t_finish; exit 1; }
+J=$G/jobs
+# wait_state JOB STATE...: waits (at most 30 s) until the job's state is one of STATE.
+wait_state() {
+	local job=$1 st
+	shift
+	for _ in $(seq 1 300); do
+		st=$(cat "$J/$job/state" 2>/dev/null)
+		for want in "$@"; do [ "$st" = "$want" ] && return 0; done
+		sleep 0.1
+	done
+	echo "# $job is $st"
+	return 1
+}
+cat >gwjob.json <<JSON
+{"name": "gwjob", "workers": [{"command": "cat /opt/ml/input/train.txt; pwd; echo \"\$ML_OUTPUT_PATH\"; echo done >/opt/ml/output/result.txt; while [ ! -e $T_DIR/go ]; do sleep 0.1; done"}],
+ "data": {"datasets": ["mnist"], "output": {"type": "local", "path": "$T_DIR/out7"}}}
+JSON
+chmod 644 gwjob.json
+check "a job with data is accepted" su nobody -s /bin/sh -c "cp '$T_DIR/gwjob.json' '$J/'"
+wait_state gwjob RUNNING
+for _ in $(seq 1 50); do [ -e "$J/gwjob/workers/1/output/result.txt" ] && break; sleep 0.1; done
+same "workers/1/output shows the staged output while it runs" "done" "$(cat "$J/gwjob/workers/1/output/result.txt" 2>&1)"
+check "... as a link into state_dir" sh -c "readlink '$J/gwjob/workers/1/output' | grep -q '^$T_DIR/state/outputs/gwjob.1.a1.'"
+check "the view is mounted outside the worker's namespace too" sh -c "grep -q ' $T_DIR/state/jobs/gwjob/workers/1/view fuse.mlfs ' /proc/self/mounts"
+check "... and /opt/ml is not bound in ours" sh -c "! grep -q ' /opt/ml ' /proc/self/mounts"
+touch go
+wait_state gwjob SUCCEEDED FAILED
+same "the job succeeds once its output is safe" SUCCEEDED "$(cat "$J/gwjob/state")"
+check "... the reason says where it went" grep -q "output safe at local $T_DIR/out7" "$J/gwjob/reason"
+same "the worker read its dataset at /opt/ml/input" "[1] digits" "$(head -1 "$J/gwjob/log")"
+same "... ran in /opt/ml/models" "[1] /opt/ml/models" "$(sed -n 2p "$J/gwjob/log")"
+same "... was told ML_OUTPUT_PATH=/opt/ml/output" "[1] /opt/ml/output" "$(sed -n 3p "$J/gwjob/log")"
+same "its output is in gwjob.zip" "done" "$(unzip -p out7/gwjob.zip result.txt 2>&1)"
+check "... written by the job's user" sh -c "unzip -Z -l out7/gwjob.zip >/dev/null && test \"\$(stat -c %U '$T_DIR/state/outputs/'gwjob.1.a1.*/output.json)\" = root"
+check "the events record the upload" grep -q "worker 1: output uploaded" "$J/gwjob/events"
+check "the view is unmounted after it" sh -c "! grep -q '$T_DIR/state/jobs/gwjob/workers/1/view ' /proc/self/mounts"
+
+# a destination that fails: FAILED "output upload: ...", then mlfs sync turns it SUCCEEDED
+printf 'not a folder\n' >blocker2
+cat >upfail.json <<JSON
+{"name": "upfail", "workers": [{"command": "echo precious >/opt/ml/output/p.txt"}],
+ "data": {"output": {"type": "local", "path": "$T_DIR/blocker2/x"}}}
+JSON
+cp upfail.json "$J/"
+wait_state upfail SUCCEEDED FAILED
+same "a failed upload fails the job" FAILED "$(cat "$J/upfail/state")"
+check "... with reason output upload: and why" grep -q "^output upload: worker 1: .*Not a directory" "$J/upfail/reason"
+check "... saying the staged output is kept" grep -q "staged output kept" "$J/upfail/reason"
+same "the staged output is still shown" "precious" "$(cat "$J/upfail/workers/1/output/p.txt" 2>&1)"
+rm blocker2
+check "mlfs sync delivers it" "$MLFS" sync o.conf
+wait_state upfail SUCCEEDED
+same "... and the job turns SUCCEEDED" SUCCEEDED "$(cat "$J/upfail/state")"
+check "... recorded in events" grep -q "output delivered by a later sync" "$J/upfail/events"
+same "... the zip is there" "precious" "$(unzip -p blocker2/x/upfail.zip p.txt 2>&1)"
+
+# an inference input that is a corrupt archive fails STAGING_IN with a clear reason
+head -c 4000 /dev/urandom >lab/broken.zip
+cat >badin.json <<JSON
+{"name": "badin", "type": "inference", "workers": [{"command": "echo never ran"}],
+ "data": {"input": {"type": "datastore", "path": "lab:/broken.zip"},
+          "output": {"type": "local", "path": "$T_DIR/out8"}}}
+JSON
+cp badin.json "$J/"
+wait_state badin SUCCEEDED FAILED
+same "a corrupt archive input fails the job" FAILED "$(cat "$J/badin/state")"
+check "... in staging in, naming the archive and why" grep -q "^staging in: worker 1: .*broken.zip.*Unrecognized archive format" "$J/badin/reason"
+check "... and the command never ran" sh -c "! grep -q 'never ran' '$J/badin/log'"
+unmount_fg "$G"
 t_finish

@@ -1,8 +1,9 @@
 /*
  * test_s3.c - the parts of the S3 backend that need no server: the
  * ListObjectsV2 and error parsers, URL and query building, the credential
- * chain, and validate's messages.  tests/integration/s3_test.sh drives the
- * rest against a real S3 server.
+ * chain, validate's messages, and the resume token of an upload.
+ * tests/integration/s3_test.sh and s3_upload_test.sh drive the rest
+ * against a real S3 server.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -480,6 +481,163 @@ static void test_s3_url_source_borrows_its_buckets_datastore(void **state)
 	config_free(cfg);
 }
 
+/* ---- the resume token of an upload ---- */
+
+#define MIB (UINT64_C(1) << 20)
+
+static void test_s3_token_plans_8_mib_parts(void **state)
+{
+	struct be_s3_token t;
+
+	(void)state;
+	assert_int_equal(be_s3_token_plan(&t, 100 * MIB), 0);
+	assert_int_equal(t.part_size, 8 * MIB);
+	assert_int_equal(t.n_parts, 13);
+	assert_string_equal(t.upload_id, "");
+	for (unsigned int i = 0; i < t.n_parts; i++)
+		assert_string_equal(t.etags[i], "");
+	assert_int_equal(be_s3_token_part_len(&t, 0), 8 * MIB);
+	assert_int_equal(be_s3_token_part_len(&t, 12), 4 * MIB);
+	be_s3_token_free(&t);
+}
+
+static void test_s3_token_lists_the_parts_sent_and_reads_back(void **state)
+{
+	const char *want = "mpu 1\nid=2~x.Yz_-=\npart_size=8388608\nsize=104857600\n"
+			   "1=\"0123abcd\"\n2=\"e=f\"\n13=\"last\"\n";
+	struct be_s3_token t, back;
+	uint64_t done = 0;
+	char *text = NULL;
+
+	(void)state;
+	assert_int_equal(be_s3_token_plan(&t, 100 * MIB), 0);
+	strcpy(t.upload_id, "2~x.Yz_-=");
+	strcpy(t.etags[0], "\"0123abcd\"");
+	strcpy(t.etags[1], "\"e=f\"");
+	strcpy(t.etags[12], "\"last\"");
+	assert_int_equal(be_s3_token_print(&t, &text, &done), 0);
+	assert_string_equal(text, want);
+	assert_int_equal(done, 2 * 8 * MIB + 4 * MIB);
+
+	assert_int_equal(be_s3_token_parse(&back, text), 0);
+	assert_string_equal(back.upload_id, t.upload_id);
+	assert_int_equal(back.size, t.size);
+	assert_int_equal(back.part_size, t.part_size);
+	assert_int_equal(back.n_parts, t.n_parts);
+	for (unsigned int i = 0; i < t.n_parts; i++)
+		assert_string_equal(back.etags[i], t.etags[i]);
+	be_s3_token_free(&back);
+	free(text);
+	be_s3_token_free(&t);
+}
+
+static void test_s3_token_without_parts_or_last_newline_parses(void **state)
+{
+	struct be_s3_token t;
+
+	(void)state;
+	assert_int_equal(be_s3_token_parse(&t, "mpu 1\nid=U\npart_size=5242880\nsize=5242881\n"), 0);
+	assert_int_equal(t.n_parts, 2);
+	assert_string_equal(t.etags[0], "");
+	assert_string_equal(t.etags[1], "");
+	be_s3_token_free(&t);
+	assert_int_equal(be_s3_token_parse(&t, "mpu 1\nid=U\npart_size=5242880\nsize=5242881\n"
+					      "2=\"e\""), 0);
+	assert_string_equal(t.etags[1], "\"e\"");
+	be_s3_token_free(&t);
+}
+
+static void test_s3_token_refuses_what_is_not_one(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"done",
+		"offset=123",
+		"mpu 2\nid=U\npart_size=8388608\nsize=104857600\n",
+		"mpu 1\npart_size=8388608\nsize=104857600\n",			/* no id */
+		"mpu 1\nid=\npart_size=8388608\nsize=104857600\n",		/* empty id */
+		"mpu 1\nsize=104857600\nid=U\npart_size=8388608\n",		/* out of order */
+		"mpu 1\nid=U\npart_size=4194304\nsize=104857600\n",		/* parts too small for S3 */
+		"mpu 1\nid=U\npart_size=8388608\nsize=0\n",
+		"mpu 1\nid=U\npart_size=8388608\nsize=-1\n",
+		"mpu 1\nid=U\npart_size=8388608\nsize=1e9\n",
+		"mpu 1\nid=U\npart_size=8388608\nsize=99999999999999999999\n",	/* overflows */
+		"mpu 1\nid=U\npart_size=5242880\nsize=1099511627776\n",		/* too many parts */
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\n0=\"e\"\n",	/* parts count from 1 */
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\n14=\"e\"\n",	/* past the last */
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\n3=\"e\"\n3=\"e\"\n",
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\n3=\n",		/* no ETag */
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\n3\n",
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\nx=\"e\"\n",
+		"mpu 1\nid=U\npart_size=8388608\nsize=104857600\n\n",		/* an empty line */
+		NULL
+	};
+	struct be_s3_token t;
+	char *text;
+
+	(void)state;
+	for (size_t i = 0; bad[i]; i++) {
+		if (be_s3_token_parse(&t, bad[i]) != -EINVAL)
+			fail_msg("token %zu parsed: '%s'", i, bad[i]);
+	}
+	/* An id of 1,024 bytes does not fit, nor an ETag of 256. */
+	assert_true(asprintf(&text, "mpu 1\nid=%01024d\npart_size=8388608\nsize=104857600\n", 0) > 0);
+	assert_int_equal(be_s3_token_parse(&t, text), -EINVAL);
+	free(text);
+	assert_true(asprintf(&text, "mpu 1\nid=U\npart_size=8388608\nsize=104857600\n1=%0256d\n",
+			     0) > 0);
+	assert_int_equal(be_s3_token_parse(&t, text), -EINVAL);
+	free(text);
+}
+
+static void test_s3_token_of_every_part_of_5_tib_fits_resume_max(void **state)
+{
+	const uint64_t sizes[] = { 8 * MIB, 100 * MIB, 31 * 1024 * MIB, 32 * 1024 * MIB,
+				   5 * 1024 * 1024 * MIB };
+	struct be_s3_token t, back;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		char *text = NULL;
+		uint64_t done = 0;
+
+		assert_int_equal(be_s3_token_plan(&t, sizes[k]), 0);
+		assert_true(t.part_size >= 8 * MIB);
+		assert_true(t.part_size <= 5 * 1024 * MIB);
+		assert_true(t.n_parts <= 10000);
+		assert_true((uint64_t)t.n_parts * t.part_size >= sizes[k]);
+		memset(t.upload_id, 'u', sizeof(t.upload_id) - 1);
+		for (unsigned int i = 0; i < t.n_parts; i++)
+			memset(t.etags[i], 'e', sizeof(t.etags[i]) - 1);
+		assert_int_equal(be_s3_token_print(&t, &text, &done), 0);
+		assert_true(strlen(text) < BACKEND_RESUME_MAX);
+		assert_int_equal(done, sizes[k]);
+		assert_int_equal(be_s3_token_parse(&back, text), 0);
+		assert_int_equal(back.n_parts, t.n_parts);
+		be_s3_token_free(&back);
+		free(text);
+		be_s3_token_free(&t);
+	}
+}
+
+static void test_s3_token_print_refuses_a_newline_or_no_id(void **state)
+{
+	struct be_s3_token t;
+	uint64_t done;
+	char *text = NULL;
+
+	(void)state;
+	assert_int_equal(be_s3_token_plan(&t, 100 * MIB), 0);
+	assert_int_equal(be_s3_token_print(&t, &text, &done), -EINVAL);
+	strcpy(t.upload_id, "U\nsize=1");
+	assert_int_equal(be_s3_token_print(&t, &text, &done), -EINVAL);
+	strcpy(t.upload_id, "U");
+	strcpy(t.etags[4], "\"e\"\n9=\"f\"");
+	assert_int_equal(be_s3_token_print(&t, &text, &done), -EINVAL);
+	assert_null(text);
+	be_s3_token_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +657,12 @@ int main(void)
 		cmocka_unit_test(test_s3_credentials_file_others_can_read_is_refused),
 		cmocka_unit_test(test_s3_validate_reports_each_bad_key_with_its_line),
 		cmocka_unit_test(test_s3_url_source_borrows_its_buckets_datastore),
+		cmocka_unit_test(test_s3_token_plans_8_mib_parts),
+		cmocka_unit_test(test_s3_token_lists_the_parts_sent_and_reads_back),
+		cmocka_unit_test(test_s3_token_without_parts_or_last_newline_parses),
+		cmocka_unit_test(test_s3_token_refuses_what_is_not_one),
+		cmocka_unit_test(test_s3_token_of_every_part_of_5_tib_fits_resume_max),
+		cmocka_unit_test(test_s3_token_print_refuses_a_newline_or_no_id),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

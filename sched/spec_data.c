@@ -1,0 +1,110 @@
+/*
+ * spec_data.c - a spec's data checked against a config: every dataset,
+ * checkpoint and model it names by name is configured (or may be one an
+ * earlier job registered in the store), every datastore it names in a
+ * NAME:/path exists, and an output registered as a dataset, checkpoint or
+ * model has a store to go to.  jobs/ runs this at submit, `mlfs check -c`
+ * offline, so a job that could never get its data is refused at once
+ * instead of failing later in STAGING_IN.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "json_pos.h"
+#include "spec.h"
+
+static const char *const spec_data_words[] = { "dataset", "checkpoint", "model" };
+
+/* Where problems are reported: the file, and the spec's text when known. */
+struct spec_data_ctx {
+	const struct mlfs_config *cfg;
+	const char *file;
+	struct json_pos *pos;	/* NULL: no positions (text not given, or not JSON) */
+	struct diag *d;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void spec_data_error(struct spec_data_ctx *c, const char *field, const char *fmt, ...)
+{
+	char where[4200], msg[1024];
+	int line = 1, col = 1;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->pos && json_pos_find_nearest(c->pos, field, &line, &col) >= 0)
+		snprintf(where, sizeof(where), "%s:%d:%d", c->file, line, col);
+	else
+		snprintf(where, sizeof(where), "%s", c->file);
+	diag_add(c->d, where, 0, "%s: %s", field, msg);
+}
+
+static bool spec_data_named(const struct mlfs_config *cfg, enum source_kind kind,
+			    const char *name)
+{
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		if (cfg->sources[i].kind == kind && (strcmp(cfg->sources[i].name, name) == 0 ||
+						     strcmp(cfg->sources[i].shown, name) == 0))
+			return true;
+	return cfg->store != NULL;	/* it may be registered there: the view looks */
+}
+
+static void spec_data_name(struct spec_data_ctx *c, enum source_kind kind, const char *name,
+			   const char *field)
+{
+	if (!spec_data_named(c->cfg, kind, name))
+		spec_data_error(c, field, "no %s named \"%s\" in %s", spec_data_words[kind], name,
+				c->cfg->file);
+}
+
+/* A NAME:/path location names a configured datastore. */
+static void spec_data_store(struct spec_data_ctx *c, const struct spec_location *loc,
+			    const char *field)
+{
+	const struct mlfs_config *cfg = c->cfg;
+	const char *colon;
+	char name[256];
+
+	if (!loc->type || strcmp(loc->type, "datastore") != 0 || !(colon = strchr(loc->path, ':')))
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(colon - loc->path), loc->path);
+	if (!config_find_datastore(cfg, name) || config_find_datastore(cfg, name)->implicit)
+		spec_data_error(c, field, "no datastore named \"%s\" in %s", name, cfg->file);
+}
+
+int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
+		    const char *text, size_t len, struct diag *d)
+{
+	const struct spec_data *data = &s->data;
+	struct spec_data_ctx c = { .cfg = cfg, .file = file, .d = d };
+	size_t before = d->n;
+	char field[64];
+
+	if (text && s->format == SPEC_NATIVE && json_pos_build(&c.pos, text, len) < 0)
+		c.pos = NULL;
+	for (size_t i = 0; i < data->n_datasets; i++) {
+		snprintf(field, sizeof(field), "data.datasets[%zu]", i);
+		spec_data_name(&c, SOURCE_DATASET, data->datasets[i], field);
+	}
+	for (size_t i = 0; i < data->n_checkpoints; i++) {
+		snprintf(field, sizeof(field), "checkpoints[%zu]", i);
+		spec_data_name(&c, SOURCE_CHECKPOINT, data->checkpoints[i], field);
+	}
+	if (data->model.type && strcmp(data->model.type, "model") == 0)
+		spec_data_name(&c, SOURCE_MODEL, data->model.path, "model.path");
+	spec_data_store(&c, &data->model, "model.path");
+	spec_data_store(&c, &data->input, "data.input.path");
+	spec_data_store(&c, &data->output, "data.output.path");
+	if (data->output.type && !cfg->store &&
+	    (strcmp(data->output.type, "dataset") == 0 || strcmp(data->output.type, "checkpoint") == 0 ||
+	     strcmp(data->output.type, "model") == 0))
+		spec_data_error(&c, "data.output.type", "a %s output is kept in the datastore "
+				"[mlfs] store names, and %s sets none", data->output.type, cfg->file);
+	json_pos_free(c.pos);
+	return d->n > before ? -EINVAL : 0;
+}
