@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -420,19 +421,45 @@ out:
 
 /* ---- mlfs sync ---- */
 
-/* Progress on stderr: one line per second, rewritten in place on a terminal. */
+/*
+ * Progress on stderr: a line a second, rewritten in place on a terminal;
+ * the rate is counted from the start of each phase (zipping, uploading).
+ */
 void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t done,
 		  uint64_t total)
 {
+	static const struct output *cur;
+	static char cur_phase[16];
+	static struct timespec t0;
 	bool tty = isatty(STDERR_FILENO);
-	double pct = total ? 100.0 * (double)done / (double)total : 100.0;
+	double pct = total ? 100.0 * (double)done / (double)total : 100.0, secs;
+	const char *cr = tty ? "\r" : "", *nl = tty ? "\033[K" : "\n";
+	struct timespec now;
 
 	(void)arg;
-	fprintf(stderr, "%smlfs: job %s worker %u: %s to %s: %.1f MiB of %.1f MiB (%.0f%%)%s",
-		tty ? "\r" : "", o->job, o->worker, phase, o->path, (double)done / 1048576.0,
-		(double)total / 1048576.0, pct, tty ? "" : "\n");
-	if (tty && strcmp(phase, "done") == 0)
-		fputc('\n', stderr);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (o != cur || strcmp(phase, cur_phase) != 0) {
+		if (tty && cur)
+			fputc('\n', stderr);
+		cur = o;
+		snprintf(cur_phase, sizeof(cur_phase), "%s", phase);
+		t0 = now;
+	}
+	secs = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+	fprintf(stderr, "%smlfs: job %s worker %u: ", cr, o->job, o->worker);
+	if (strcmp(phase, "done") == 0)
+		fprintf(stderr, "uploaded to %s %s: %.1f MiB\n", o->type, o->path,
+			(double)total / 1048576.0);
+	else if (strcmp(phase, "zipping") == 0)
+		fprintf(stderr, "zipping: %.1f of %.1f MiB (%.0f%%), %.1f MiB/s%s",
+			(double)done / 1048576.0, (double)total / 1048576.0, pct,
+			secs > 0.05 ? (double)done / 1048576.0 / secs : 0.0, nl);
+	else
+		fprintf(stderr, "%s to %s %s: %.1f of %.1f MiB (%.0f%%), %.1f MiB/s%s", phase,
+			o->type, o->path, (double)done / 1048576.0, (double)total / 1048576.0, pct,
+			secs > 0.05 ? (double)done / 1048576.0 / secs : 0.0, nl);
+	if (strcmp(phase, "done") == 0)
+		cur = NULL;
 }
 
 static const char sync_usage[] =

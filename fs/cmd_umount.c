@@ -128,6 +128,9 @@ static int umount_upload_view(const char *info)
 		goto out;
 	}
 	ret = output_upload(o, cfg, cmd_progress, NULL, err, sizeof(err));
+	if (ret == 0 && strcmp(o->type, "none") == 0)
+		fprintf(stderr, "mlfs umount: job %s worker %u names no output destination; "
+			"its output is kept in %s/files\n", o->job, o->worker, dir);
 	if (ret < 0)
 		fprintf(stderr, "mlfs umount: output of job %s worker %u not uploaded to %s: %s\n"
 			"mlfs umount: staged output kept in %s; 'mlfs sync %s' uploads it\n",

@@ -126,6 +126,8 @@ int fs_source_view(struct fs *fs, struct view *v, const struct source_config *sr
 		   const char *name, bool readonly);
 /* .mlfs/mount: fs->mount_info, what `mlfs umount` reads. */
 int fs_mount_content(struct fs *fs, char **buf, size_t *len);
+/* .mlfs/uploads: one line per output staged under state_dir (output_status_text). */
+int fs_uploads_content(struct fs *fs, char **buf, size_t *len);
 /* Makes @top the permanent top node of @v inside the virtual folder @dir. */
 int fs_view_top(struct node *top, struct view *v, struct node *dir);
 void fs_destroy(struct fs *fs);

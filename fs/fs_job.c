@@ -7,6 +7,7 @@
  *   output/       read-write: the staging folder of the worker's output
  *   .mlfs/stats   the counters of every backend, as in the gateway
  *   .mlfs/mount   what `mlfs umount` needs to find the output (key=value lines)
+ *   .mlfs/uploads every output of the node's state_dir and how far its upload is
  *
  * Every folder above is a view of a source of the config (fs_source_view),
  * so archives, the shared cache and passthrough work here exactly as in
@@ -28,6 +29,7 @@ enum {
 	FSJ_MLFS,
 	FSJ_STATS,
 	FSJ_MOUNT,
+	FSJ_UPLOADS,
 	FSJ_COUNT
 };
 
@@ -42,6 +44,7 @@ static const struct {
 	[FSJ_MLFS] = { ".mlfs", FSJ_ROOT },
 	[FSJ_STATS] = { "stats", FSJ_MLFS },
 	[FSJ_MOUNT] = { "mount", FSJ_MLFS },
+	[FSJ_UPLOADS] = { "uploads", FSJ_MLFS },
 };
 
 /*
@@ -53,7 +56,7 @@ static int fs_job_vnodes(struct fs *fs, const bool *replaced)
 	for (int i = 0; i < FSJ_COUNT; i++) {
 		struct node *n = &fs->vnodes[i];
 
-		n->kind = i == FSJ_STATS || i == FSJ_MOUNT ? NODE_VFILE : NODE_VDIR;
+		n->kind = i == FSJ_STATS || i == FSJ_MOUNT || i == FSJ_UPLOADS ? NODE_VFILE : NODE_VDIR;
 		n->ino = (uint64_t)i + 1;
 		n->permanent = true;
 		n->write_errno = i == FSJ_ROOT || i == FSJ_MLFS ? EPERM : EROFS;
@@ -66,6 +69,7 @@ static int fs_job_vnodes(struct fs *fs, const bool *replaced)
 	}
 	fs->vnodes[FSJ_STATS].content = fs_stats_content;
 	fs->vnodes[FSJ_MOUNT].content = fs_mount_content;
+	fs->vnodes[FSJ_UPLOADS].content = fs_uploads_content;
 	fs->root = &fs->vnodes[FSJ_ROOT];
 	fs->root->parent = fs->root;
 	return 0;

@@ -23,6 +23,7 @@
 #include "be_archive.h"
 #include "fs.h"
 #include "log.h"
+#include "output.h"
 #include "path.h"
 
 /* st_ino of backend nodes: the backend's number, with the backend index on top. */
@@ -334,6 +335,11 @@ int fs_mount_content(struct fs *fs, char **buf, size_t *len)
 	return 0;
 }
 
+int fs_uploads_content(struct fs *fs, char **buf, size_t *len)
+{
+	return output_status_text(fs->cfg->state_dir, buf, len);
+}
+
 /* ---- building the permanent tree ---- */
 
 enum {
@@ -346,6 +352,7 @@ enum {
 	FS_V_STATS,
 	FS_V_NODE,
 	FS_V_MOUNT,
+	FS_V_UPLOADS,
 	FS_V_JOBS,
 	FS_V_COUNT
 };
@@ -364,6 +371,7 @@ static const struct {
 	[FS_V_STATS] = { "stats", FS_V_MLFS, EPERM },
 	[FS_V_NODE] = { "node", FS_V_MLFS, EPERM },
 	[FS_V_MOUNT] = { "mount", FS_V_MLFS, EPERM },
+	[FS_V_UPLOADS] = { "uploads", FS_V_MLFS, EPERM },
 	[FS_V_JOBS] = { "jobs", FS_V_ROOT, EPERM },
 };
 
@@ -384,7 +392,8 @@ static int fs_build_vnodes(struct fs *fs)
 	for (int i = 0; i < FS_V_COUNT; i++) {
 		struct node *n = &fs->vnodes[i];
 
-		n->kind = i == FS_V_STATS || i == FS_V_NODE || i == FS_V_MOUNT ? NODE_VFILE
+		n->kind = i == FS_V_STATS || i == FS_V_NODE || i == FS_V_MOUNT || i == FS_V_UPLOADS
+			? NODE_VFILE
 			: i == FS_V_JOBS ? NODE_JOBS : NODE_VDIR;
 		n->ino = (uint64_t)i + 1;
 		n->permanent = true;
@@ -399,6 +408,7 @@ static int fs_build_vnodes(struct fs *fs)
 	fs->vnodes[FS_V_STATS].content = fs_stats_content;
 	fs->vnodes[FS_V_NODE].content = fs_jobs_node_content;
 	fs->vnodes[FS_V_MOUNT].content = fs_mount_content;
+	fs->vnodes[FS_V_UPLOADS].content = fs_uploads_content;
 	fs->vnodes[FS_V_JOBS].view = &fs->jobs_view;
 	fs->root = &fs->vnodes[FS_V_ROOT];
 	fs->root->parent = fs->root;

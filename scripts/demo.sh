@@ -2,8 +2,11 @@
 # demo.sh - mlfs's main job on an embedded default: installs what it needs,
 # builds, mounts a demo config over local folders in a scratch folder, shows
 # the tree with ls and cat, writes through it, submits a job by writing its
-# spec into jobs/ and follows it with cat, shows a bad spec refused,
-# unmounts, and exits 0.
+# spec into jobs/ and follows it with cat (the worker reads its dataset,
+# checkpoint and model at /opt/ml and its output lands in the scratch
+# datastore), shows a bad spec refused, unmounts, then mounts one worker's
+# view by hand with `mlfs job` and ends with `mlfs umount` syncing its output
+# as a zip to a demo destination; exits 0.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,9 +17,11 @@ demo=$(mktemp -d /tmp/mlfs-demo.XXXXXX)
 chmod 755 "$demo"
 mnt=$demo/mnt
 cleanup() {
-	if grep -q " $mnt fuse.mlfs " /proc/self/mounts; then
-		"$MLFS" umount "$mnt" || fusermount3 -u "$mnt"
-	fi
+	for m in "$mnt" "$demo/opt-ml"; do
+		if grep -q " $m fuse.mlfs " /proc/self/mounts; then
+			"$MLFS" umount "$m" || fusermount3 -u "$m"
+		fi
+	done
 	rm -rf "$demo"
 }
 trap cleanup EXIT
@@ -32,6 +37,7 @@ cat >"$demo/mlfs.conf" <<CONF
 [mlfs]
 state_dir = $demo/state
 cache_dir = $demo/cache
+store = scratch                 ; where outputs registered as checkpoints are kept
 
 [node]                          ; what jobs may use here; GPUs are detected when omitted
 gpus = 0
@@ -84,12 +90,18 @@ if touch "$mnt/datasets/PASCAL_VOC/new" 2>&1; then
 	exit 1
 fi
 
-# A job: written into jobs/, accepted at close, run on this node.
+# A job: written into jobs/, accepted at close, run on this node with its
+# data at /opt/ml (a view of its own, in a private mount namespace); its
+# output goes to the scratch datastore once the worker ends.
 cat >"$demo/hello.json" <<'SPEC'
 {
   "name": "hello",
   "resources": {"cpu_count": 4},
-  "workers": [{"command": "echo training $JOB_NAME as $(id -un); sleep 1; echo loss=0.12 > $ML_OUTPUT_PATH/metrics.txt; echo done"}],
+  "data": {"datasets": ["PASCAL VOC"],
+           "output": {"type": "datastore", "path": "scratch:/runs/hello/"}},
+  "checkpoints": ["resnet50"],
+  "model": {"type": "model", "path": "detector"},
+  "workers": [{"command": "echo training $JOB_NAME as $(id -un) in $PWD; ls /opt/ml; cat /opt/ml/input/annotations.txt /opt/ml/checkpoint/meta.txt; sleep 1; echo loss=0.12 > /opt/ml/output/metrics.txt; echo done"}],
   "environment": {"variables": {"EPOCHS": "3"}}
 }
 SPEC
@@ -100,6 +112,8 @@ run cat "$mnt/jobs/hello/wait"
 run cat "$mnt/jobs/hello/state" "$mnt/jobs/hello/reason" "$mnt/jobs/hello/log"
 run cat "$mnt/jobs/hello/events"
 run cat "$mnt/jobs/hello/workers/1/exit_code"
+run ls -l "$demo/scratch/runs/hello"
+run cat "$demo/scratch/runs/hello/metrics.txt"
 printf '{"name": "oops", "resources": {"cpu_count": 6}, "workers": [{"command": ""}]}\n' >"$demo/oops.json"
 printf '\n$ cp %s %s   (a bad spec: close fails, .error says why)\n' "$demo/oops.json" "$mnt/jobs/"
 if cp "$demo/oops.json" "$mnt/jobs/"; then
@@ -109,6 +123,25 @@ fi
 run cat "$mnt/jobs/oops.json.error"
 run cat "$mnt/.mlfs/node"
 run cat "$mnt/.mlfs/stats"
+run cat "$mnt/.mlfs/uploads"
 run "$MLFS" umount "$mnt"
+
+# One worker's view by hand, as a batch script on a compute node mounts it:
+# mlfs job, the worker writes output/, mlfs umount uploads it (a zip here).
+view=$demo/opt-ml
+mkdir -p "$view" "$demo/results"
+cat >"$demo/eval.json" <<SPEC
+{"name": "eval", "data": {"datasets": ["PASCAL VOC"],
+  "output": {"type": "local", "path": "$demo/results/"}},
+ "workers": [{"command": "true"}]}
+SPEC
+run "$MLFS" job "$demo/mlfs.conf" "$demo/eval.json" "$view" --worker 1
+run ls "$view" "$view/input"
+printf '\n$ echo "mAP=0.83" > %s\n' "$view/output/eval.txt"
+echo "mAP=0.83" >"$view/output/eval.txt"
+run "$MLFS" umount "$view"
+run unzip -l "$demo/results/eval.zip"
+run "$MLFS" sync "$demo/mlfs.conf"
 echo
-echo "demo: mounted, browsed, wrote through and unmounted $mnt"
+echo "demo: mounted, browsed, wrote through, ran a job on its data, synced a worker's output to"
+echo "      $demo/results/eval.zip and unmounted"

@@ -98,9 +98,10 @@ check "a symlink can be left in output/" ln -s "$T_DIR/secret.txt" "$M/output/le
 check ".mlfs/mount names the output" grep -q "^output_dir=$T_DIR/state/outputs/train.1" "$M/.mlfs/mount"
 staged=$(sed -n 's/^output_dir=//p' "$M/.mlfs/mount")
 same "output/ is staged in state_dir" "accuracy 0.93" "$(cat "$staged/files/result.txt")"
+check ".mlfs/uploads lists it as staging while mounted" grep -q " train 1 staging 0 0 local:$T_DIR/out/" "$M/.mlfs/uploads"
 umount_view
 same "mlfs umount exits 0 once uploaded" 0 "$UMOUNT_STATUS"
-check "... it showed progress on stderr" grep -q "job train worker 1: done" "$T_DIR/umount.log"
+check "... it showed progress on stderr" grep -q "job train worker 1: uploaded to local $T_DIR/out/" "$T_DIR/umount.log"
 check "nothing is mounted after it" sh -c "! grep -q ' $M ' /proc/self/mounts"
 check "train.zip is in the local folder" test -f out/train.zip
 mkdir -p unz && (cd unz && unzip -q ../out/train.zip)
@@ -190,6 +191,31 @@ check "after fusermount3 -u nothing is uploaded yet" test ! -e out5/lost.zip
 check "mlfs sync uploads what it left" "$MLFS" sync o.conf
 same "... intact" "not lost" "$(unzip -p out5/lost.zip x.txt 2>&1)"
 
+# --- two uploaders of one output: the second waits for the first, nothing is sent twice
+cat >two.json <<JSON
+{"name": "two", "workers": [{"command": "true"}],
+ "data": {"output": {"type": "local", "path": "$T_DIR/out9", "archive": false}}}
+JSON
+job_fg two.json 1 || { t_finish; exit 1; }
+staged=$(sed -n 's/^output_dir=//p' "$M/.mlfs/mount")
+head -c 400000000 /dev/zero >"$M/output/big.bin"
+fusermount3 -u "$M"
+wait "$MOUNT_PID"
+MOUNT_PID=
+"$MLFS" sync o.conf 2>"$T_DIR/sync1.log" &
+sync1=$!
+for _ in $(seq 1 200); do
+	flock -n "$staged/upload.lock" true || break
+	sleep 0.02
+done
+check "a second mlfs sync runs while the first uploads" "$MLFS" sync o.conf
+cp "$T_DIR/check.out" "$T_DIR/sync2.log"
+check "... it said it waited for the other process" grep -q "another process is uploading it; waiting" "$T_DIR/sync2.log"
+wait "$sync1"
+same "... and the first one exits 0" 0 "$?"
+same "the file arrived once, whole" 400000000 "$(stat -c %s out9/big.bin 2>&1)"
+same "... one record of it in the journal" 1 "$(grep -c '"done":"big.bin"' "$staged/journal")"
+
 # --- refused before anything is mounted
 cat >nods.json <<JSON
 {"name": "nods", "workers": [{"command": "true"}],
@@ -258,6 +284,7 @@ same "... was told ML_OUTPUT_PATH=/opt/ml/output" "[1] /opt/ml/output" "$(sed -n
 same "its output is in gwjob.zip" "done" "$(unzip -p out7/gwjob.zip result.txt 2>&1)"
 check "... written by the job's user" sh -c "unzip -Z -l out7/gwjob.zip >/dev/null && test \"\$(stat -c %U '$T_DIR/state/outputs/'gwjob.1.a1.*/output.json)\" = root"
 check "the events record the upload" grep -q "worker 1: output uploaded" "$J/gwjob/events"
+check "the gateway's .mlfs/uploads shows it done" grep -q "^gwjob.1.a1.[0-9]* gwjob 1 done " "$G/.mlfs/uploads"
 check "the view is unmounted after it" sh -c "! grep -q '$T_DIR/state/jobs/gwjob/workers/1/view ' /proc/self/mounts"
 
 # a destination that fails: FAILED "output upload: ...", then mlfs sync turns it SUCCEEDED
