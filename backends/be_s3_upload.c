@@ -420,8 +420,10 @@ static void *be_s3_mpu_worker(void *arg)
 static int be_s3_mpu_start(struct be_s3_mpu *u)
 {
 	const char *q[] = { "uploads", NULL, NULL };
-	struct remote_req req = { .method = REMOTE_POST, .body = "", .body_fd = -1,
-		.max_body = 1 << 20 };
+	/* Else curl's POST says form data, and S3 keeps that as the object's type. */
+	const char *headers[] = { "Content-Type: application/octet-stream", NULL };
+	struct remote_req req = { .method = REMOTE_POST, .headers = headers, .body = "",
+		.body_fd = -1, .max_body = 1 << 20 };
 	struct remote_resp resp;
 	int ret = be_s3_do(u->s3, &req, u->key, q, &resp);
 

@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,4 +106,27 @@ int path_is_archive(const char *path)
 			return 1;
 	}
 	return 0;
+}
+
+int path_mkdirs(const char *path, mode_t mode)
+{
+	char *p = strdup(path);
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; ret == 0; s++) {
+		bool end = *s == '\0';
+
+		if (*s != '/' && !end)
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			ret = -errno;
+		if (end)
+			break;
+		*s = '/';
+	}
+	free(p);
+	return ret;
 }

@@ -433,6 +433,7 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 	static struct timespec t0;
 	bool tty = isatty(STDERR_FILENO);
 	double pct = total ? 100.0 * (double)done / (double)total : 100.0, secs;
+	char rate[48];
 	const char *cr = tty ? "\r" : "", *nl = tty ? "\033[K" : "\n";
 	struct timespec now;
 
@@ -446,18 +447,19 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 		t0 = now;
 	}
 	secs = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+	rate[0] = '\0';
+	if (secs >= 0.5)
+		snprintf(rate, sizeof(rate), ", %.1f MiB/s", (double)done / 1048576.0 / secs);
 	fprintf(stderr, "%smlfs: job %s worker %u: ", cr, o->job, o->worker);
 	if (strcmp(phase, "done") == 0)
 		fprintf(stderr, "uploaded to %s %s: %.1f MiB\n", o->type, o->path,
 			(double)total / 1048576.0);
 	else if (strcmp(phase, "zipping") == 0)
-		fprintf(stderr, "zipping: %.1f of %.1f MiB (%.0f%%), %.1f MiB/s%s",
-			(double)done / 1048576.0, (double)total / 1048576.0, pct,
-			secs > 0.05 ? (double)done / 1048576.0 / secs : 0.0, nl);
+		fprintf(stderr, "zipping: %.1f of %.1f MiB (%.0f%%)%s%s", (double)done / 1048576.0,
+			(double)total / 1048576.0, pct, rate, nl);
 	else
-		fprintf(stderr, "%s to %s %s: %.1f of %.1f MiB (%.0f%%), %.1f MiB/s%s", phase,
-			o->type, o->path, (double)done / 1048576.0, (double)total / 1048576.0, pct,
-			secs > 0.05 ? (double)done / 1048576.0 / secs : 0.0, nl);
+		fprintf(stderr, "%s to %s %s: %.1f of %.1f MiB (%.0f%%)%s%s", phase, o->type,
+			o->path, (double)done / 1048576.0, (double)total / 1048576.0, pct, rate, nl);
 	if (strcmp(phase, "done") == 0)
 		cur = NULL;
 }

@@ -27,6 +27,7 @@
 #include "fs.h"
 #include "log.h"
 #include "output.h"
+#include "path.h"
 
 /* Kernel readahead for the mount: one 1 MiB request at a time, not 128 KiB. */
 #define MOUNT_READAHEAD_KB 1024
@@ -150,36 +151,12 @@ int mount_check_mountpoint(const char *mp)
 	return 0;
 }
 
-/* mkdir -p */
-static int mount_mkdirs(const char *path)
-{
-	char *p = strdup(path);
-	int ret = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; ret == 0; s++) {
-		bool end = *s == '\0';
-
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			ret = -errno;
-		if (end)
-			break;
-		*s = '/';
-	}
-	free(p);
-	return ret;
-}
-
 int mount_make_dirs(const struct mlfs_config *cfg)
 {
 	const char *dirs[] = { cfg->state_dir, cfg->cache_dir };
 
 	for (size_t i = 0; i < 2; i++) {
-		int ret = mount_mkdirs(dirs[i]);
+		int ret = path_mkdirs(dirs[i], 0755);
 
 		if (ret < 0) {
 			fprintf(stderr, "mlfs: %s: cannot create %s: %s\n", cfg->file, dirs[i],

@@ -180,6 +180,10 @@ void fs_passthrough_put(struct fs *fs, struct node *n, int backing_id);
 /* fuse_reply_open for a file the kernel serves from backing file @backing_id. */
 int fs_passthrough_reply_open(struct fuse_req *req, const struct fuse_file_info *fi,
 			      int backing_id);
+/* fuse_reply_create for a new file the kernel serves from backing file @backing_id. */
+struct fuse_entry_param;
+int fs_passthrough_reply_create(struct fuse_req *req, const struct fuse_entry_param *e,
+				const struct fuse_file_info *fi, int backing_id);
 
 /* fs_stats.c */
 int fs_stats_content(struct fs *fs, char **buf, size_t *len);

@@ -706,7 +706,10 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	fs_passthrough_get(fs, f->node, -1, false);	/* served through the daemon */
+	/* The kernel writes a new local file itself from the start, when it can. */
+	f->backing_id = fs_passthrough_get(fs, f->node, backend_local_fd(f->bf), false);
+	if (f->backing_id > 0)
+		atomic_fetch_add(&p->view->be->stats.passthrough_opens, 1);
 	fs_keep_cache(fs, f->node, &e.attr);
 	fs_changed(fs, p);
 	fs_node_attr(f->node, &e.attr);
@@ -715,7 +718,8 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	e.attr_timeout = fs_attr_timeout(f->node, &e.attr);
 	fs_file_opened(fs, f);
 	fi->fh = (uint64_t)(uintptr_t)f;
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+	if ((f->backing_id > 0 ? fs_passthrough_reply_create(req, &e, fi, f->backing_id)
+			       : fuse_reply_create(req, &e, fi)) == -ENOENT) {
 		fs_node_forget(fs, f->node, 1);
 		fs_release_file(fs, f);
 	}

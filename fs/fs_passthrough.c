@@ -17,9 +17,11 @@
  * read-write (read-only in a read-only view) from the first open's
  * descriptor and released with the last.
  *
- * What it does not do: passthrough for created files (they go through the
- * daemon until closed and reopened), or for any backend without a local
- * descriptor.
+ * A file made by CREATE gets its backing file at once too: the CREATE reply
+ * (an entry and an open, libfuse's fuse_reply_create) is built here with
+ * the backing id, so a worker writing a new file into output/ writes at the
+ * disk's speed.  What it does not do: passthrough for any backend without a
+ * local descriptor.
  * Registering a backing file needs CAP_SYS_ADMIN; without it, or on an
  * older kernel, every open goes through the daemon as before.
  *
@@ -90,7 +92,20 @@ struct fs_pt_backing_map {
 #define FS_PT_IOC_BACKING_OPEN	_IOW(229, 1, struct fs_pt_backing_map)
 #define FS_PT_IOC_BACKING_CLOSE	_IOW(229, 2, uint32_t)
 
+struct fs_pt_attr {
+	uint64_t ino, size, blocks, atime, mtime, ctime;
+	uint32_t atimensec, mtimensec, ctimensec, mode, nlink, uid, gid, rdev, blksize, flags;
+};
+
+struct fs_pt_entry_out {
+	uint64_t nodeid, generation, entry_valid, attr_valid;
+	uint32_t entry_valid_nsec, attr_valid_nsec;
+	struct fs_pt_attr attr;
+};
+
 _Static_assert(sizeof(struct fs_pt_in_header) == 40, "fuse_in_header");
+_Static_assert(sizeof(struct fs_pt_attr) == 88, "fuse_attr");
+_Static_assert(sizeof(struct fs_pt_entry_out) == 128, "fuse_entry_out");
 _Static_assert(sizeof(struct fs_pt_init_out) == 64, "fuse_init_out");
 _Static_assert(sizeof(struct fs_pt_open_out) == 16, "fuse_open_out");
 
@@ -221,4 +236,51 @@ int fs_passthrough_reply_open(fuse_req_t req, const struct fuse_file_info *fi, i
 	struct iovec iov = { .iov_base = &out, .iov_len = sizeof(out) };
 
 	return fuse_reply_iov(req, &iov, 1);
+}
+
+/* A timeout in seconds as the protocol's whole seconds and nanoseconds. */
+static void fs_pt_timeout(double t, uint64_t *sec, uint32_t *nsec)
+{
+	if (t <= 0) {
+		*sec = 0;
+		*nsec = 0;
+		return;
+	}
+	*sec = t >= 1e18 ? (uint64_t)1e18 : (uint64_t)t;
+	*nsec = (uint32_t)((t - (double)*sec) * 1e9);
+}
+
+int fs_passthrough_reply_create(fuse_req_t req, const struct fuse_entry_param *e,
+				const struct fuse_file_info *fi, int backing_id)
+{
+	const struct stat *st = &e->attr;
+	struct fs_pt_entry_out entry = {
+		.nodeid = e->ino,
+		.generation = e->generation,
+		.attr = {
+			.ino = st->st_ino, .size = (uint64_t)st->st_size,
+			.blocks = (uint64_t)st->st_blocks,
+			.atime = (uint64_t)st->st_atim.tv_sec, .mtime = (uint64_t)st->st_mtim.tv_sec,
+			.ctime = (uint64_t)st->st_ctim.tv_sec,
+			.atimensec = (uint32_t)st->st_atim.tv_nsec,
+			.mtimensec = (uint32_t)st->st_mtim.tv_nsec,
+			.ctimensec = (uint32_t)st->st_ctim.tv_nsec,
+			.mode = st->st_mode, .nlink = (uint32_t)st->st_nlink, .uid = st->st_uid,
+			.gid = st->st_gid, .rdev = (uint32_t)st->st_rdev,
+			.blksize = (uint32_t)st->st_blksize,
+		},
+	};
+	struct fs_pt_open_out open = {
+		.fh = fi->fh,
+		.open_flags = FS_PT_FOPEN,
+		.backing_id = backing_id,
+	};
+	struct iovec iov[2] = {
+		{ .iov_base = &entry, .iov_len = sizeof(entry) },
+		{ .iov_base = &open, .iov_len = sizeof(open) },
+	};
+
+	fs_pt_timeout(e->entry_timeout, &entry.entry_valid, &entry.entry_valid_nsec);
+	fs_pt_timeout(e->attr_timeout, &entry.attr_valid, &entry.attr_valid_nsec);
+	return fuse_reply_iov(req, iov, 2);
 }

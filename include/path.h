@@ -10,6 +10,7 @@
 #define MLFS_PATH_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* 0 if @name is one usable component, else -EINVAL or -ENAMETOOLONG. */
 int path_check_name(const char *name);
@@ -28,5 +29,8 @@ int path_shown_name(char **out, const char *name);
 
 /* Whether @path names an archive by its extension (.zip, .tar, .tar.gz, .tgz, .tar.bz2). */
 int path_is_archive(const char *path);
+
+/* mkdir -p of a path of this machine (not a backend path): 0 or a negated errno. */
+int path_mkdirs(const char *path, mode_t mode);
 
 #endif

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -403,6 +404,33 @@ static int out_zip_fail(struct out_run *r, struct archive *a, const char *what)
 	return out_fail(r, -err, "zip %s: %s", what, archive_error_string(a) ?: strerror(err));
 }
 
+#define OUT_SAMPLE	(64u << 10)	/* bytes looked at to tell if a file compresses */
+
+/*
+ * Whether the file in @fd looks incompressible (weights, images, archives):
+ * the entropy of its first OUT_SAMPLE bytes is over 7.5 bits a byte.  Such
+ * a file is stored, not deflated: deflate would spend a second per 50 MB to
+ * save nothing.
+ */
+static bool out_incompressible(int fd, char *buf)
+{
+	unsigned int count[256] = { 0 };
+	ssize_t n = pread(fd, buf, OUT_SAMPLE, 0);
+	double bits = 0;
+
+	if (n < 4096)
+		return false;
+	for (ssize_t i = 0; i < n; i++)
+		count[(unsigned char)buf[i]]++;
+	for (int i = 0; i < 256; i++) {
+		double p = (double)count[i] / (double)n;
+
+		if (count[i])
+			bits -= p * log2(p);
+	}
+	return bits > 7.5;
+}
+
 static int out_zip_entry(struct out_run *r, struct archive *a, const struct out_entry *e,
 			 char *buf)
 {
@@ -420,6 +448,14 @@ static int out_zip_entry(struct out_run *r, struct archive *a, const struct out_
 		fd = out_open_beneath(r->files_fd, e->rel, O_RDONLY);
 		if (fd < 0) {
 			ret = out_fail(r, fd, "%s: %s", e->rel, strerror(-fd));
+			goto out;
+		}
+		/* Per entry, between entries (the writer's HEADER state, hence finish_entry). */
+		if (archive_write_finish_entry(a) != ARCHIVE_OK ||
+		    (out_incompressible(fd, buf) ? archive_write_zip_set_compression_store(a)
+						 : archive_write_zip_set_compression_deflate(a))
+		    != ARCHIVE_OK) {
+			ret = out_zip_fail(r, a, e->rel);
 			goto out;
 		}
 	}
@@ -528,30 +564,6 @@ static char *out_dest_value(struct out_run *r)
 	return NULL;
 }
 
-/* mkdir -p on this machine, for a local destination. */
-static int out_mkdirs_local(const char *path)
-{
-	char *p = strdup(path);
-	int ret = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; ret == 0; s++) {
-		bool end = *s == '\0';
-
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			ret = -errno;
-		if (end)
-			break;
-		*s = '/';
-	}
-	free(p);
-	return ret;
-}
-
 static int out_dest_open(struct out_run *r)
 {
 	struct mlfs_config *cfg = r->cfg;
@@ -563,7 +575,7 @@ static int out_dest_open(struct out_run *r)
 	if (!value)
 		return r->err[0] ? -EINVAL : -ENOMEM;
 	diag_init(&d);
-	if (strcmp(r->o->type, "local") == 0 && (ret = out_mkdirs_local(value)) < 0) {
+	if (strcmp(r->o->type, "local") == 0 && (ret = path_mkdirs(value, 0755)) < 0) {
 		out_fail(r, ret, "%s: %s", value, strerror(-ret));
 		goto out;
 	}
