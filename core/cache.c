@@ -619,6 +619,22 @@ static void *cache_worker(void *arg)
 }
 
 /* Queues read-ahead of blocks [b0, b1).  Called with f->lock held. */
+/*
+ * The read-ahead threads start with the first read-ahead, not with the
+ * cache: a daemon forks (fuse_daemonize) after making its cache, and
+ * threads made before a fork are not in the child.  Called with qlock held.
+ */
+static int cache_start_threads(struct cache *c)
+{
+	for (; c->n_threads < CACHE_THREADS; c->n_threads++) {
+		int ret = pthread_create(&c->threads[c->n_threads], NULL, cache_worker, c);
+
+		if (ret)
+			return -ret;
+	}
+	return 0;
+}
+
 static void cache_file_queue(struct cache_file *f, uint64_t b0, uint64_t b1)
 {
 	struct cache *c = f->c;
@@ -627,8 +643,13 @@ static void cache_file_queue(struct cache_file *f, uint64_t b0, uint64_t b1)
 	if (cache_range_present(f, b0, b1) || !(t = malloc(sizeof(*t))))
 		return;
 	*t = (struct cache_task){ .f = f, .b0 = b0, .b1 = b1 };
-	f->pending++;
 	pthread_mutex_lock(&c->qlock);
+	if (c->n_threads == 0 && cache_start_threads(c) < 0 && c->n_threads == 0) {
+		pthread_mutex_unlock(&c->qlock);
+		free(t);	/* no read-ahead: reads fetch what they need themselves */
+		return;
+	}
+	f->pending++;
 	if (c->tail)
 		c->tail->next = t;
 	else
@@ -717,17 +738,6 @@ static int cache_make_dirs(const char *dir)
 	return 0;
 }
 
-static int cache_start_threads(struct cache *c)
-{
-	for (; c->n_threads < CACHE_THREADS; c->n_threads++) {
-		int ret = pthread_create(&c->threads[c->n_threads], NULL, cache_worker, c);
-
-		if (ret)
-			return -ret;
-	}
-	return 0;
-}
-
 int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
 {
 	struct cache *c = calloc(1, sizeof(*c));
@@ -745,8 +755,6 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
 	ret = c->dir ? cache_make_dirs(dir) : -ENOMEM;
 	if (ret == 0)
 		ret = cache_open_usage(c, &created);
-	if (ret == 0)
-		ret = cache_start_threads(c);
 	if (ret < 0) {
 		log_err("cache %s: %s", dir, strerror(-ret));
 		cache_destroy(c);
@@ -767,7 +775,7 @@ void cache_destroy(struct cache *c)
 	pthread_cond_broadcast(&c->qcond);
 	pthread_mutex_unlock(&c->qlock);
 	for (int i = 0; i < c->n_threads; i++)
-		pthread_join(c->threads[i], NULL);
+		pthread_join(c->threads[i], NULL);	/* none before the first read-ahead */
 	if (c->usage)
 		munmap(c->usage, sizeof(uint64_t));
 	while (c->n_spare > 0)

@@ -59,8 +59,9 @@ typedef ssize_t cache_fetch_fn(void *arg, void *buf, size_t len, off_t off);
  * Opens (creating when missing) the cache in folder @dir, which may be in use
  * by other processes, holding at most @max_bytes.  @dir's parent must exist;
  * @dir is made 0700, files in it 0600, so processes sharing it run as one
- * uid.  It must be a local filesystem (OFD locks, flock).  Starts the
- * cache's read-ahead threads.  Returns 0 or a negated errno.
+ * uid.  It must be a local filesystem (OFD locks, flock).  Starts no
+ * thread: its read-ahead threads start with the first read-ahead, so a
+ * process may fork (daemonize) after this.  Returns 0 or a negated errno.
  */
 int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
 /* Stops the read-ahead threads; every cache_file of @c must be closed first. */

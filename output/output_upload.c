@@ -526,6 +526,9 @@ static int out_zip(struct out_run *r, const struct out_walk *w, const char *name
 		ret = stat(final, &st) < 0 ? -errno
 			: output_journal_add(r->o, json_pack("{s:I}", "zipped",
 							     (json_int_t)st.st_size));
+		r->zipped = ret == 0;	/* a retry sends this zip, never makes another */
+		if (ret == 0)
+			out_progress(r, r->sent, true);
 	}
 out:
 	if (a)
