@@ -12,8 +12,8 @@
  *
  * The kernel wants every open file of an inode in one mode, and all the
  * passthrough ones on one backing file.  So a node counts its opens of each
- * kind: while any open of it goes through the daemon (a file just created,
- * say), every open does; otherwise its opens share one backing file, opened
+ * kind: while any open of it goes through the daemon (one opened before
+ * passthrough could be set up, say), every open does; otherwise its opens share one backing file, opened
  * read-write (read-only in a read-only view) from the first open's
  * descriptor and released with the last.
  *
