@@ -345,18 +345,7 @@ gw_down() {
 }
 if mount_fg "$CONF" "$G"; then
 	J=$G/jobs
-	# wait_state JOB STATE...: waits (at most 40 s) until the job's state is one of STATE.
-	wait_state() {
-		local job=$1 st
-		shift
-		for _ in $(seq 1 400); do
-			st=$(timeout 5 cat "$J/$job/state" 2>/dev/null)
-			for want in "$@"; do [ "$st" = "$want" ] && return 0; done
-			sleep 0.1
-		done
-		echo "# $job is $st"
-		return 1
-	}
+	wait_state() { job_state_in "$J" "$@"; }
 	cat >gwe2e.json <<JSON
 {"name": "gwe2e", "workers": [{"command": "cat /opt/ml/input/mnist/train.txt /opt/ml/checkpoint/state.txt /opt/ml/models/train.py >/opt/ml/output/result.txt && sha256sum </opt/ml/input/PASCAL_VOC/img/big.bin | cut -c1-64 >/opt/ml/output/sha.txt"}],
  "data": {"datasets": ["mnist", "PASCAL VOC"],

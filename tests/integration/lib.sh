@@ -91,11 +91,12 @@ is_mounted() {
 	grep -q " $1 fuse.mlfs " /proc/self/mounts
 }
 
-# mount_fg CONFIG MOUNTPOINT [OPTS...]: mounts in the foreground, in the background.
-mount_fg() {
-	local conf=$1 mnt=$2
+# fg_mount MOUNTPOINT LOG COMMAND...: runs COMMAND (an mlfs in the foreground) in the
+# background, its stderr in LOG, until MOUNTPOINT is mounted; MOUNT_PID is its pid.
+fg_mount() {
+	local mnt=$1 log=$2
 	shift 2
-	"$MLFS" mount -f "$@" "$conf" "$mnt" 2>"$T_DIR/mount.${mnt##*/}.log" &
+	"$@" 2>"$log" &
 	MOUNT_PID=$!
 	for _ in $(seq 1 100); do
 		is_mounted "$mnt" && return 0
@@ -103,7 +104,27 @@ mount_fg() {
 		sleep 0.05
 	done
 	echo "# mount of $mnt did not come up:"
-	sed 's/^/#   /' "$T_DIR/mount.${mnt##*/}.log"
+	sed 's/^/#   /' "$log"
+	return 1
+}
+
+# mount_fg CONFIG MOUNTPOINT [OPTS...]: mounts in the foreground, in the background.
+mount_fg() {
+	local conf=$1 mnt=$2
+	shift 2
+	fg_mount "$mnt" "$T_DIR/mount.${mnt##*/}.log" "$MLFS" mount -f "$@" "$conf" "$mnt"
+}
+
+# job_state_in JOBS JOB STATE...: waits (at most 40 s) until JOBS/JOB/state is one of STATE.
+job_state_in() {
+	local dir=$1 job=$2 st
+	shift 2
+	for _ in $(seq 1 400); do
+		st=$(timeout 5 cat "$dir/$job/state" 2>/dev/null)
+		for want in "$@"; do [ "$st" = "$want" ] && return 0; done
+		sleep 0.1
+	done
+	echo "# $job is $st"
 	return 1
 }
 

@@ -48,16 +48,7 @@ M=$T_DIR/mnt
 
 # job_fg SPEC WORKER: mounts worker WORKER's view in the foreground, in the background.
 job_fg() {
-	"$MLFS" job -f o.conf "$1" "$M" --worker "$2" 2>"$T_DIR/mount.mnt.log" &
-	MOUNT_PID=$!
-	for _ in $(seq 1 100); do
-		is_mounted "$M" && return 0
-		kill -0 "$MOUNT_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "# view did not come up:"
-	sed 's/^/#   /' "$T_DIR/mount.mnt.log"
-	return 1
+	fg_mount "$M" "$T_DIR/mount.mnt.log" "$MLFS" job -f o.conf "$1" "$M" --worker "$2"
 }
 
 # umount_view: mlfs umount, its status and stderr kept; checks the daemon exited cleanly.
@@ -250,18 +241,7 @@ CONF
 G=$T_DIR/gw
 mount_fg o.conf "$G" || { t_finish; exit 1; }
 J=$G/jobs
-# wait_state JOB STATE...: waits (at most 30 s) until the job's state is one of STATE.
-wait_state() {
-	local job=$1 st
-	shift
-	for _ in $(seq 1 300); do
-		st=$(cat "$J/$job/state" 2>/dev/null)
-		for want in "$@"; do [ "$st" = "$want" ] && return 0; done
-		sleep 0.1
-	done
-	echo "# $job is $st"
-	return 1
-}
+wait_state() { job_state_in "$J" "$@"; }
 cat >gwjob.json <<JSON
 {"name": "gwjob", "workers": [{"command": "cat /opt/ml/input/train.txt; pwd; echo \"\$ML_OUTPUT_PATH\"; echo done >/opt/ml/output/result.txt; while [ ! -e $T_DIR/go ]; do sleep 0.1; done"}],
  "data": {"datasets": ["mnist"], "output": {"type": "local", "path": "$T_DIR/out7"}}}
