@@ -394,6 +394,17 @@ int cmd_job(int argc, char **argv)
 			strerror(-ret));
 		goto out_unstage;
 	}
+	/* An inference input folder ("…/") is synced whole before the worker starts. */
+	if (s->data.input.type && s->data.input.path[0] &&
+	    s->data.input.path[strlen(s->data.input.path) - 1] == '/' &&
+	    (ret = fs_job_fetch_view(fs, c.n_inputs - 1)) < 0) {
+		fprintf(stderr, "mlfs job: %s: data.input: cannot fetch %s: %s\n", a.spec,
+			s->data.input.path, strerror(-ret));
+		fs->cfg = NULL;		/* still ours: freed below */
+		fs_destroy(fs);
+		fs = NULL;
+		goto out_unstage;
+	}
 	cfg = NULL;		/* fs owns it now */
 	status = mount_serve(fs, &a);
 	if (status != 0)

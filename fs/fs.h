@@ -162,6 +162,12 @@ struct fs_job_layout {
 };
 /* input/, checkpoint/, models/, output/, .mlfs/{stats,mount} for @cfg and @l. */
 int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l);
+/*
+ * Reads every file of view @view (from 0, in layout order: inputs first)
+ * into the shared cache, for an input folder synced whole before the worker
+ * starts.  Nothing for a view that is not remote.  0 or the first error.
+ */
+int fs_job_fetch_view(struct fs *fs, size_t view);
 
 /* fs_passthrough.c */
 struct fuse_session;

@@ -16,10 +16,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs.h"
+#include "log.h"
+#include "path.h"
 
 enum {
 	FSJ_ROOT,
@@ -109,6 +114,125 @@ static int fs_job_show_all(struct fs_job_builder *b, const size_t *srcs, size_t 
 			return ret;
 	}
 	return 0;
+}
+
+/* ---- fetching an input folder whole before the worker starts ---- */
+
+#define FSJ_FETCH_CHUNK (4u << 20)
+#define FSJ_FETCH_DEPTH 64
+
+struct fs_job_names {
+	char **name;
+	bool *dir;
+	size_t n;
+	int err;
+};
+
+static int fs_job_collect(void *payload, const char *name, const struct stat *st)
+{
+	struct fs_job_names *l = payload;
+	char **name_v = reallocarray(l->name, l->n + 1, sizeof(*name_v));
+	bool *dir_v;
+
+	if (!name_v)
+		return l->err = -ENOMEM;
+	l->name = name_v;
+	dir_v = reallocarray(l->dir, l->n + 1, sizeof(*dir_v));
+	if (!dir_v)
+		return l->err = -ENOMEM;
+	l->dir = dir_v;
+	l->name[l->n] = strdup(name);
+	if (!l->name[l->n])
+		return l->err = -ENOMEM;
+	l->dir[l->n++] = st && S_ISDIR(st->st_mode);
+	return 0;
+}
+
+static ssize_t fs_job_fetch(void *arg, void *buf, size_t len, off_t off)
+{
+	return backend_pread(arg, buf, len, off);
+}
+
+/* Reads file @path of @be whole through the shared cache. */
+static int fs_job_fetch_file(struct fs *fs, struct backend *be, const char *path,
+			     uint64_t *bytes)
+{
+	char key[PATH_MAX + 1024];
+	struct backend_file *bf;
+	struct cache_file *cf = NULL;
+	struct stat st;
+	const void *p;
+	ssize_t n = 0;
+	int ret = backend_open(&bf, be, path, O_RDONLY | BE_O_TRUST);
+
+	if (ret < 0)
+		return ret;
+	ret = backend_cache_key(bf, key, sizeof(key));
+	if (ret >= 0)
+		ret = backend_fgetattr(bf, &st);
+	if (ret >= 0)
+		ret = cache_file_open(fs->cache, &cf, key, (uint64_t)st.st_size, &be->stats.cache,
+				      fs_job_fetch, bf);
+	for (off_t off = 0; ret >= 0 && off < st.st_size; off += n) {
+		n = cache_file_read_map(cf, FSJ_FETCH_CHUNK, off, &p);
+		if (n == -ENOTSUP) {	/* too big for the cache: nothing to keep */
+			ret = 0;
+			break;
+		}
+		if (n <= 0)
+			ret = n < 0 ? (int)n : -EIO;
+		else
+			*bytes += (uint64_t)n;
+	}
+	cache_file_close(cf);
+	backend_release(bf);
+	return ret == -ENOTSUP ? 0 : ret;
+}
+
+/* Every file beneath @path of @be into the cache, depth first. */
+static int fs_job_fetch_dir(struct fs *fs, struct backend *be, const char *path, int depth,
+			    uint64_t *files, uint64_t *bytes)
+{
+	struct fs_job_names l = { 0 };
+	int ret = depth > FSJ_FETCH_DEPTH ? -ELOOP : backend_readdir(be, path, fs_job_collect, &l);
+
+	for (size_t i = 0; i < l.n; i++) {
+		char *sub = NULL;
+		struct stat st;
+
+		if (ret >= 0 && path_join(&sub, path, l.name[i]) < 0)
+			ret = -ENOMEM;
+		if (ret >= 0 && !l.dir[i] && (ret = backend_getattr(be, sub, &st)) >= 0)
+			l.dir[i] = S_ISDIR(st.st_mode);
+		if (ret >= 0 && l.dir[i])
+			ret = fs_job_fetch_dir(fs, be, sub, depth + 1, files, bytes);
+		else if (ret >= 0 && S_ISREG(st.st_mode)) {
+			ret = fs_job_fetch_file(fs, be, sub, bytes);
+			++*files;
+		}
+		if (ret < 0 && !l.err)
+			log_err("input: %s: %s", sub ? sub : path, strerror(-ret));
+		free(sub);
+		free(l.name[i]);
+	}
+	free(l.name);
+	free(l.dir);
+	return ret < 0 ? ret : l.err;
+}
+
+int fs_job_fetch_view(struct fs *fs, size_t view)
+{
+	const struct view *v = &fs->views[view];
+	uint64_t files = 0, bytes = 0;
+	int ret;
+
+	if (!fs->cache || !(v->be->ops->caps & BE_CAP_REMOTE))
+		return 0;	/* local data is read in place, as fast as a copy would be */
+	ret = fs_job_fetch_dir(fs, v->be, v->root, 0, &files, &bytes);
+	if (ret == 0)
+		log_info("input: %llu file(s), %.1f MiB fetched into the cache",
+			 (unsigned long long)files, (double)bytes / 1048576.0);
+	return ret;
 }
 
 int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l)

@@ -474,6 +474,25 @@ inf_view intbz2 '{"type": "datastore", "path": "lab:/arch/in.tar.bz2"}'
 inf_view insmbgz '{"type": "datastore", "path": "share:/arch/in.tar.gz"}'
 inf_view inurl '{"type": "s3", "path": "s3://testbucket/arch/url.zip"}'
 
+# an input folder ("…/") is fetched whole into the cache before the view is up
+aws s3 cp --quiet --recursive arch-src s3://testbucket/infolder/
+cat >infold.json <<JSON
+{"name": "infold", "type": "inference", "workers": [{"command": "true"}],
+ "data": {"input": {"type": "s3", "path": "s3://testbucket/infolder/"}}}
+JSON
+if view_up infold infold.json 1; then
+	stat_of() { timeout 20 sed -n "s/^datastore.dataset:input.$1 //p" "$T_DIR/infold/.mlfs/stats"; }
+	fetched=$(stat_of cache_bytes_fetched)
+	check "an input folder is in the cache before the worker reads it" test "${fetched:-0}" -ge 1048576
+	misses=$(stat_of cache_misses)
+	same "... its files read back byte-identical" "$(sha arch-src/dir/member.bin)" \
+		"$(msha "$T_DIR/infold/input/dir/member.bin")"
+	same "... with no new cache miss" "$misses" "$(stat_of cache_misses)"
+	view_down infold
+else
+	not_ok "the input-folder view came up"
+fi
+
 # ======== 6a. the S3 server down at mlfs umount; mlfs sync once it is back
 section "6a S3 down"
 cat >down.json <<JSON
