@@ -442,6 +442,7 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 	static const struct output *cur;
 	static char cur_phase[16];
 	static struct timespec t0;
+	static uint64_t last_done = UINT64_MAX;
 	bool tty = isatty(STDERR_FILENO);
 	double pct = total ? 100.0 * (double)done / (double)total : 100.0, secs;
 	char rate[48];
@@ -456,7 +457,10 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 		cur = o;
 		snprintf(cur_phase, sizeof(cur_phase), "%s", phase);
 		t0 = now;
+	} else if (done == last_done) {
+		return;		/* the same line again says nothing new */
 	}
+	last_done = done;
 	secs = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
 	rate[0] = '\0';
 	if (secs >= 0.5)
@@ -471,8 +475,10 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 	else
 		fprintf(stderr, "%s to %s %s: %.1f of %.1f MiB (%.0f%%)%s%s", phase, o->type,
 			o->path, (double)done / 1048576.0, (double)total / 1048576.0, pct, rate, nl);
-	if (strcmp(phase, "done") == 0)
+	if (strcmp(phase, "done") == 0) {
 		cur = NULL;
+		last_done = UINT64_MAX;
+	}
 }
 
 static const char sync_usage[] =
