@@ -166,12 +166,6 @@ static void backend_check_keys(const struct datastore_config *ds, struct diag *d
 	}
 }
 
-static const char *const source_section[] = {
-	[SOURCE_DATASET] = "dataset",
-	[SOURCE_CHECKPOINT] = "checkpoint",
-	[SOURCE_MODEL] = "model",
-};
-
 static void backend_check_scheme(const char *scheme, const struct source_config *src,
 				 const char *file, struct diag *d)
 {
@@ -179,7 +173,7 @@ static void backend_check_scheme(const char *scheme, const struct source_config 
 
 	if (backend_lookup(&ops, scheme) == -ENOTSUP)
 		diag_add(d, file, src->source_line, "[%s %s] source: %s backend not compiled in",
-			 source_section[src->kind], src->name, scheme);
+			 config_source_word(src->kind), src->name, scheme);
 }
 
 static void backend_check_source(const struct mlfs_config *cfg, const struct source_config *src,

@@ -278,6 +278,11 @@ static const char *const config_source_words[] = {
 
 static const char *const config_url_schemes[] = { "s3", "http", "https", "nfs", "smb", NULL };
 
+const char *config_source_word(enum source_kind kind)
+{
+	return config_source_words[kind];
+}
+
 static int config_key_index(const struct config_key *keys, const char *key)
 {
 	for (int i = 0; keys[i].key; i++)
@@ -874,11 +879,10 @@ static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
 static struct datastore_config *config_add_implicit(struct mlfs_config *cfg,
 						    struct source_config *src, const char *type)
 {
-	static const char *const kind[] = { "dataset", "checkpoint", "model" };
 	struct datastore_config *ds;
 	char *name;
 
-	if (asprintf(&name, "%s:%s", kind[src->kind], src->shown) < 0)
+	if (asprintf(&name, "%s:%s", config_source_words[src->kind], src->shown) < 0)
 		return NULL;
 	ds = reallocarray(cfg->datastores, cfg->n_datastores + 1, sizeof(*ds));
 	if (!ds) {
@@ -901,24 +905,33 @@ static struct datastore_config *config_add_implicit(struct mlfs_config *cfg,
  * path in it).  A URL of a bucket, share or export that a configured
  * datastore serves borrows its endpoint, credentials and options.
  */
+/*
+ * Where the implicit datastore of @src is rooted: its source, or for an
+ * archive the source's folder (the archive then being src->path in it).
+ * Sets src->path; hands out the root, or NULL on ENOMEM.
+ */
+static char *config_implicit_root(struct source_config *src)
+{
+	const char *base = strrchr(src->source, '/');
+	bool archive = base && path_is_archive(src->source);
+	char *root = archive ? strndup(src->source, (size_t)(base + 1 - src->source))
+			     : strdup(src->source);
+
+	src->path = strdup(archive ? base + 1 : "");
+	if (!src->path) {
+		free(root);
+		return NULL;
+	}
+	return root;
+}
+
 static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
 {
 	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;
-	const char *base = strrchr(src->source, '/');
 	struct datastore_config *ds = config_add_implicit(cfg, src, type);
-	char *url;
-	int ret;
+	char *url = ds ? config_implicit_root(src) : NULL;
+	int ret = url ? config_url_keys(cfg, ds, src, url) : -ENOMEM;
 
-	if (!ds)
-		return -ENOMEM;
-	if (path_is_archive(src->source)) {
-		url = strndup(src->source, (size_t)(base + 1 - src->source));
-		src->path = strdup(base + 1);
-	} else {
-		url = strdup(src->source);
-		src->path = strdup("");
-	}
-	ret = url && src->path ? config_url_keys(cfg, ds, src, url) : -ENOMEM;
 	free(url);
 	return ret;
 }
@@ -1007,21 +1020,10 @@ int config_parse(struct mlfs_config **out, const char *file, const char *text,
 /* A job's local path: an implicit local datastore at it, or at its folder for an archive. */
 static int config_local_source(struct mlfs_config *cfg, struct source_config *src)
 {
-	const char *base = strrchr(src->source, '/');
 	struct datastore_config *ds = config_add_implicit(cfg, src, "local");
-	char *root;
-	int ret;
+	char *root = ds ? config_implicit_root(src) : NULL;
+	int ret = root ? config_kv_add(ds, "root", root, 0) : -ENOMEM;
 
-	if (!ds)
-		return -ENOMEM;
-	if (path_is_archive(src->source)) {
-		root = strndup(src->source, (size_t)(base + 1 - src->source));
-		src->path = strdup(base + 1);
-	} else {
-		root = strdup(src->source);
-		src->path = strdup("");
-	}
-	ret = root && src->path ? config_kv_add(ds, "root", root, 0) : -ENOMEM;
 	free(root);
 	return ret;
 }
@@ -1162,6 +1164,15 @@ void config_free(struct mlfs_config *cfg)
 	free(cfg->executor);
 	free(cfg->store);
 	free(cfg);
+}
+
+long config_find_source(const struct mlfs_config *cfg, enum source_kind kind, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		if (cfg->sources[i].kind == kind && (strcmp(cfg->sources[i].name, name) == 0 ||
+						     strcmp(cfg->sources[i].shown, name) == 0))
+			return (long)i;
+	return -1;
 }
 
 int config_rename(struct mlfs_config *cfg, const char *file)

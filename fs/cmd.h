@@ -43,6 +43,14 @@ struct output;
 void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t done,
 		  uint64_t total);
 
+/*
+ * Reads and parses the spec in @file as jobs/ would (the job named after
+ * the file when the spec names none), and with @cfg checks its data against
+ * that config; prints every error on stderr.  0 and *out, or a negated errno.
+ */
+struct spec;
+int cmd_load_spec(struct spec **out, const char *file, const struct mlfs_config *cfg);
+
 /* Loads @file and checks it against the backend registry; prints every error. */
 int cmd_load_config(struct mlfs_config **out, const char *file);
 

@@ -95,32 +95,44 @@ static char *check_default_name(const char *file)
 	return strndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
 }
 
-/* @cfg: with -c, the config the spec's data is checked against; else NULL. */
-static int check_spec(const char *file, const struct mlfs_config *cfg)
+int cmd_load_spec(struct spec **out, const char *file, const struct mlfs_config *cfg)
 {
 	char *text = NULL, *name = check_default_name(file);
-	struct spec *spec = NULL;
 	struct diag d;
 	size_t len = 0;
 	int ret = name ? check_read(file, &text, &len) : -ENOMEM;
 
+	*out = NULL;
 	if (ret < 0) {
 		fprintf(stderr, "%s: %s\n", file, strerror(-ret));
 		free(name);
 		return ret;
 	}
 	diag_init(&d);
-	ret = spec_parse(&spec, file, text, len, name, &d);
-	if (ret == 0 && cfg)
-		ret = spec_check_data(spec, cfg, file, text, len, &d);
+	ret = spec_parse(out, file, text, len, name, &d);
+	if (ret == -EFBIG)
+		fprintf(stderr, "%s: over %d bytes: %s\n", file, SPEC_MAX_SIZE, strerror(EFBIG));
+	if (ret == 0 && cfg && (ret = spec_check_data(*out, cfg, file, text, len, &d)) < 0) {
+		spec_free(*out);
+		*out = NULL;
+	}
 	diag_print(&d, stderr);
+	diag_free(&d);
+	free(text);
+	free(name);
+	return ret;
+}
+
+/* @cfg: with -c, the config the spec's data is checked against; else NULL. */
+static int check_spec(const char *file, const struct mlfs_config *cfg)
+{
+	struct spec *spec;
+	int ret = cmd_load_spec(&spec, file, cfg);
+
 	if (ret == 0)
 		printf("%s: ok (%s spec, job %s, %zu worker(s))\n", file,
 		       spec_format_name(spec->format), spec->name, spec->n_workers);
 	spec_free(spec);
-	diag_free(&d);
-	free(text);
-	free(name);
 	return ret;
 }
 

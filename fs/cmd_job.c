@@ -112,42 +112,6 @@ static int job_take_opts(int *argc, char **argv, struct job_opts *o)
 	return 0;
 }
 
-static int job_read_spec(struct spec **out, const char *file)
-{
-	struct diag d;
-	char *text = NULL, *base, *dot;
-	size_t len = 0;
-	FILE *f = fopen(file, "re");
-	int ret;
-
-	if (!f) {
-		fprintf(stderr, "mlfs job: %s: %s\n", file, strerror(errno));
-		return -errno;
-	}
-	text = malloc(SPEC_MAX_SIZE + 1);
-	if (text)
-		len = fread(text, 1, SPEC_MAX_SIZE + 1, f);
-	fclose(f);
-	base = strdup(strrchr(file, '/') ? strrchr(file, '/') + 1 : file);
-	if (!text || !base) {
-		free(text);
-		free(base);
-		return -ENOMEM;
-	}
-	dot = strrchr(base, '.');
-	if (dot && dot != base)
-		*dot = '\0';
-	diag_init(&d);
-	ret = spec_parse(out, file, text, len, base, &d);
-	if (ret == -EFBIG)
-		fprintf(stderr, "mlfs job: %s: over %d bytes\n", file, SPEC_MAX_SIZE);
-	diag_print(&d, stderr);
-	diag_free(&d);
-	free(text);
-	free(base);
-	return ret;
-}
-
 struct job_ctx {
 	struct mlfs_config *cfg;
 	const char *spec_file;
@@ -158,17 +122,6 @@ struct job_ctx {
 	size_t output;
 	struct backend *store;	/* the store's backend, made when first needed */
 };
-
-/* The configured source of @kind named @name (as written or as shown), or -1. */
-static long job_find_source(const struct mlfs_config *cfg, enum source_kind kind,
-			    const char *name)
-{
-	for (size_t i = 0; i < cfg->n_sources; i++)
-		if (cfg->sources[i].kind == kind && (strcmp(cfg->sources[i].name, name) == 0 ||
-						     strcmp(cfg->sources[i].shown, name) == 0))
-			return (long)i;
-	return -1;
-}
 
 /* Adds a source for the job: @value as config_add_job_source takes it. */
 static long job_add(struct job_ctx *c, enum source_kind kind, const char *name,
@@ -191,8 +144,6 @@ static long job_add(struct job_ctx *c, enum source_kind kind, const char *name,
 	return ret < 0 ? -1 : ret;
 }
 
-static const char *const job_kind_word[] = { "dataset", "checkpoint", "model" };
-
 /* Whether folder @path exists in the store: 0, -ENOENT, or why it cannot be told. */
 static int job_registered(struct job_ctx *c, const char *path)
 {
@@ -213,7 +164,7 @@ static int job_registered(struct job_ctx *c, const char *path)
 static long job_named(struct job_ctx *c, enum source_kind kind, const char *name,
 		      const char *field)
 {
-	long src = job_find_source(c->cfg, kind, name);
+	long src = config_find_source(c->cfg, kind, name);
 	char *value, *own;
 	int ret;
 
@@ -221,10 +172,10 @@ static long job_named(struct job_ctx *c, enum source_kind kind, const char *name
 		return src;
 	if (!c->cfg->store) {
 		diag_add(&c->d, c->spec_file, 0, "%s: no %s named \"%s\" in %s", field,
-			 job_kind_word[kind], name, c->cfg->file);
+			 config_source_word(kind), name, c->cfg->file);
 		return -1;
 	}
-	if (asprintf(&value, "%ss/%s", job_kind_word[kind], name) < 0)
+	if (asprintf(&value, "%ss/%s", config_source_word(kind), name) < 0)
 		return -1;
 	ret = job_registered(c, value);
 	free(value);
@@ -232,11 +183,11 @@ static long job_named(struct job_ctx *c, enum source_kind kind, const char *name
 		diag_add(&c->d, c->spec_file, 0, ret == -ENOENT
 			 ? "%s: no %s named \"%s\" in %s, nor one registered in store %s"
 			 : "%s: %s \"%s\": not in %s, and store %s cannot be read: %s",
-			 field, job_kind_word[kind], name, c->cfg->file, c->cfg->store,
+			 field, config_source_word(kind), name, c->cfg->file, c->cfg->store,
 			 strerror(-ret));
 		return -1;
 	}
-	if (asprintf(&value, "%s:/%ss/%s", c->cfg->store, job_kind_word[kind], name) < 0 ||
+	if (asprintf(&value, "%s:/%ss/%s", c->cfg->store, config_source_word(kind), name) < 0 ||
 	    asprintf(&own, "%s (registered)", name) < 0)
 		return -1;
 	src = job_add(c, kind, own, value, field);
@@ -345,7 +296,7 @@ int cmd_job(int argc, char **argv)
 	}
 	log_init("mlfs", a.debug ? MLFS_LOG_DEBUG : MLFS_LOG_INFO);
 	status = 1;
-	if (cmd_load_config(&cfg, a.config) < 0 || job_read_spec(&s, a.spec) < 0 ||
+	if (cmd_load_config(&cfg, a.config) < 0 || cmd_load_spec(&s, a.spec, cfg) < 0 ||
 	    mount_check_mountpoint(a.mountpoint) < 0 || mount_make_dirs(cfg) < 0)
 		goto out;
 	if (worker > s->n_workers) {

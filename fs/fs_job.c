@@ -101,7 +101,6 @@ static int fs_job_show(struct fs_job_builder *b, size_t src, int dir, bool alone
 	if (ret < 0)
 		return ret;
 	b->view++;
-	v->timeout = readonly ? 3600.0 : 1.0;
 	return fs_view_top(top, v, alone ? fs->root : &fs->vnodes[dir]);
 }
 

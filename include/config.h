@@ -131,6 +131,12 @@ void config_free(struct mlfs_config *cfg);
 int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const char *name,
 			  const char *value, const char *file, const char *field, struct diag *d);
 
+/* "dataset", "checkpoint" or "model". */
+const char *config_source_word(enum source_kind kind);
+
+/* The index of the source of @kind named @name (as written or as shown), or -1. */
+long config_find_source(const struct mlfs_config *cfg, enum source_kind kind, const char *name);
+
 /* Names the config by @file (e.g. made absolute) from now on, in every message. 0 or -ENOMEM. */
 int config_rename(struct mlfs_config *cfg, const char *file);
 

@@ -210,22 +210,17 @@ int output_create(struct output **out, const char *state_dir, const char *config
 		goto fail;
 	}
 	/* Searchable, not listable: the owner reaches files/ (jobs/NAME/workers/N/output). */
-	if ((ret = output_mkdir(top, 0711)) < 0 || (ret = output_mkdir(o->dir, 0711)) < 0)
+	if ((ret = output_mkdir(top, 0711)) < 0)
 		goto fail;
+	/* A named output is made once: never two views over one output. */
+	if (mkdir(o->dir, 0711) < 0 && (errno != EEXIST || id)) {
+		ret = -errno;
+		goto fail;
+	}
 	ret = -ENOMEM;
 	files = output_files(o);
 	if (!files)
 		goto fail;
-	if (id && access(files, F_OK) == 0) {
-		ret = -EEXIST;		/* never two views over one output */
-		free(top);
-		free(files);
-		o->live_fd = -1;
-		free(o->dir);
-		o->dir = NULL;		/* not ours: output_free must not touch it */
-		output_free(o);
-		return ret;
-	}
 	/* The worker's uid owns what it writes; the folder above stays root's. */
 	if ((ret = output_mkdir(files, 0755)) < 0 ||
 	    (geteuid() == 0 && chown(files, uid, gid) < 0 && (ret = -errno)))

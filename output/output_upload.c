@@ -180,6 +180,7 @@ struct out_run {
 	char **done;		/* journal: files in place */
 	size_t n_done;
 	bool zipped;
+	bool complete;		/* journal: the upload was done before */
 	uint64_t total, sent;	/* bytes: all, and in place before the current file */
 	struct timespec last;	/* the last progress report */
 	const char *phase;
@@ -220,6 +221,8 @@ static void out_journal_fn(void *arg, json_t *e)
 
 	if (json_object_get(e, "zipped"))
 		r->zipped = true;
+	if (json_object_get(e, "complete"))
+		r->complete = true;
 	if (!rel)
 		return;
 	done = reallocarray(r->done, r->n_done + 1, sizeof(*done));
@@ -231,12 +234,15 @@ static void out_journal_fn(void *arg, json_t *e)
 		r->n_done++;
 }
 
+static int out_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the journal lists @rel as in place (r->done is sorted once it is read). */
 static bool out_is_done(const struct out_run *r, const char *rel)
 {
-	for (size_t i = 0; i < r->n_done; i++)
-		if (strcmp(r->done[i], rel) == 0)
-			return true;
-	return false;
+	return r->n_done && bsearch(&rel, r->done, r->n_done, sizeof(*r->done), out_cmp);
 }
 
 /* The resume token saved for @rel, or NULL. */
@@ -760,7 +766,9 @@ int output_upload(struct output *o, struct mlfs_config *cfg, output_progress_fn 
 	if (lock < 0)
 		return out_fail(&r, lock, "upload.lock: %s", strerror(-lock));
 	ret = output_journal_read(o, out_journal_fn, &r);
-	if (ret == 0 && output_complete(o))
+	if (r.n_done)
+		qsort(r.done, r.n_done, sizeof(*r.done), out_cmp);
+	if (ret == 0 && r.complete)
 		goto out;
 	if (ret == 0 && strcmp(o->type, "none") == 0) {
 		/* No destination named: the staged files stay where they are, for the user. */

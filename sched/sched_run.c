@@ -210,8 +210,8 @@ static bool sched_has_view(const struct sched *s, const struct sched_job *j)
 }
 
 /*
- * The command lines that mount worker @w's view and unmount it (uploading
- * its output), and where the view goes.  The output folder is named by the
+ * The command lines that mount worker @w's view at l->view (set by
+ * sched_launch_prepare) and unmount it (uploading its output).  The output folder is named by the
  * job, worker, attempt and acceptance time, so the tree can show it and a
  * later sync can be matched to this job.
  */
@@ -222,7 +222,6 @@ static void sched_view_prepare(struct sched *s, struct sched_launch *l)
 	char **a = l->view_argv;
 	size_t n = 0;
 
-	snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
 	snprintf(l->spec, sizeof(l->spec), "%s/spec/%s", j->dir, j->file ? j->file : j->name);
 	snprintf(l->phase, sizeof(l->phase), "%s/workers/%u/phase", j->dir, w->n);
 	snprintf(l->uplog, sizeof(l->uplog), "%s/workers/%u/upload.log", j->dir, w->n);

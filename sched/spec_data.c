@@ -17,8 +17,6 @@
 #include "json_pos.h"
 #include "spec.h"
 
-static const char *const spec_data_words[] = { "dataset", "checkpoint", "model" };
-
 /* Where problems are reported: the file, and the spec's text when known. */
 struct spec_data_ctx {
 	const struct mlfs_config *cfg;
@@ -47,18 +45,15 @@ static void spec_data_error(struct spec_data_ctx *c, const char *field, const ch
 static bool spec_data_named(const struct mlfs_config *cfg, enum source_kind kind,
 			    const char *name)
 {
-	for (size_t i = 0; i < cfg->n_sources; i++)
-		if (cfg->sources[i].kind == kind && (strcmp(cfg->sources[i].name, name) == 0 ||
-						     strcmp(cfg->sources[i].shown, name) == 0))
-			return true;
-	return cfg->store != NULL;	/* it may be registered there: the view looks */
+	/* Not configured, it may be registered in the store: the view looks there. */
+	return config_find_source(cfg, kind, name) >= 0 || cfg->store != NULL;
 }
 
 static void spec_data_name(struct spec_data_ctx *c, enum source_kind kind, const char *name,
 			   const char *field)
 {
 	if (!spec_data_named(c->cfg, kind, name))
-		spec_data_error(c, field, "no %s named \"%s\" in %s", spec_data_words[kind], name,
+		spec_data_error(c, field, "no %s named \"%s\" in %s", config_source_word(kind), name,
 				c->cfg->file);
 }
 

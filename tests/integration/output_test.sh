@@ -216,6 +216,14 @@ fails "an unknown dataset is named with its field" 'data.datasets[0]: no dataset
 	"$MLFS" job -f o.conf nods.json "$M" --worker 1
 fails "--worker is needed" "--worker N is needed" "$MLFS" job -f o.conf train.json "$M"
 fails "--worker 0 is refused" "not a worker number" "$MLFS" job -f o.conf train.json "$M" --worker 0
+used=$(ls state/outputs | head -1)
+fails "--output-id of an output made before is refused" "that output exists already" \
+	"$MLFS" job -f --output-id "$used" o.conf train.json "$M" --worker 1
+fails "--output-id must be a plain folder name" "is not a folder name" \
+	"$MLFS" job -f --output-id ../x o.conf train.json "$M" --worker 1
+fails "--owner wants UID:GID" "is not UID:GID" "$MLFS" job -f --owner nobody o.conf train.json "$M" --worker 1
+fails "only root gives the output to another user" "only root" \
+	su nobody -s /bin/sh -c "'$MLFS' job -f --owner 0:0 '$T_DIR/o.conf' '$T_DIR/train.json' '$M' --worker 1"
 check "nothing is mounted after them" sh -c "! grep -q ' $M ' /proc/self/mounts"
 same "refused views leave no staging folder" 0 "$(ls state/outputs | grep -c '^nods')"
 
