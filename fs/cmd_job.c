@@ -268,6 +268,41 @@ static char *job_mount_info(const struct mlfs_config *cfg, const struct output *
 	return info;
 }
 
+/*
+ * An ordinary user (a worker a cluster runs as its owner) may not write
+ * the config's state_dir or cache_dir: its output is then staged under its
+ * own ~/.local/state/mlfs (XDG_STATE_HOME) and its blocks cached under
+ * ~/.cache/mlfs (XDG_CACHE_HOME), or in TMPDIR when it has no home.  Only
+ * a folder that exists or can be made is taken.
+ */
+static void job_user_dir(char **dir, const char *xdg, const char *home_sub, const char *tmp_name)
+{
+	const char *home = getenv("HOME"), *x = getenv(xdg), *tmp = getenv("TMPDIR");
+	char *cand[3] = { NULL, NULL, NULL };
+
+	if (access(*dir, W_OK | X_OK) == 0 || (access(*dir, F_OK) < 0 && path_mkdirs(*dir, 0755) == 0))
+		return;
+	if (x && *x == '/' && asprintf(&cand[0], "%s/mlfs", x) < 0)
+		cand[0] = NULL;
+	if (home && *home == '/' && asprintf(&cand[1], "%s/%s", home, home_sub) < 0)
+		cand[1] = NULL;
+	if (asprintf(&cand[2], "%s/%s-%u", tmp && *tmp == '/' ? tmp : "/tmp", tmp_name,
+		     (unsigned int)getuid()) < 0)
+		cand[2] = NULL;
+	for (size_t i = 0; i < 3; i++) {
+		if (cand[i] && path_mkdirs(cand[i], 0700) == 0 && access(cand[i], W_OK | X_OK) == 0) {
+			fprintf(stderr, "mlfs job: %s is not writable by uid %u: using %s\n", *dir,
+				(unsigned int)getuid(), cand[i]);
+			free(*dir);
+			*dir = cand[i];
+			cand[i] = NULL;
+			break;
+		}
+	}
+	for (size_t i = 0; i < 3; i++)
+		free(cand[i]);
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct mount_args a = { .spec_wanted = true };
@@ -297,7 +332,13 @@ int cmd_job(int argc, char **argv)
 	log_init("mlfs", a.debug ? MLFS_LOG_DEBUG : MLFS_LOG_INFO);
 	status = 1;
 	if (cmd_load_config(&cfg, a.config) < 0 || cmd_load_spec(&s, a.spec, cfg) < 0 ||
-	    mount_check_mountpoint(a.mountpoint) < 0 || mount_make_dirs(cfg) < 0)
+	    mount_check_mountpoint(a.mountpoint) < 0)
+		goto out;
+	if (geteuid() != 0) {
+		job_user_dir(&cfg->state_dir, "XDG_STATE_HOME", ".local/state/mlfs", "mlfs-state");
+		job_user_dir(&cfg->cache_dir, "XDG_CACHE_HOME", ".cache/mlfs", "mlfs-cache");
+	}
+	if (mount_make_dirs(cfg) < 0)
 		goto out;
 	if (worker > s->n_workers) {
 		fprintf(stderr, "mlfs job: %s: --worker %u: job %s has %zu worker(s)\n", a.spec,

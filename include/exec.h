@@ -3,8 +3,14 @@
  *
  * The scheduler decides when a worker runs and with what; an executor only
  * starts it, signals it, and reports how it ended.  `local` runs workers on
- * this node; `slurm` (later) submits them to a cluster; tests may register a
+ * this node; `slurm` submits them to a Slurm cluster; tests may register a
  * fake behind the same ops.
+ *
+ * A *cluster* executor (one with submit and refresh) places workers itself:
+ * the scheduler hands it every waiting worker of a job at once (submit),
+ * holds no node resources for them, and learns where each stands from
+ * poll, which answers from the last refresh, one batched look at the whole
+ * cluster per interval.
  *
  * A started worker is described by a struct exec_run the scheduler keeps
  * and persists (pid, start time, paths), so a new daemon can adopt a worker
@@ -18,10 +24,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define EXEC_OPS_VERSION 1
+#define EXEC_OPS_VERSION 2
 
 struct mlfs_config;
 struct executor;
+struct spec;
 
 /* What to run: every pointer is borrowed for the call. */
 struct exec_start {
@@ -55,6 +62,16 @@ struct exec_start {
 	bool view_bind;
 	const char *phase_path;
 	const char *upload_log;
+
+	/* For cluster executors, which carry the job to another node: */
+	const struct spec *spec;	/* the job's model; this worker is spec->workers[worker - 1] */
+	const char *spec_file;		/* the file name it was written as */
+	const char *spec_text;		/* the spec as written, @spec_len bytes */
+	size_t spec_len;
+	const char *job_dir;		/* state_dir/jobs/NAME: logs, phase and exit files */
+	const char *output_id;		/* the view's --output-id; NULL without a view */
+	const char *config_path;	/* the config, absolute, the same on every node */
+	const char *mlfs_bin;		/* the mlfs binary, absolute, the same on every node */
 };
 
 /* A started worker, as the scheduler keeps and persists it. */
@@ -65,6 +82,8 @@ struct exec_run {
 	int pidfd;			/* readable when it ended; -1 when not open */
 	char exit_path[4096];
 	char cgroup[256];		/* memory cgroup folder, "" = none */
+	char cluster_id[64];		/* the cluster's id for it (Slurm: "123", "123_4"); "" = none */
+	unsigned int restarts;		/* times the cluster requeued it, as last seen */
 };
 
 enum exec_end {
@@ -79,7 +98,12 @@ struct exec_result {
 	int code;
 	bool staging_in_failed;		/* the view never came up; the command never ran */
 	int upload;			/* unview_argv's exit status; -1 when it did not run */
+	char why[256];			/* the executor's words for an end or a wait; "" = none */
 };
+
+/* poll's answers besides 0 (running) and 1 (ended), from cluster executors. */
+#define EXEC_PENDING	2		/* in the cluster's queue; @res->why says why it waits */
+#define EXEC_REQUEUED	3		/* ran, and was put back in the queue (preempted, node failure) */
 
 struct exec_ops {
 	unsigned int version;		/* EXEC_OPS_VERSION, always first */
@@ -102,6 +126,27 @@ struct exec_ops {
 	 * (@res says how; EXEC_LOST when nothing says), or a negated errno.
 	 */
 	int (*adopt)(struct executor *ex, struct exec_run *run, struct exec_result *res);
+
+	/* Cluster executors only; NULL for the others. */
+	/*
+	 * Submits workers @w[0..n) of one job at once (independent workers
+	 * may become one job array; with @together they start as one
+	 * allocation), filling @runs[0..n).  0 or a negated errno, with the
+	 * cluster's words in @why.
+	 */
+	int (*submit)(struct executor *ex, const struct exec_start *w, size_t n, bool together,
+		      struct exec_run *runs, char *why, size_t why_len);
+	/*
+	 * One batched look at every submitted worker, at most once per the
+	 * executor's interval; returns the ms until the next is due.
+	 */
+	int (*refresh)(struct executor *ex);
+	/*
+	 * Whether a worker of @sp (from 0) could ever run on the cluster: 1,
+	 * or -1 with why not in @why.
+	 */
+	int (*fits)(struct executor *ex, const struct spec *sp, size_t worker, char *why,
+		    size_t why_len);
 };
 
 struct executor {
@@ -109,5 +154,6 @@ struct executor {
 };
 
 extern const struct exec_ops exec_local_ops;
+extern const struct exec_ops exec_slurm_ops;
 
 #endif

@@ -181,6 +181,9 @@ struct mlfs_config;
 int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
 		    const char *text, size_t len, struct diag *d);
 
+/* Whether two workers ask for the same resources (a cluster may run them as one array). */
+bool spec_same_resources(const struct spec_resources *a, const struct spec_resources *b);
+
 /* "native", "openpai", "gpulab", "kibernetika" */
 const char *spec_format_name(enum spec_format f);
 

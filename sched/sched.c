@@ -278,6 +278,16 @@ void sched_set_state(struct sched *s, struct sched_job *j, enum sched_state st, 
 		sched_final_add(s, j->name);
 }
 
+/* Whether a worker is in a cluster's hands (lock held). */
+static bool sched_cluster_live(const struct sched *s)
+{
+	for (const struct sched_job *j = s->jobs; j; j = j->next)
+		for (size_t i = 0; !sched_state_final(j->state) && i < j->n_workers; i++)
+			if (j->workers[i].running)
+				return true;
+	return false;
+}
+
 static void *sched_thread(void *arg)
 {
 	struct sched *s = arg;
@@ -288,12 +298,19 @@ static void *sched_thread(void *arg)
 		nfds_t nfds = 1;
 		int timeout;
 
+		int refresh = -1;
+
+		/* a cluster's one batched look, without the lock: it runs a command */
+		if (s->ex->ops->refresh)
+			refresh = s->ex->ops->refresh(s->ex);
 		pthread_mutex_lock(&s->lock);
 		if (s->stop) {
 			pthread_mutex_unlock(&s->lock);
 			break;
 		}
 		timeout = sched_run_pass(s);
+		if (refresh >= 0 && sched_cluster_live(s) && (timeout < 0 || timeout > refresh))
+			timeout = refresh;
 		launches = s->launches;
 		s->launches = NULL;
 		for (struct sched_job *j = s->jobs; j && nfds < 257; j = j->next)
@@ -335,11 +352,14 @@ static int sched_make_executor(struct sched *s, const struct exec_ops *ops)
 	const char *name = s->cfg->executor ? s->cfg->executor : "local";
 
 	if (!ops) {
-		if (strcmp(name, "local") != 0) {
+		if (strcmp(name, "slurm") == 0) {
+			ops = &exec_slurm_ops;
+		} else if (strcmp(name, "local") == 0) {
+			ops = &exec_local_ops;
+		} else {
 			log_err("executor %s: not compiled in", name);
 			return -ENOTSUP;
 		}
-		ops = &exec_local_ops;
 	}
 	if (ops->version < 1 || ops->version > EXEC_OPS_VERSION)
 		return -EINVAL;

@@ -53,6 +53,11 @@ struct sched_worker {
 	bool staging_in_failed;		/* the last attempt's view never came up */
 	bool upload_failed;		/* the last attempt's output is not at its destination */
 	char output_id[160];		/* the last attempt's output folder, "" = none */
+	/* With a cluster executor (exec_ops.submit): */
+	bool pending;			/* submitted, waiting in the cluster's queue (run is live) */
+	char wait_why[256];		/* the cluster's words for why it waits */
+	char cluster_id[64];		/* the last attempt's id in the cluster, kept after it ends */
+	char end_why[256];		/* the executor's words for how the last attempt ended */
 };
 
 struct sched_job {
@@ -133,6 +138,12 @@ struct sched {
 	char *mlfs_bin;
 	char *config_path;
 };
+
+/* Whether the executor places workers itself (a cluster: exec_ops.submit). */
+static inline bool sched_cluster(const struct sched *s)
+{
+	return s->ex && s->ex->ops->submit;
+}
 
 long long sched_now_ns(void);		/* CLOCK_REALTIME */
 long long sched_mono_ns(void);		/* CLOCK_MONOTONIC */

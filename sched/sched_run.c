@@ -192,11 +192,12 @@ struct sched_launch {
 	struct sched_env env;
 	char ml[4096], models[4200], log[4096], jlog[4096], exitp[4096];
 	/* the view: mlfs job ... and mlfs umount ... */
-	char view[4096], spec[4200], phase[4096], uplog[4096], wnum[16], owner[32];
+	char view[4096], spec[4200], phase[4096], uplog[4096], wnum[16], owner[32], jdir[4096];
 	char *view_argv[14], *unview_argv[4];
 	struct exec_start st;
 	struct exec_run run;
 	int ret;
+	char why[256];			/* a cluster's words when it refused it */
 	struct sched_launch *next;
 };
 
@@ -360,11 +361,12 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	w->output_id[0] = '\0';
 	w->phase = SCHED_PHASE_NONE;
 	if (sched_has_view(s, j)) {
-		snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
 		/* In its mount namespace the worker sees its view at /opt/ml; else where it is. */
-		snprintf(l->models, sizeof(l->models), "%s/models",
-			 geteuid() == 0 ? "/opt/ml" : l->view);
-		sched_env_build(&l->env, j, w, geteuid() == 0 ? "/opt/ml" : l->view);
+		bool at_opt = geteuid() == 0 || sched_cluster(s);
+
+		snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
+		snprintf(l->models, sizeof(l->models), "%s/models", at_opt ? "/opt/ml" : l->view);
+		sched_env_build(&l->env, j, w, at_opt ? "/opt/ml" : l->view);
 	} else {
 		sched_env_build(&l->env, j, w, l->ml);
 	}
@@ -378,8 +380,18 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	};
 	if (sched_has_view(s, j))
 		sched_view_prepare(s, l);
+	snprintf(l->jdir, sizeof(l->jdir), "%s", j->dir);
+	l->st.spec = j->spec;
+	l->st.spec_file = j->file ? j->file : j->name;
+	l->st.spec_text = j->text;
+	l->st.spec_len = j->text_len;
+	l->st.job_dir = l->jdir;
+	l->st.output_id = w->output_id[0] ? w->output_id : NULL;
+	l->st.config_path = s->config_path;
+	l->st.mlfs_bin = s->mlfs_bin;
 	snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
-	sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
+	if (!sched_cluster(s))
+		sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
 	w->starting = true;
 	l->next = s->launches;
 	s->launches = l;
@@ -395,16 +407,42 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 
 	w->starting = false;
 	if (l->ret < 0) {
-		sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
+		if (!sched_cluster(s))
+			sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
 		s->res_gen++;
 		w->n_attempts--;
 		w->n_gpus = 0;
 		w->state = SCHED_FAILED;
-		sched_event(j, "worker %u: cannot start: %s", w->n, strerror(-l->ret));
+		if (l->why[0])
+			snprintf(w->end_why, sizeof(w->end_why), "%s", l->why);
+		sched_event(j, "worker %u: cannot start: %s", w->n, l->why[0] ? l->why : strerror(-l->ret));
 		sched_run_update(s, j);
 		return;
 	}
 	w->run = l->run;
+	if (sched_cluster(s)) {
+		/* in the cluster's queue: the attempt starts when the cluster runs it */
+		w->running = true;
+		w->pending = true;
+		w->wait_why[0] = '\0';
+		w->end_why[0] = '\0';
+		snprintf(w->cluster_id, sizeof(w->cluster_id), "%s", w->run.cluster_id);
+		w->phase = SCHED_PHASE_NONE;
+		w->staging_in_failed = w->upload_failed = false;
+		w->term_sent = false;
+		w->kill_at_ns = 0;
+		s->started_any = true;
+		sched_event(j, "worker %u: attempt %u submitted to Slurm as job %s", w->n, w->n_attempts,
+			    w->run.cluster_id);
+		if (j->cancelled) {
+			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			w->term_sent = true;
+			w->kill_at_ns = sched_mono_ns() + SCHED_KILL_GRACE * 1000000000LL;
+		}
+		sched_run_update(s, j);
+		sched_store_status(j);
+		return;
+	}
 	w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
 	w->running = true;
 	w->state = SCHED_RUNNING;
@@ -424,15 +462,112 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 	sched_store_status(j);	/* the run, for a new daemon to adopt, even when the state is unchanged */
 }
 
+/*
+ * A cluster runs the batch script as the job's owner: its worker folder
+ * and the job's log become the owner's, so the script can write its log,
+ * phase and exit files there.
+ */
+static int sched_cluster_files(const struct sched_launch *l)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/workers/%u", l->j->dir, l->w->n);
+	if (chown(path, l->j->uid, l->j->gid) < 0)
+		return -errno;
+	fd = open(l->jlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (fchown(fd, l->j->uid, l->j->gid) < 0) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+static int sched_launch_cmp(const void *a, const void *b)
+{
+	const struct sched_launch *x = *(struct sched_launch *const *)a;
+	const struct sched_launch *y = *(struct sched_launch *const *)b;
+
+	if (x->j != y->j)
+		return x->j->accepted_ns < y->j->accepted_ns ? -1 : 1;
+	return x->w->n < y->w->n ? -1 : x->w->n > y->w->n;
+}
+
+/*
+ * Hands the launches of one job, @g[0..n) in worker order, to a cluster: a
+ * gang as one allocation, else runs of workers of the same shape each as
+ * one submission (a job array when more than one).
+ */
+static void sched_cluster_submit(struct sched *s, struct sched_launch **g, size_t n)
+{
+	struct exec_start *st = calloc(n, sizeof(*st));
+	struct exec_run *runs = calloc(n, sizeof(*runs));
+	size_t first = 0;
+
+	while (first < n) {
+		const struct spec *sp = g[0]->j->spec;
+		size_t end = first + 1;
+		int ret;
+
+		while (end < n && (sp->gang || spec_same_resources(&sp->workers[g[first]->w->n - 1].res,
+								&sp->workers[g[end]->w->n - 1].res)))
+			end++;
+		if (!st || !runs) {
+			ret = -ENOMEM;
+		} else {
+			for (size_t i = first; i < end; i++)
+				st[i - first] = g[i]->st;
+			ret = s->ex->ops->submit(s->ex, st, end - first, sp->gang, runs, g[first]->why,
+						 sizeof(g[first]->why));
+		}
+		for (size_t i = first; i < end; i++) {
+			if (g[i]->ret == 0)
+				g[i]->ret = ret;
+			if (ret == 0)
+				g[i]->run = runs[i - first];
+			if (i != first)
+				memcpy(g[i]->why, g[first]->why, sizeof(g[i]->why));
+		}
+		first = end;
+	}
+	free(st);
+	free(runs);
+}
+
 void sched_run_launch(struct sched *s, struct sched_launch *list)
 {
+	struct sched_launch **all = NULL;
+	size_t n = 0;
+
 	for (struct sched_launch *l = list; l; l = l->next) {
 		l->ret = sched_make_scratch(l->j, l->w, l->ml);
 		if (l->ret == 0 && l->st.view_argv)
 			l->ret = sched_view_files(l);
 		unlink(l->exitp);
-		if (l->ret == 0)
+		if (l->ret == 0 && sched_cluster(s))
+			l->ret = sched_cluster_files(l);
+		if (l->ret == 0 && !sched_cluster(s))
 			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);
+		n++;
+	}
+	if (sched_cluster(s) && n && (all = calloc(n, sizeof(*all)))) {
+		size_t i = 0;
+
+		for (struct sched_launch *l = list; l; l = l->next)
+			all[i++] = l;
+		qsort(all, n, sizeof(*all), sched_launch_cmp);
+		for (size_t first = 0, end; first < n; first = end) {
+			for (end = first + 1; end < n && all[end]->j == all[first]->j; end++)
+				;
+			sched_cluster_submit(s, all + first, end - first);
+		}
+		free(all);
+	} else if (sched_cluster(s)) {
+		for (struct sched_launch *l = list; l; l = l->next)
+			l->ret = l->ret ? l->ret : -ENOMEM;
 	}
 	pthread_mutex_lock(&s->lock);
 	for (struct sched_launch *l = list; l; l = l->next)
@@ -449,7 +584,7 @@ void sched_run_launch(struct sched *s, struct sched_launch *list)
 
 static bool sched_worker_waiting(const struct sched_worker *w)
 {
-	return !w->starting && (w->state == SCHED_QUEUED || w->state == SCHED_RETRYING);
+	return !w->starting && !w->running && (w->state == SCHED_QUEUED || w->state == SCHED_RETRYING);
 }
 
 /* Starts the waiting workers of @j that fit; the reason of the first that does not, in @why. */
@@ -463,10 +598,19 @@ static int sched_place_job(struct sched *s, struct sched_job *j, char *why, size
 
 		if (!sched_worker_waiting(w))
 			continue;
-		fit = sched_node_fit(&s->node, &j->spec->workers[i].res, gpus, why, len);
-		if (fit <= 0)
-			return fit;
-		w->n_gpus = (unsigned int)j->spec->workers[i].res.gpu_count;
+		if (sched_cluster(s)) {
+			/* the cluster places it: only whether it ever could */
+			fit = s->ex->ops->fits(s->ex, j->spec, i, why, len);
+			if (fit <= 0)
+				return fit;
+			why[0] = '\0';
+			w->n_gpus = 0;
+		} else {
+			fit = sched_node_fit(&s->node, &j->spec->workers[i].res, gpus, why, len);
+			if (fit <= 0)
+				return fit;
+			w->n_gpus = (unsigned int)j->spec->workers[i].res.gpu_count;
+		}
 		memcpy(w->gpus, gpus, w->n_gpus * sizeof(int));
 		ret = sched_launch_prepare(s, j, w);
 		if (ret < 0) {
@@ -570,9 +714,14 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 {
 	struct sched_attempt *att = &w->attempts[w->n_attempts - 1];
 
-	sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
+	if (!sched_cluster(s))
+		sched_node_release(&s->node, &j->spec->workers[w->n - 1].res, w->gpus, w->n_gpus);
 	s->res_gen++;
 	w->running = false;
+	w->pending = false;
+	snprintf(w->end_why, sizeof(w->end_why), "%s", res->why);
+	if (!att->started_ns)
+		att->started_ns = att->ended_ns ? att->ended_ns : sched_now_ns();	/* ended before it ran */
 	w->n_gpus = 0;
 	att->ended_ns = sched_now_ns();
 	sched_end_text(res, att->end, sizeof(att->end));
@@ -672,6 +821,11 @@ static void sched_fail_text(const struct sched_job *j, const struct sched_worker
 	else if (strcmp(end, "oom") == 0)
 		snprintf(buf, len, "worker %u was killed for using more than its %g GB of memory (oom)",
 			 w->n, j->spec->workers[w->n - 1].res.memory_gb);
+	else if (w->n_attempts == 0 && w->end_why[0])
+		snprintf(buf, len, "worker %u could not be submitted: %s", w->n, w->end_why);
+	else if (w->end_why[0])
+		snprintf(buf, len, "worker %u %s after %u attempt(s): %s", w->n, end, w->n_attempts,
+			 w->end_why);
 	else if (strcmp(end, "lost") == 0)
 		snprintf(buf, len, "worker %u was lost: it ended while mlfs was not watching, "
 			 "with no exit status", w->n);
@@ -802,9 +956,18 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 
 	if (j->spec->n_roles && !j->stopping && !j->cancelled && sched_role_verdict(j))
 		sched_stop_rest(s, j);
+	size_t pending = 0;
+	const struct sched_worker *first_pending = NULL;
+
 	for (size_t i = 0; i < j->n_workers; i++) {
 		const struct sched_worker *w = &j->workers[i];
 
+		if ((w->running && w->pending) || (w->starting && sched_cluster(s))) {
+			pending++;
+			if (!first_pending)
+				first_pending = w;
+			continue;	/* in the cluster's queue: waiting, as far as the job goes */
+		}
 		running += w->running || w->starting;
 		in += (w->running && w->phase == SCHED_PHASE_STAGING_IN) ||
 		      (w->starting && sched_has_view(s, j));
@@ -817,6 +980,13 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 		failed += w->state == SCHED_FAILED;
 	}
 	if (done < j->n_workers) {
+		if (pending && !running && !j->cancelled && !j->stopping) {
+			sched_set_state(s, j, retrying || first_pending->state == SCHED_RETRYING
+					? SCHED_RETRYING : SCHED_QUEUED, "%s", first_pending->wait_why[0]
+					? first_pending->wait_why : first_pending->starting
+					? "being submitted to Slurm" : "submitted to Slurm");
+			return;
+		}
 		if (running && in == running && !j->cancelled)
 			sched_set_state(s, j, SCHED_STAGING_IN, "mounting the view of %zu worker(s): "
 					"fetching inputs", in);
@@ -868,6 +1038,54 @@ static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
 }
 
 /*
+ * A cluster worker that waits in the cluster's queue (EXEC_PENDING), or was
+ * put back there after it ran (EXEC_REQUEUED: preempted, or its node
+ * failed), which counts as a new attempt, RETRYING, not as a failure.
+ * Returns whether the job's state may have changed.
+ */
+static bool sched_cluster_wait(struct sched_job *j, struct sched_worker *w, int how,
+			       const struct exec_result *res)
+{
+	if (how == EXEC_REQUEUED) {
+		struct sched_attempt *att = realloc(w->attempts, (w->n_attempts + 1) * sizeof(*att));
+		char *r;
+
+		if (att) {
+			w->attempts = att;
+			att[w->n_attempts - 1].ended_ns = sched_now_ns();
+			if (!att[w->n_attempts - 1].started_ns)
+				att[w->n_attempts - 1].started_ns = att[w->n_attempts - 1].ended_ns;
+			snprintf(att[w->n_attempts - 1].end, sizeof(att->end), "requeued");
+			att[w->n_attempts++] = (struct sched_attempt){ 0 };
+		}
+		/* the batch script names a requeued run's output ID.rN */
+		if (w->output_id[0]) {
+			r = strstr(w->output_id, ".r");
+			if (r && strspn(r + 2, "0123456789") == strlen(r + 2))
+				*r = '\0';
+			snprintf(w->output_id + strlen(w->output_id), sizeof(w->output_id) -
+				 strlen(w->output_id), ".r%u", w->run.restarts);
+		}
+		w->pending = true;
+		w->state = SCHED_RETRYING;
+		w->phase = SCHED_PHASE_NONE;
+		snprintf(w->wait_why, sizeof(w->wait_why), "%s", res->why);
+		sched_event(j, "worker %u: %s; it waits to run again", w->n, res->why);
+		return true;
+	}
+	if (w->pending && strcmp(w->wait_why, res->why) == 0)
+		return false;
+	if (!w->pending) {
+		/* seen running, and now queued again: Slurm requeued it between two looks */
+		w->state = SCHED_RETRYING;
+		sched_event(j, "worker %u: back in Slurm's queue", w->n);
+	}
+	w->pending = true;
+	snprintf(w->wait_why, sizeof(w->wait_why), "%s", res->why);
+	return true;
+}
+
+/*
  * Reaps ended workers and enforces the run timeout and the kill deadline.
  * Returns whether a worker ended or a view's phase changed.
  */
@@ -886,12 +1104,24 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 		ret = s->ex->ops->poll(s->ex, &w->run, &res);
 		if (ret < 0) {
 			log_err("job %s: worker %u: cannot watch it: %s", j->name, w->n, strerror(-ret));
-			res = (struct exec_result){ .how = EXEC_LOST };
+			res = (struct exec_result){ .how = EXEC_LOST, .upload = -1 };
+		}
+		if (ret == EXEC_PENDING || ret == EXEC_REQUEUED) {
+			ended |= sched_cluster_wait(j, w, ret, &res);
+			continue;
 		}
 		if (ret != 0) {
 			sched_worker_ended(s, j, w, &res);
 			ended = true;
 			continue;
+		}
+		if (w->pending) {
+			/* the cluster started it: its attempt begins now */
+			w->pending = false;
+			w->state = SCHED_RUNNING;
+			w->attempts[w->n_attempts - 1].started_ns = sched_now_ns();
+			sched_event(j, "worker %u: running on Slurm as job %s", w->n, w->run.cluster_id);
+			ended = true;
 		}
 		if (w->output_id[0]) {
 			if (sched_read_phase(j, w)) {
@@ -904,7 +1134,7 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 			if (!*next || now + SCHED_PHASE_POLL_NS < *next)
 				*next = now + SCHED_PHASE_POLL_NS;
 		}
-		limit = j->spec->run_timeout > 0 ?
+		limit = j->spec->run_timeout > 0 && w->attempts[w->n_attempts - 1].started_ns ?
 			w->attempts[w->n_attempts - 1].started_ns + j->spec->run_timeout * 1000000000LL : 0;
 		if (limit && !w->term_sent && sched_now_ns() >= limit) {
 			w->timed_out = true;
@@ -934,7 +1164,7 @@ static bool sched_wait_expired(struct sched *s, struct sched_job *j, long long n
 {
 	long long limit;
 
-	if (j->spec->wait_timeout <= 0 || j->started_ns)
+	if (j->spec->wait_timeout <= 0 || j->started_ns || j->stopping)
 		return false;
 	limit = j->accepted_mono_ns + j->spec->wait_timeout * 1000000000LL;
 	if (now < limit) {
@@ -942,11 +1172,31 @@ static bool sched_wait_expired(struct sched *s, struct sched_job *j, long long n
 			*next = limit;
 		return false;
 	}
-	for (size_t i = 0; i < j->n_workers; i++)
-		if (sched_worker_waiting(&j->workers[i]))
-			j->workers[i].state = SCHED_FAILED;
-	sched_set_state(s, j, SCHED_FAILED, "waited %ld s (wait_timeout_seconds) without starting; %s",
-			j->spec->wait_timeout, j->reason ? j->reason : "");
+	size_t queued = 0;
+	char why[768];
+
+	snprintf(why, sizeof(why), "waited %ld s (wait_timeout_seconds) without starting; %s",
+		 j->spec->wait_timeout, j->reason ? j->reason : "");
+	for (size_t i = 0; i < j->n_workers; i++) {
+		struct sched_worker *w = &j->workers[i];
+
+		if (sched_worker_waiting(w)) {
+			w->state = SCHED_FAILED;
+		} else if (w->running && w->pending && !w->term_sent) {
+			/* still in the cluster's queue: taken out of it */
+			s->ex->ops->signal(s->ex, &w->run, SIGKILL);
+			w->term_sent = true;
+			queued++;
+		}
+	}
+	if (queued) {
+		j->stopping = true;
+		j->verdict = SCHED_FAILED;
+		free(j->verdict_reason);
+		j->verdict_reason = strdup(why);
+		return true;
+	}
+	sched_set_state(s, j, SCHED_FAILED, "%s", why);
 	return true;
 }
 
@@ -969,8 +1219,16 @@ static void sched_place(struct sched *s, struct sched_job *j, int *depth)
 		return;
 	--*depth;
 	why[0] = '\0';
-	if (j->spec->gang)
+	if (j->spec->gang && !sched_cluster(s))
 		fit = sched_gang_fits(s, j, why, sizeof(why));
+	if (j->spec->gang && sched_cluster(s)) {
+		/* a gang goes to the cluster whole: every worker must be able to run there */
+		for (size_t i = 0; i < j->n_workers && fit > 0; i++)
+			if (sched_worker_waiting(&j->workers[i]))
+				fit = s->ex->ops->fits(s->ex, j->spec, i, why, sizeof(why));
+		if (fit > 0)
+			why[0] = '\0';
+	}
 	if (fit > 0)
 		fit = sched_place_job(s, j, why, sizeof(why));
 	j->never = fit < 0;
@@ -1120,8 +1378,15 @@ void sched_run_adopt(struct sched *s)
 				continue;
 			w->run.pidfd = -1;
 			snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
-			sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
+			if (!sched_cluster(s))
+				sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
 			ret = s->ex->ops->adopt(s->ex, &w->run, &r);
+			if (ret == 0 && sched_cluster(s)) {
+				w->pending = w->state != SCHED_RUNNING;
+				sched_event(j, "worker %u: found again in Slurm (job %s) after a restart of mlfs",
+					    w->n, w->run.cluster_id);
+				continue;
+			}
 			if (ret == 0) {
 				sched_event(j, "worker %u: found running again (pid %d) after a restart of mlfs",
 					    w->n, (int)w->run.pid);
@@ -1130,7 +1395,7 @@ void sched_run_adopt(struct sched *s)
 			if (ret < 0) {
 				log_err("job %s: worker %u: cannot take it over: %s", j->name, w->n,
 					strerror(-ret));
-				r = (struct exec_result){ .how = EXEC_LOST };
+				r = (struct exec_result){ .how = EXEC_LOST, .upload = -1 };
 			}
 			sched_event(j, "worker %u: ended while mlfs was down", w->n);
 			sched_worker_ended(s, j, w, &r);

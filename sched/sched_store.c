@@ -161,11 +161,18 @@ static json_t *sched_worker_json(const struct sched_worker *w)
 		json_object_set_new(o, "output", json_string(w->output_id));
 		json_object_set_new(o, "upload_failed", json_boolean(w->upload_failed));
 	}
+	if (w->cluster_id[0])
+		json_object_set_new(o, "slurm_job_id", json_string(w->cluster_id));
+	if (w->running && w->pending && w->wait_why[0])
+		json_object_set_new(o, "waiting", json_string(w->wait_why));
 	if (w->running)
-		json_object_set_new(o, "run", json_pack("{s:I, s:I, s:I, s:s}", "pid", (json_int_t)w->run.pid,
+		json_object_set_new(o, "run", json_pack("{s:I, s:I, s:I, s:s, s:s, s:I}", "pid",
+							(json_int_t)w->run.pid,
 							"start_time", (json_int_t)w->run.start_time,
 							"pgid", (json_int_t)w->run.pgid,
-							"cgroup", w->run.cgroup));
+							"cgroup", w->run.cgroup,
+							"cluster_id", w->run.cluster_id,
+							"restarts", (json_int_t)w->run.restarts));
 	return o;
 }
 
@@ -304,8 +311,15 @@ static void sched_load_worker(struct sched_job *j, struct sched_worker *w, json_
 		snprintf(w->output_id, sizeof(w->output_id), "%s",
 			 json_string_value(json_object_get(o, "output")));
 	sched_load_attempts(w, json_object_get(o, "attempts"));
+	if (json_string_value(json_object_get(o, "slurm_job_id")))
+		snprintf(w->cluster_id, sizeof(w->cluster_id), "%s",
+			 json_string_value(json_object_get(o, "slurm_job_id")));
 	if (!run || w->n_attempts == 0)
 		return;
+	snprintf(w->run.cluster_id, sizeof(w->run.cluster_id), "%s",
+		 json_string_value(json_object_get(run, "cluster_id")) ?
+		 json_string_value(json_object_get(run, "cluster_id")) : "");
+	w->run.restarts = (unsigned int)json_integer_value(json_object_get(run, "restarts"));
 	w->running = true;
 	w->run.pid = (pid_t)json_integer_value(json_object_get(run, "pid"));
 	w->run.pgid = (pid_t)json_integer_value(json_object_get(run, "pgid"));

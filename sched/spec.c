@@ -920,3 +920,15 @@ char *spec_to_json(const struct spec *s)
 	json_decref(o);
 	return text;
 }
+
+bool spec_same_resources(const struct spec_resources *a, const struct spec_resources *b)
+{
+	if (a->gpu_count != b->gpu_count || a->cpu_count != b->cpu_count ||
+	    a->memory_gb != b->memory_gb || a->disk_size_gb != b->disk_size_gb ||
+	    a->n_gpu_types != b->n_gpu_types || a->gpu_type_substring != b->gpu_type_substring)
+		return false;
+	for (size_t i = 0; i < a->n_gpu_types; i++)
+		if (strcmp(a->gpu_types[i], b->gpu_types[i]) != 0)
+			return false;
+	return true;
+}

@@ -13,7 +13,8 @@ packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	libcurl4-openssl-dev libssl-dev libxml2-dev libjansson-dev libyaml-dev
 	nginx awscli curl
 	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
-	samba smbclient iproute2 bc python3 libarchive-dev"
+	samba smbclient iproute2 bc python3 libarchive-dev
+	slurmctld slurmd slurm-client munge unzip"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages rclone hyperfine s3fs smbnetfs"
 fi

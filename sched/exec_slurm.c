@@ -1,0 +1,814 @@
+/*
+ * exec_slurm.c - the `slurm` executor: hands workers to a Slurm cluster.
+ *
+ * Slurm is driven through its command-line tools only (sbatch, squeue,
+ * scontrol, scancel, found in [slurm] bin_dir or on PATH), never libslurm,
+ * whose C API changes with every release.
+ *
+ * submit() writes one bash batch script per submission (exec_slurm_script.c)
+ * and runs `sbatch --parsable` as the job's owner with the script on its
+ * standard input.  Independent workers of the same shape become one job
+ * array whose task ids are the worker numbers; workers that must start
+ * together become one allocation of N tasks started by srun.  Each
+ * worker's run gets the cluster's id: "123_2" for array task 2, "123" for
+ * a plain job or a whole gang.
+ *
+ * refresh() is the only place that asks Slurm where jobs stand: one
+ * `squeue -r -t all -j ID,...` for every job in flight, at most once per
+ * poll_interval, whatever the number of jobs; poll() answers from that
+ * snapshot.  How a worker ended comes from the exit file its batch script
+ * writes into the job's folder (the same "exited N / upload N" lines the
+ * local executor writes); when there is none (the script was killed, or
+ * the folder is not shared with the compute node), from Slurm's state.
+ * Slurm forgets finished jobs after MinJobAge: mlfs keeps what it saw.
+ *
+ * The cluster's nodes (`scontrol -o show node`: CPUs, memory, tmp disk,
+ * GPU gres and features) are read at the first fits() and again at most
+ * every EXEC_SLURM_NODES_S seconds, to tell a request no node could ever
+ * hold.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "exec.h"
+#include "exec_local_int.h"
+#include "exec_slurm_int.h"
+#include "log.h"
+#include "spec.h"
+
+#define EXEC_SLURM_CMD_S	60	/* a Slurm command that takes longer is killed */
+#define EXEC_SLURM_NODES_S	60	/* how long the node list is trusted */
+#define EXEC_SLURM_OUT_MAX	(64 * 1024 * 1024)
+
+/* One Slurm job (or array task) in flight, as the last squeue saw it. */
+struct exec_slurm_job {
+	char id[64];			/* "123" or "123_4" */
+	long long since_ns;		/* CLOCK_MONOTONIC when submitted or adopted */
+	bool seen;			/* in the last snapshot */
+	char state[32];
+	char reason[96];
+	unsigned int restarts;
+	bool requeue;			/* submitted with --requeue */
+	unsigned int refs;		/* runs watching it: a gang's workers share one job */
+};
+
+struct exec_slurm {
+	struct executor base;		/* first */
+	const struct mlfs_config *cfg;
+	pthread_mutex_t lock;
+	struct exec_slurm_job *jobs;	/* guarded by lock */
+	size_t n_jobs, cap_jobs;
+	long long snap_ns;		/* CLOCK_MONOTONIC of the last good snapshot; 0 = none */
+	long long refresh_ns;		/* of the last try */
+	struct exec_slurm_node *nodes;
+	size_t n_nodes;
+	long long nodes_ns;
+	atomic_ulong calls;		/* Slurm client commands run */
+};
+
+static struct exec_slurm *exec_slurm_of(struct executor *ex)
+{
+	return (struct exec_slurm *)ex;
+}
+
+static long long exec_slurm_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+unsigned long exec_slurm_calls(const struct executor *ex)
+{
+	return atomic_load(&((const struct exec_slurm *)ex)->calls);
+}
+
+/* ---- running a Slurm command ---- */
+
+/* The path of Slurm tool @tool: in bin_dir when set, else found on PATH. */
+static void exec_slurm_tool(const struct exec_slurm *es, const char *tool, char *buf, size_t len)
+{
+	const char *dir = es->cfg ? es->cfg->slurm.bin_dir : NULL;
+
+	if (dir && *dir)
+		snprintf(buf, len, "%s/%s", dir, tool);
+	else
+		snprintf(buf, len, "%s", tool);
+}
+
+/*
+ * Runs @argv (argv[0] a tool name) as @uid/@gid (when this process is root
+ * and @uid is another), @input on its standard input, and collects its
+ * standard output in *@out (malloc'd, NUL-terminated) and the end of its
+ * standard error in @err.  Returns its exit status (0..255), or a negated
+ * errno when it could not run or ran past EXEC_SLURM_CMD_S.
+ */
+static int exec_slurm_cmd(struct exec_slurm *es, char **argv, uid_t uid, gid_t gid,
+			  const char *input, size_t in_len, char **out, char *err, size_t err_len)
+{
+	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, status, ret = 0;
+	char path[4096], *buf = NULL;
+	size_t len = 0, cap = 0, elen = 0, in_off = 0;
+	long long deadline = exec_slurm_mono() + EXEC_SLURM_CMD_S * 1000000000LL;
+	pid_t pid;
+
+	err[0] = '\0';
+	if (out)
+		*out = NULL;
+	exec_slurm_tool(es, argv[0], path, sizeof(path));
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	atomic_fetch_add(&es->calls, 1);
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(in[0], 0) < 0 || dup2(o[1], 1) < 0 || dup2(e[1], 2) < 0)
+			_exit(127);
+		if (geteuid() == 0 && uid != 0 &&
+		    (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0))
+			_exit(126);
+		if (strchr(path, '/'))
+			execv(path, argv);
+		else
+			execvp(path, argv);
+		dprintf(2, "cannot run %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(o[1]);
+	close(e[1]);
+	in[0] = o[1] = e[1] = -1;
+	if (!input || in_len == 0) {
+		close(in[1]);
+		in[1] = -1;
+	} else {
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	}
+	while (o[0] >= 0 || e[0] >= 0) {
+		struct pollfd pfd[3];
+		nfds_t n = 0;
+		long long left = deadline - exec_slurm_mono();
+
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (o[0] >= 0)
+			pfd[n++] = (struct pollfd){ .fd = o[0], .events = POLLIN };
+		if (e[0] >= 0)
+			pfd[n++] = (struct pollfd){ .fd = e[0], .events = POLLIN };
+		if (in[1] >= 0)
+			pfd[n++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
+		if (poll(pfd, n, (int)(left / 1000000) + 1) < 0 && errno != EINTR) {
+			ret = -errno;
+			kill(pid, SIGKILL);
+			break;
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			char chunk[16384];
+			ssize_t r;
+
+			if (!pfd[i].revents)
+				continue;
+			if (pfd[i].fd == in[1]) {
+				r = write(in[1], input + in_off, in_len - in_off);
+				if (r > 0)
+					in_off += (size_t)r;
+				if ((r < 0 && errno != EAGAIN) || in_off == in_len) {
+					close(in[1]);
+					in[1] = -1;
+				}
+				continue;
+			}
+			r = read(pfd[i].fd, chunk, sizeof(chunk));
+			if (r <= 0) {
+				close(pfd[i].fd);
+				if (pfd[i].fd == o[0])
+					o[0] = -1;
+				else
+					e[0] = -1;
+			} else if (pfd[i].fd == o[0]) {
+				if (len + (size_t)r + 1 > cap && len + (size_t)r < EXEC_SLURM_OUT_MAX) {
+					char *nb = realloc(buf, cap = (len + (size_t)r + 1) * 2);
+
+					if (!nb) {
+						cap = 0;
+						continue;
+					}
+					buf = nb;
+				}
+				if (len + (size_t)r + 1 <= cap) {
+					memcpy(buf + len, chunk, (size_t)r);
+					len += (size_t)r;
+				}
+			} else {
+				/* keep the end: the last lines say what went wrong */
+				if ((size_t)r >= err_len) {
+					memcpy(err, chunk + (size_t)r - (err_len - 1), err_len - 1);
+					elen = err_len - 1;
+				} else {
+					if (elen + (size_t)r >= err_len) {
+						size_t drop = elen + (size_t)r - (err_len - 1);
+
+						memmove(err, err + drop, elen - drop);
+						elen -= drop;
+					}
+					memcpy(err + elen, chunk, (size_t)r);
+					elen += (size_t)r;
+				}
+				err[elen] = '\0';
+			}
+		}
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			status = -1;
+			break;
+		}
+	if (ret == 0)
+		ret = status == -1 ? -ECHILD : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+out:
+	for (int *p = (int[]){ in[0], in[1], o[0], o[1], e[0], e[1] }, k = 0; k < 6; k++)
+		if (p[k] >= 0)
+			close(p[k]);
+	while (elen && (err[elen - 1] == '\n' || err[elen - 1] == ' '))
+		err[--elen] = '\0';
+	/* the last line says it: "sbatch: error: Batch job submission failed: ..." */
+	if (strrchr(err, '\n'))
+		memmove(err, strrchr(err, '\n') + 1, strlen(strrchr(err, '\n') + 1) + 1);
+	if (out && ret >= 0) {
+		if (!buf)
+			buf = calloc(1, 1);
+		else
+			buf[len] = '\0';
+		*out = buf;
+		buf = NULL;
+	}
+	free(buf);
+	return ret;
+}
+
+/* ---- what Slurm is asked to track ---- */
+
+static struct exec_slurm_job *exec_slurm_find(struct exec_slurm *es, const char *id)
+{
+	for (size_t i = 0; i < es->n_jobs; i++)
+		if (strcmp(es->jobs[i].id, id) == 0)
+			return &es->jobs[i];
+	return NULL;
+}
+
+/* Tracks @id (lock held); NULL on ENOMEM. */
+static struct exec_slurm_job *exec_slurm_track(struct exec_slurm *es, const char *id, bool requeue)
+{
+	struct exec_slurm_job *j = exec_slurm_find(es, id);
+
+	if (j) {
+		j->refs++;
+		return j;
+	}
+	if (es->n_jobs == es->cap_jobs) {
+		size_t cap = es->cap_jobs ? es->cap_jobs * 2 : 64;
+		struct exec_slurm_job *nj = realloc(es->jobs, cap * sizeof(*nj));
+
+		if (!nj)
+			return NULL;
+		es->jobs = nj;
+		es->cap_jobs = cap;
+	}
+	j = &es->jobs[es->n_jobs++];
+	*j = (struct exec_slurm_job){ .since_ns = exec_slurm_mono(), .requeue = requeue, .refs = 1 };
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	return j;
+}
+
+static void exec_slurm_untrack(struct exec_slurm *es, const char *id)
+{
+	struct exec_slurm_job *j = exec_slurm_find(es, id);
+
+	if (j && --j->refs == 0)
+		*j = es->jobs[--es->n_jobs];
+}
+
+/* The job id Slurm knows an array task by, for squeue -j: "123" of "123_4". */
+static void exec_slurm_base_id(const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*s", (int)strcspn(id, "_"), id);
+}
+
+static void exec_slurm_nodes(struct exec_slurm *es);
+
+/* Keeps the script Slurm job @id was submitted with as JOB_DIR/slurm/ID.sh (0600: it holds the environment). */
+static void exec_slurm_keep_script(const char *job_dir, const char *id, const char *script)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/slurm", job_dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return;
+	snprintf(path, sizeof(path), "%s/slurm/%s.sh", job_dir, id);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, script, strlen(script)) < 0)
+		log_warn("slurm: cannot keep %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* ---- submit ---- */
+
+static int exec_slurm_submit(struct executor *ex, const struct exec_start *w, size_t n,
+			     bool together, struct exec_run *runs, char *why, size_t why_len)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+	char *script = NULL, *out = NULL, err[1024], **argv = NULL, id[64];
+	size_t argc = 0;
+	int ret;
+
+	const char *types[16];
+	size_t n_types = 0;
+
+	why[0] = '\0';
+	pthread_mutex_lock(&es->lock);
+	exec_slurm_nodes(es);
+	if (w[0].spec)
+		n_types = exec_slurm_gpu_types(es->nodes, es->n_nodes,
+					       &w[0].spec->workers[w[0].worker - 1].res, types, 16);
+	/* the types are the nodes' strings: the script is made before the lock is let go */
+	bool ask_tmp = false;
+
+	for (size_t i = 0; i < es->n_nodes; i++)
+		ask_tmp |= es->nodes[i].tmp_mb > 0;
+	ret = exec_slurm_script(es->cfg, w, n, together, types, n_types, ask_tmp, &script, &argv,
+				&argc, why, why_len);
+	pthread_mutex_unlock(&es->lock);
+	if (ret < 0)
+		goto out;
+	ret = exec_slurm_cmd(es, argv, w[0].uid, w[0].gid, script, strlen(script), &out,
+			     err, sizeof(err));
+	if (ret != 0) {
+		if (ret > 0) {
+			snprintf(why, why_len, "sbatch refused it: %s", err[0] ? err : "no message");
+			ret = -EINVAL;
+		} else {
+			snprintf(why, why_len, "sbatch could not run: %s", strerror(-ret));
+		}
+		goto out;
+	}
+	/* --parsable: "ID" or "ID;cluster" */
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(out, ";\n"), out);
+	if (!id[0] || strspn(id, "0123456789") != strlen(id)) {
+		snprintf(why, why_len, "sbatch said \"%.60s\", not a job id", out);
+		ret = -EPROTO;
+		goto out;
+	}
+	exec_slurm_keep_script(w[0].job_dir, id, script);
+	pthread_mutex_lock(&es->lock);
+	for (size_t i = 0; i < n; i++) {
+		bool array = !together && n > 1;
+		struct exec_run *r = &runs[i];
+
+		*r = (struct exec_run){ .pidfd = -1 };
+		snprintf(r->exit_path, sizeof(r->exit_path), "%s", w[i].exit_path);
+		if (array)
+			snprintf(r->cluster_id, sizeof(r->cluster_id), "%s_%u", id, w[i].worker);
+		else
+			snprintf(r->cluster_id, sizeof(r->cluster_id), "%s", id);
+		if (!exec_slurm_track(es, r->cluster_id, w[0].spec && w[0].spec->retry_count > 0))
+			ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&es->lock);
+out:
+	for (size_t i = 0; argv && i < argc; i++)
+		free(argv[i]);
+	free(argv);
+	free(script);
+	free(out);
+	return ret;
+}
+
+/* ---- refresh and poll ---- */
+
+/* Reads one squeue line "ID|STATE|REASON|RESTARTS|" into the tracked job of that id. */
+static void exec_slurm_line(struct exec_slurm *es, char *line)
+{
+	char *f[4];
+	size_t n = 0;
+
+	for (char *p = line; n < 4; n++) {
+		f[n] = p;
+		p = strchr(p, '|');
+		if (!p)
+			break;
+		*p++ = '\0';
+	}
+	if (n < 3)
+		return;
+	struct exec_slurm_job *j = exec_slurm_find(es, f[0]);
+
+	if (!j)
+		return;
+	j->seen = true;
+	snprintf(j->state, sizeof(j->state), "%s", f[1]);
+	snprintf(j->reason, sizeof(j->reason), "%s", f[2]);
+	j->restarts = (unsigned int)strtoul(f[3], NULL, 10);
+}
+
+/* Whether @id is an entry of the comma-separated @list. */
+static bool exec_slurm_listed(const char *list, const char *id)
+{
+	size_t len = strlen(id);
+
+	for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+		if (strncmp(p, id, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+static int exec_slurm_refresh(struct executor *ex)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+	long long now = exec_slurm_mono();
+	long long interval = (es->cfg ? es->cfg->slurm.poll_interval : 5) * 1000000000LL;
+	char *ids = NULL, *out = NULL, err[512], base[64];
+	size_t len = 0, cap = 0;
+	long long started;
+	int ret;
+
+	if (interval <= 0)
+		interval = 1000000000LL;
+	pthread_mutex_lock(&es->lock);
+	if (es->refresh_ns && now - es->refresh_ns < interval) {
+		ret = (int)((es->refresh_ns + interval - now) / 1000000) + 1;
+		pthread_mutex_unlock(&es->lock);
+		return ret;
+	}
+	es->refresh_ns = now;
+	for (size_t i = 0; i < es->n_jobs; i++) {
+		exec_slurm_base_id(es->jobs[i].id, base, sizeof(base));
+		if (exec_slurm_listed(ids, base))
+			continue;	/* array tasks share it */
+		if (len + strlen(base) + 2 > cap) {
+			char *nb = realloc(ids, cap = (len + strlen(base) + 2) * 2);
+
+			if (!nb)
+				break;
+			ids = nb;
+		}
+		len += (size_t)sprintf(ids + len, "%s%s", len ? "," : "", base);
+	}
+	pthread_mutex_unlock(&es->lock);
+	if (!ids)
+		return (int)(interval / 1000000);
+	started = exec_slurm_mono();
+	ret = exec_slurm_cmd(es, (char *[]){ "squeue", "-h", "-r", "-t", "all", "-j", ids, "-O",
+					     "JobArrayID:|,State:|,Reason:|,RestartCnt:|", NULL },
+			     0, 0, NULL, 0, &out, err, sizeof(err));
+	pthread_mutex_lock(&es->lock);
+	if (ret == 0 || (ret == 1 && strstr(err, "Invalid job id"))) {
+		/* Every listed job of ours: unseen ones were forgotten by Slurm (or all were). */
+		for (size_t i = 0; i < es->n_jobs; i++)
+			es->jobs[i].seen = false;
+		for (char *line = out, *next; line && *line; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			exec_slurm_line(es, line);
+		}
+		es->snap_ns = started;
+	} else {
+		log_warn("slurm: squeue failed (%s): job states not updated", ret < 0 ? strerror(-ret) : err);
+	}
+	pthread_mutex_unlock(&es->lock);
+	free(out);
+	free(ids);
+	return (int)(interval / 1000000);
+}
+
+/* Slurm's states that mean the job ended (squeue -t all). */
+static bool exec_slurm_terminal(const char *st)
+{
+	static const char *const ended[] = {
+		"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
+		"BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT", NULL,
+	};
+
+	for (const char *const *e = ended; *e; e++)
+		if (strcmp(st, *e) == 0)
+			return true;
+	return false;
+}
+
+/* Slurm's pending reasons in words; @reason as Slurm prints it. */
+const char *exec_slurm_reason_words(const char *reason)
+{
+	static const struct {
+		const char *code, *words;
+	} table[] = {
+		{ "Resources", "waiting for resources" },
+		{ "Priority", "waiting behind jobs of higher priority" },
+		{ "Dependency", "waiting for a job it depends on" },
+		{ "BeginTime", "waiting for its start time" },
+		{ "JobHeldUser", "held by its user" },
+		{ "JobHeldAdmin", "held by an administrator" },
+		{ "PartitionDown", "its partition is down" },
+		{ "PartitionInactive", "its partition is inactive" },
+		{ "PartitionNodeLimit", "it asks for more nodes than its partition allows" },
+		{ "PartitionTimeLimit", "its time limit is over its partition's" },
+		{ "ReqNodeNotAvail", "the nodes it needs are not available" },
+		{ "NodeDown", "a node it needs is down" },
+		{ "QOSMaxJobsPerUserLimit", "its user runs as many jobs as the QOS allows" },
+		{ "AssocGrpGRES", "its account's GPU limit is reached" },
+		{ "BadConstraints", "no node can satisfy its constraints" },
+		{ "None", "waiting to be scheduled" },
+		{ NULL, NULL },
+	};
+
+	for (size_t i = 0; table[i].code; i++)
+		if (strcmp(reason, table[i].code) == 0)
+			return table[i].words;
+	return "waiting";
+}
+
+/*
+ * How a worker ended when its exit file does not say: from Slurm's last
+ * state (@st, "" when Slurm had already forgotten it).
+ */
+static void exec_slurm_end_from_state(const char *id, const char *st, struct exec_result *res)
+{
+	res->how = EXEC_LOST;
+	res->code = 0;
+	if (strcmp(st, "CANCELLED") == 0) {
+		res->how = EXEC_SIGNALED;
+		res->code = SIGTERM;
+		snprintf(res->why, sizeof(res->why), "Slurm job %s was cancelled", id);
+	} else if (strcmp(st, "TIMEOUT") == 0) {
+		res->how = EXEC_SIGNALED;
+		res->code = SIGTERM;
+		snprintf(res->why, sizeof(res->why), "Slurm job %s reached its time limit", id);
+	} else if (strcmp(st, "OUT_OF_MEMORY") == 0) {
+		res->how = EXEC_OOM;
+		res->code = SIGKILL;
+	} else if (*st) {
+		snprintf(res->why, sizeof(res->why), "Slurm job %s ended %s without an exit status "
+			 "from its batch script (see its log)", id, st);
+	} else {
+		snprintf(res->why, sizeof(res->why), "Slurm job %s ended while mlfs was not watching "
+			 "and its batch script left no exit status", id);
+	}
+}
+
+/* Reads the worker's exit file into @res: true when there is one. */
+static bool exec_slurm_read_exit(const char *path, struct exec_result *res)
+{
+	char buf[128];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	exec_local_parse_exit(buf, res);
+	return true;
+}
+
+/* Moves the exit path "…/exit.A" on by @d attempts (a requeued run writes exit.A+d). */
+static void exec_slurm_next_exit(struct exec_run *run, unsigned int d)
+{
+	char *dot = strrchr(run->exit_path, '.');
+	unsigned long a;
+
+	if (!dot)
+		return;
+	a = strtoul(dot + 1, NULL, 10);
+	snprintf(dot + 1, sizeof(run->exit_path) - (size_t)(dot + 1 - run->exit_path), "%lu", a + d);
+}
+
+static int exec_slurm_poll(struct executor *ex, struct exec_run *run, struct exec_result *res)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+	struct exec_slurm_job *j;
+	char state[32] = "", reason[96] = "";
+	bool seen = false, known, requeue = false;
+	unsigned int restarts = 0;
+
+	*res = (struct exec_result){ .how = EXEC_LOST, .upload = -1 };
+	pthread_mutex_lock(&es->lock);
+	j = exec_slurm_find(es, run->cluster_id);
+	if (!j) {
+		pthread_mutex_unlock(&es->lock);
+		return -ENOENT;
+	}
+	/* a snapshot taken before the job was submitted says nothing of it */
+	known = es->snap_ns && es->snap_ns >= j->since_ns;
+	if (known) {
+		seen = j->seen;
+		snprintf(state, sizeof(state), "%s", j->state);
+		snprintf(reason, sizeof(reason), "%s", j->reason);
+		restarts = j->restarts;
+		requeue = j->requeue;
+	}
+	pthread_mutex_unlock(&es->lock);
+	if (!known)
+		return EXEC_PENDING;
+	if (seen && restarts > run->restarts) {
+		exec_slurm_next_exit(run, restarts - run->restarts);
+		run->restarts = restarts;
+		snprintf(res->why, sizeof(res->why), "Slurm requeued job %s (preempted, or its node "
+			 "failed): restart %u", run->cluster_id, restarts);
+		return EXEC_REQUEUED;
+	}
+	if (seen && (strcmp(state, "PENDING") == 0 || strcmp(state, "REQUEUED") == 0 ||
+		     strcmp(state, "REQUEUE_HOLD") == 0 || strcmp(state, "REQUEUE_FED") == 0 ||
+		     (strcmp(state, "PREEMPTED") == 0 && requeue))) {
+		snprintf(res->why, sizeof(res->why), "Slurm: %s (%s)", exec_slurm_reason_words(reason),
+			 reason);
+		return EXEC_PENDING;
+	}
+	if (seen && !exec_slurm_terminal(state) && strcmp(state, "PREEMPTED") != 0) {
+		/* the script writes the exit file last: a gang's task may end before the job */
+		if (!exec_slurm_read_exit(run->exit_path, res))
+			return 0;
+	} else if (!exec_slurm_read_exit(run->exit_path, res)) {
+		exec_slurm_end_from_state(run->cluster_id, seen ? state : "", res);
+	}
+	pthread_mutex_lock(&es->lock);
+	exec_slurm_untrack(es, run->cluster_id);
+	pthread_mutex_unlock(&es->lock);
+	return 1;
+}
+
+/*
+ * TERM goes to the batch shell alone, as USR2 (scancel -b -s USR2): its
+ * trap stops the command and still unmounts and uploads the view.  KILL,
+ * or any signal to a job still pending, cancels the whole job.
+ */
+static int exec_slurm_signal(struct executor *ex, struct exec_run *run, int sig)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+	struct exec_slurm_job *j;
+	char err[512], signame[16];
+	bool running;
+	int ret;
+
+	pthread_mutex_lock(&es->lock);
+	j = exec_slurm_find(es, run->cluster_id);
+	running = j && j->seen && (strcmp(j->state, "RUNNING") == 0 || strcmp(j->state, "CONFIGURING") == 0);
+	pthread_mutex_unlock(&es->lock);
+	/* the script tells mlfs's stops (USR2) from Slurm's own (TERM) */
+	snprintf(signame, sizeof(signame), "%s", sig == SIGTERM ? "USR2" : sig == SIGINT ? "INT" : "KILL");
+	if (running && sig != SIGKILL)
+		ret = exec_slurm_cmd(es, (char *[]){ "scancel", "-b", "-s", signame, run->cluster_id, NULL },
+				     0, 0, NULL, 0, NULL, err, sizeof(err));
+	else
+		ret = exec_slurm_cmd(es, (char *[]){ "scancel", run->cluster_id, NULL }, 0, 0, NULL, 0,
+				     NULL, err, sizeof(err));
+	if (ret != 0) {
+		log_warn("slurm: scancel %s: %s", run->cluster_id, ret < 0 ? strerror(-ret) : err);
+		return ret < 0 ? ret : -ESRCH;
+	}
+	return 0;
+}
+
+/* A new daemon takes over a worker by its Slurm id: the next refresh says where it stands. */
+static int exec_slurm_adopt(struct executor *ex, struct exec_run *run, struct exec_result *res)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+	int ret = 0;
+
+	(void)res;
+	run->pidfd = -1;
+	if (!run->cluster_id[0])
+		return -EINVAL;
+	pthread_mutex_lock(&es->lock);
+	if (!exec_slurm_track(es, run->cluster_id, false))
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&es->lock);
+	return ret;
+}
+
+static int exec_slurm_start(struct executor *ex, const struct exec_start *w, struct exec_run *run)
+{
+	char why[512];
+	int ret = exec_slurm_submit(ex, w, 1, false, run, why, sizeof(why));
+
+	if (ret < 0)
+		log_err("job %s: worker %u: %s", w->job, w->worker, why);
+	return ret;
+}
+
+/* ---- the cluster's nodes ---- */
+
+/* Reads `scontrol -o show node` at most every EXEC_SLURM_NODES_S seconds (lock held). */
+static void exec_slurm_nodes(struct exec_slurm *es)
+{
+	char *out = NULL, err[512];
+	struct exec_slurm_node *nodes = NULL;
+	size_t n = 0;
+	int ret;
+
+	if (es->nodes_ns && exec_slurm_mono() - es->nodes_ns < EXEC_SLURM_NODES_S * 1000000000LL)
+		return;
+	ret = exec_slurm_cmd(es, (char *[]){ "scontrol", "-o", "show", "node", NULL }, 0, 0, NULL, 0,
+			     &out, err, sizeof(err));
+	if (ret != 0) {
+		log_warn("slurm: scontrol show node failed (%s)", ret < 0 ? strerror(-ret) : err);
+		free(out);
+		return;
+	}
+	if (exec_slurm_parse_nodes(out, &nodes, &n) == 0) {
+		exec_slurm_nodes_free(es->nodes, es->n_nodes);
+		es->nodes = nodes;
+		es->n_nodes = n;
+		es->nodes_ns = exec_slurm_mono();
+	}
+	free(out);
+}
+
+static int exec_slurm_fits(struct executor *ex, const struct spec *sp, size_t worker, char *why,
+			   size_t why_len)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+	int ret;
+
+	pthread_mutex_lock(&es->lock);
+	exec_slurm_nodes(es);
+	ret = es->nodes_ns ? exec_slurm_node_fit(es->nodes, es->n_nodes, &sp->workers[worker].res,
+						 why, why_len) : 1;
+	pthread_mutex_unlock(&es->lock);
+	return ret;
+}
+
+/* ---- life ---- */
+
+static int exec_slurm_create(struct executor **out, const struct mlfs_config *cfg)
+{
+	struct exec_slurm *es = calloc(1, sizeof(*es));
+
+	if (!es)
+		return -ENOMEM;
+	es->base.ops = &exec_slurm_ops;
+	es->cfg = cfg;
+	pthread_mutex_init(&es->lock, NULL);
+	*out = &es->base;
+	return 0;
+}
+
+static void exec_slurm_destroy(struct executor *ex)
+{
+	struct exec_slurm *es = exec_slurm_of(ex);
+
+	if (!es)
+		return;
+	exec_slurm_nodes_free(es->nodes, es->n_nodes);
+	free(es->jobs);
+	pthread_mutex_destroy(&es->lock);
+	free(es);
+}
+
+const struct exec_ops exec_slurm_ops = {
+	.version = EXEC_OPS_VERSION,
+	.name = "slurm",
+	.create = exec_slurm_create,
+	.destroy = exec_slurm_destroy,
+	.start = exec_slurm_start,
+	.signal = exec_slurm_signal,
+	.poll = exec_slurm_poll,
+	.adopt = exec_slurm_adopt,
+	.submit = exec_slurm_submit,
+	.refresh = exec_slurm_refresh,
+	.fits = exec_slurm_fits,
+};

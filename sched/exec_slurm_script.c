@@ -1,0 +1,544 @@
+/*
+ * exec_slurm_script.c - what the slurm executor hands to sbatch, and what
+ * it knows of the cluster's nodes.
+ *
+ * The batch script is bash and carries everything a compute node needs
+ * that is not already there: the spec as written (a here-document), each
+ * worker's command, folder and environment.  The mlfs binary and its
+ * config must be at the same paths on every node (DESIGN §6).  For each
+ * worker it runs:
+ *
+ *   1. `mlfs job` to mount the worker's view in a fresh folder under
+ *      $TMPDIR (the compute node's state_dir stages its output);
+ *   2. the command at /opt/ml: as root, in a private mount namespace with
+ *      the view bound at /opt/ml (`unshare -m`); as an ordinary user, in a
+ *      user and mount namespace (`unshare -U -m -r` cannot keep the user's
+ *      id, so `--map-current-user`) where /opt/ml exists, else where the
+ *      view is, through the ML_*_PATH variables;
+ *   3. `mlfs umount`, which uploads the output (upload.log);
+ *   4. the exit file ("exited N" or "signaled N", then "upload N").
+ *
+ * Its phase file (staging_in, running, staging_out) and exit file go to
+ * the worker's folder under the job's folder, as the local executor's do;
+ * its output to the worker's log, and line by line with "[N] " to the
+ * job's log.  USR2 (mlfs's `scancel -b -s USR2`: cancel, run timeout) or
+ * TERM (Slurm's own: time limit, requeue, scancel) stops the command,
+ * never the upload; after a stop by mlfs the script cancels its own Slurm
+ * job, so Slurm too records it CANCELLED.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "exec_slurm_int.h"
+#include "spec.h"
+
+/* ---- nodes ---- */
+
+/* The value of KEY= in one `scontrol -o` line, into @buf; "" when absent. */
+static char *exec_slurm_field(const char *line, const char *key, char *buf, size_t len)
+{
+	size_t klen = strlen(key);
+
+	buf[0] = '\0';
+	for (const char *p = line; (p = strstr(p, key)); p += klen) {
+		if ((p == line || p[-1] == ' ') && p[klen] == '=') {
+			const char *v = p + klen + 1;
+
+			snprintf(buf, len, "%.*s", (int)strcspn(v, " \n"), v);
+			break;
+		}
+	}
+	return buf;
+}
+
+/* "gpu:tesla:2,gpu:4(S:0-1),shard:8" -> the gpu entries. */
+static int exec_slurm_parse_gres(struct exec_slurm_node *node, char *gres)
+{
+	for (char *save = NULL, *tok = strtok_r(gres, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon, *end, *type;
+		long count;
+
+		tok[strcspn(tok, "(")] = '\0';
+		if (strncmp(tok, "gpu:", 4) != 0 && strcmp(tok, "gpu") != 0)
+			continue;
+		colon = strrchr(tok, ':');
+		count = colon ? strtol(colon + 1, &end, 10) : 1;
+		if (colon && (*end || end == colon + 1)) {
+			count = 1;	/* "gpu:type" */
+			colon = NULL;
+		}
+		if (colon)
+			*colon = '\0';
+		type = strchr(tok, ':') ? strchr(tok, ':') + 1 : "";
+		struct exec_slurm_gres *g = realloc(node->gpus, (node->n_gpus + 1) * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		node->gpus = g;
+		g[node->n_gpus].type = strdup(type);
+		g[node->n_gpus].count = count;
+		if (!g[node->n_gpus].type)
+			return -ENOMEM;
+		node->n_gpus++;
+	}
+	return 0;
+}
+
+int exec_slurm_parse_nodes(const char *text, struct exec_slurm_node **out, size_t *n)
+{
+	struct exec_slurm_node *nodes = NULL;
+	size_t count = 0;
+	char line[8192], v[4096];
+
+	*out = NULL;
+	*n = 0;
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		size_t len = strcspn(p, "\n");
+		struct exec_slurm_node *node, *grown;
+
+		if (len >= sizeof(line))
+			len = sizeof(line) - 1;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (!exec_slurm_field(line, "NodeName", v, sizeof(v))[0])
+			continue;
+		grown = realloc(nodes, (count + 1) * sizeof(*nodes));
+		if (!grown)
+			goto nomem;
+		nodes = grown;
+		node = &nodes[count++];
+		*node = (struct exec_slurm_node){ .name = strdup(v) };
+		node->cpus = strtol(exec_slurm_field(line, "CPUTot", v, sizeof(v)), NULL, 10);
+		node->memory_mb = strtol(exec_slurm_field(line, "RealMemory", v, sizeof(v)), NULL, 10);
+		node->tmp_mb = strtol(exec_slurm_field(line, "TmpDisk", v, sizeof(v)), NULL, 10);
+		node->features = strdup(exec_slurm_field(line, "AvailableFeatures", v, sizeof(v)));
+		node->state = strdup(exec_slurm_field(line, "State", v, sizeof(v)));
+		if (!node->name || !node->features || !node->state ||
+		    exec_slurm_parse_gres(node, exec_slurm_field(line, "Gres", v, sizeof(v))) < 0)
+			goto nomem;
+	}
+	*out = nodes;
+	*n = count;
+	return 0;
+nomem:
+	exec_slurm_nodes_free(nodes, count);
+	return -ENOMEM;
+}
+
+void exec_slurm_nodes_free(struct exec_slurm_node *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(nodes[i].name);
+		free(nodes[i].features);
+		free(nodes[i].state);
+		for (size_t k = 0; k < nodes[i].n_gpus; k++)
+			free(nodes[i].gpus[k].type);
+		free(nodes[i].gpus);
+	}
+	free(nodes);
+}
+
+/* Lower case, letters and digits only: "RTX 3090" and "rtx_3090" are one type. */
+static void exec_slurm_fold(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 1 < len; s++)
+		if (isalnum((unsigned char)*s))
+			buf[n++] = (char)tolower((unsigned char)*s);
+	buf[n] = '\0';
+}
+
+static bool exec_slurm_type_ok(const struct spec_resources *res, const char *type)
+{
+	char t[128], want[128];
+
+	if (!res->n_gpu_types)
+		return true;
+	exec_slurm_fold(type, t, sizeof(t));
+	for (size_t i = 0; i < res->n_gpu_types; i++) {
+		exec_slurm_fold(res->gpu_types[i], want, sizeof(want));
+		if (*t && (strcmp(t, want) == 0 || (res->gpu_type_substring && strstr(t, want))))
+			return true;
+	}
+	return false;
+}
+
+size_t exec_slurm_gpu_types(const struct exec_slurm_node *nodes, size_t n,
+			    const struct spec_resources *res, const char **out, size_t max)
+{
+	size_t count = 0;
+
+	if (!res->n_gpu_types)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < nodes[i].n_gpus; k++) {
+			const char *t = nodes[i].gpus[k].type;
+			bool dup = false;
+
+			for (size_t d = 0; d < count; d++)
+				dup |= strcmp(out[d], t) == 0;
+			if (!dup && count < max && exec_slurm_type_ok(res, t))
+				out[count++] = t;
+		}
+	return count;
+}
+
+int exec_slurm_node_fit(const struct exec_slurm_node *nodes, size_t n,
+			const struct spec_resources *res, char *why, size_t why_len)
+{
+	long best_gpus = 0, best_cpus = 0, best_mem = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct exec_slurm_node *node = &nodes[i];
+		long gpus = 0;
+
+		for (size_t k = 0; k < node->n_gpus; k++)
+			if (exec_slurm_type_ok(res, node->gpus[k].type))
+				gpus += node->gpus[k].count;
+		best_gpus = gpus > best_gpus ? gpus : best_gpus;
+		best_cpus = node->cpus > best_cpus ? node->cpus : best_cpus;
+		best_mem = node->memory_mb > best_mem ? node->memory_mb : best_mem;
+		if (gpus >= res->gpu_count && node->cpus >= res->cpu_count &&
+		    (res->memory_gb <= 0 || node->memory_mb >= (long)ceil(res->memory_gb * 1024)) &&
+		    (res->disk_size_gb <= 0 || node->tmp_mb == 0 || node->tmp_mb >= res->disk_size_gb * 1024))
+			return 1;
+	}
+	if (n == 0)
+		snprintf(why, why_len, "never satisfiable on the Slurm cluster: it has no nodes");
+	else if (best_gpus < res->gpu_count)
+		snprintf(why, why_len, "never satisfiable on the Slurm cluster: a worker needs %ld %s%sGPU(s) "
+			 "on one node, the most any of its %zu node(s) has is %ld", res->gpu_count,
+			 res->n_gpu_types ? res->gpu_types[0] : "", res->n_gpu_types > 1 ? " (or other listed) "
+			 : res->n_gpu_types ? " " : "", n, best_gpus);
+	else if (best_cpus < res->cpu_count)
+		snprintf(why, why_len, "never satisfiable on the Slurm cluster: a worker needs %ld CPUs, "
+			 "the most any of its %zu node(s) has is %ld", res->cpu_count, n, best_cpus);
+	else if (res->memory_gb > 0 && best_mem < (long)ceil(res->memory_gb * 1024))
+		snprintf(why, why_len, "never satisfiable on the Slurm cluster: a worker needs %g GB of "
+			 "memory, the most any of its %zu node(s) has is %.1f GB", res->memory_gb, n,
+			 best_mem / 1024.0);
+	else
+		snprintf(why, why_len, "never satisfiable on the Slurm cluster: no node has at once the "
+			 "GPUs, CPUs, memory and %ld GB of local disk a worker needs", res->disk_size_gb);
+	return -1;
+}
+
+/* ---- the script ---- */
+
+/* Appends @s single-quoted for the shell. */
+static void exec_slurm_quote(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+/* A folded type name Slurm accepts in a gres or a feature. */
+static void exec_slurm_type_word(const char *t, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *t && n + 1 < len; t++)
+		if (isalnum((unsigned char)*t) || *t == '_' || *t == '-' || *t == '.')
+			buf[n++] = *t;
+	buf[n] = '\0';
+}
+
+/* The #SBATCH lines of the resources and limits (DESIGN §6's mapping). */
+static void exec_slurm_options(FILE *f, const struct exec_start *w, size_t n, bool together,
+			       const char *const *types, size_t n_types, bool ask_tmp)
+{
+	const struct spec *sp = w[0].spec;
+	const struct spec_resources *res = &sp->workers[w[0].worker - 1].res;
+	char word[128];
+	const char *one = NULL;
+
+	if (n_types == 1)
+		one = types[0];
+	else if (n_types == 0 && res->n_gpu_types == 1 && !res->gpu_type_substring)
+		one = res->gpu_types[0];
+	if (together)
+		fprintf(f, "#SBATCH --ntasks=%zu\n", n);
+	if (res->cpu_count > 0)
+		fprintf(f, "#SBATCH --cpus-per-task=%ld\n", res->cpu_count);
+	if (res->memory_gb > 0) {
+		long mb = (long)ceil(res->memory_gb * 1024);
+
+		if (together)
+			fprintf(f, "#SBATCH --mem-per-cpu=%ldM\n",
+				(mb + (res->cpu_count > 0 ? res->cpu_count : 1) - 1) /
+				(res->cpu_count > 0 ? res->cpu_count : 1));
+		else
+			fprintf(f, "#SBATCH --mem=%ldM\n", mb);
+	}
+	if (res->gpu_count > 0) {
+		if (one)
+			exec_slurm_type_word(one, word, sizeof(word));
+		if (together)
+			fprintf(f, "#SBATCH --gpus-per-task=%s%s%ld\n", one ? word : "", one ? ":" : "",
+				res->gpu_count);
+		else
+			fprintf(f, "#SBATCH --gres=gpu:%s%s%ld\n", one ? word : "", one ? ":" : "",
+				res->gpu_count);
+		if (!one && (n_types > 1 || res->n_gpu_types > 1)) {
+			fprintf(f, "#SBATCH --constraint=");
+			for (size_t i = 0; i < (n_types ? n_types : res->n_gpu_types); i++) {
+				exec_slurm_type_word(n_types ? types[i] : res->gpu_types[i], word, sizeof(word));
+				fprintf(f, "%s%s", i ? "|" : "", word);
+			}
+			fprintf(f, "\n");
+		}
+	}
+	if (res->disk_size_gb > 0 && ask_tmp)
+		fprintf(f, "#SBATCH --tmp=%ldG\n", res->disk_size_gb);
+	if (sp->run_timeout > 0)	/* minutes, with room for staging: mlfs stops it on time itself */
+		fprintf(f, "#SBATCH --time=%ld\n", (sp->run_timeout + 59) / 60 + 30);
+	fprintf(f, "#SBATCH --%s\n", sp->retry_count > 0 ? "requeue" : "no-requeue");
+}
+
+/* One function per worker that sets what differs between them. */
+static void exec_slurm_worker_fn(FILE *f, const struct exec_start *w)
+{
+	const struct spec_worker *sw = &w->spec->workers[w->worker - 1];
+
+	fprintf(f, "mlfs_w%u() {\n\tA=%u\n\tOUTPUT_ID=", w->worker, w->attempt);
+	exec_slurm_quote(f, w->output_id ? w->output_id : "");
+	fprintf(f, "\n\tWORKDIR=");
+	exec_slurm_quote(f, sw->work_dir ? sw->work_dir : w->dir ? w->dir : "/");
+	fprintf(f, "\n\tCMD=");
+	exec_slurm_quote(f, w->command);
+	fprintf(f, "\n");
+	for (char *const *e = w->envp; e && *e; e++) {
+		size_t nlen = strcspn(*e, "=");
+
+		/* Slurm gives the GPUs: its CUDA_VISIBLE_DEVICES stands */
+		if ((*e)[nlen] != '=' || strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
+		    strncmp(*e, "GPU_COUNT=", 10) == 0)
+			continue;
+		/* names the shell cannot export are passed by env(1) */
+		bool plain = nlen > 0 && !isdigit((unsigned char)(*e)[0]);
+
+		for (size_t i = 0; i < nlen; i++)
+			plain &= isalnum((unsigned char)(*e)[i]) || (*e)[i] == '_';
+		if (plain) {
+			fprintf(f, "\texport %.*s=", (int)nlen, *e);
+			exec_slurm_quote(f, *e + nlen + 1);
+			fprintf(f, "\n");
+		} else {
+			fprintf(f, "\tMLFS_ENV+=(");
+			exec_slurm_quote(f, *e);
+			fprintf(f, ")\n");
+		}
+	}
+	fprintf(f, "\texport GPU_COUNT=%ld\n}\n", sw->res.gpu_count);
+}
+
+/* What every worker runs: view, command, upload, exit file. */
+static const char exec_slurm_body[] =
+	"mlfs_phase() {\n"
+	"\tprintf '%s\\n' \"$1\" >\"$DIR/phase.tmp.$$\" && mv -f \"$DIR/phase.tmp.$$\" \"$DIR/phase\"\n"
+	"}\n"
+	"mlfs_exit() {\n"
+	"\tprintf \"$@\" >\"$EXITF.tmp\" && sync \"$EXITF.tmp\" 2>/dev/null; mv -f \"$EXITF.tmp\" \"$EXITF\"\n"
+	"}\n"
+	"mlfs_run() {\n"
+	"\tW=$1 DIR=\"$JOBDIR/workers/$1\" MLFS_ENV=() STOP= pid=\n"
+	"\t\"mlfs_w$W\" || exit 1\n"
+	"\tmkdir -p \"$DIR\"\n"
+	"\texec >>\"$DIR/log\" 2>&1\n"
+	"\tEXITF=\"$DIR/exit.$((A + ${SLURM_RESTART_COUNT:-0}))\"\n"
+	"\t[ -n \"${SLURM_RESTART_COUNT:-}\" ] && [ \"$SLURM_RESTART_COUNT\" != 0 ] && "
+	"OUTPUT_ID=\"$OUTPUT_ID.r$SLURM_RESTART_COUNT\"\n"
+	"\trm -f \"$EXITF\"\n"
+	"\t# USR2: mlfs stops it (cancel, run timeout); TERM: Slurm does (time limit, requeue, scancel)\n"
+	"\ttrap 'STOP=mlfs; [ -n \"$pid\" ] && kill -TERM -- -\"$pid\" 2>/dev/null' USR2\n"
+	"\ttrap 'STOP=slurm; [ -n \"$pid\" ] && kill -TERM -- -\"$pid\" 2>/dev/null' TERM INT\n"
+	"\tlocal view= spec= rc up=-1 end\n"
+	"\tif [ -n \"$OUTPUT_ID\" ]; then\n"
+	"\t\tmlfs_phase staging_in\n"
+	"\t\tview=$(mktemp -d \"${TMPDIR:-/tmp}/mlfs-view.XXXXXX\") && spec=$(mktemp -d \"${TMPDIR:-/tmp}/mlfs-spec.XXXXXX\") || exit 1\n"
+	"\t\tmlfs_spec >\"$spec/$SPEC_FILE\"\n"
+	"\t\tlocal owner=()\n"
+	"\t\t[ \"$(id -u)\" = 0 ] && owner=(-o allow_other --owner 0:0)\n"
+	"\t\tif [ -n \"$STOP\" ] || ! \"$MLFS\" job \"${owner[@]}\" --output-id \"$OUTPUT_ID\" \"$CONFIG\" "
+	"\"$spec/$SPEC_FILE\" \"$view\" --worker \"$W\"; then\n"
+	"\t\t\tmlfs_phase staging_in_failed\n"
+	"\t\t\trmdir \"$view\"; rm -rf \"$spec\"\n"
+	"\t\t\tmlfs_exit 'staging-in failed\\n'\n"
+	"\t\t\texit 1\n"
+	"\t\tfi\n"
+	"\t\tmlfs_phase running\n"
+		"\tfi\n"
+	"\tset -m\n"
+	"\tif [ -n \"$view\" ] && [ \"$(id -u)\" = 0 ]; then\n"
+	"\t\tmkdir -p /opt/ml\n"
+	"\t\tenv \"${MLFS_ENV[@]}\" unshare -m --propagation private /bin/sh -c "
+	"'mount --bind \"$1\" /opt/ml && cd \"$2\" && exec /bin/sh -c \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" "
+	"> >(tee >(sed -u \"s/^/[$W] /\" >>\"$JOBDIR/log\")) 2>&1 &\n"
+	"\telif [ -n \"$view\" ] && [ -d /opt/ml ] && unshare -r -m /bin/sh -c 'mount --bind \"$1\" /opt/ml' "
+	"mlfs \"$view\" 2>/dev/null; then\n"
+	"\t\t# a user namespace where it is root binds /opt/ml; a nested one gives the user's ids back\n"
+	"\t\tenv \"${MLFS_ENV[@]}\" unshare -r -m --propagation private /bin/sh -c "
+	"'mount --bind \"$1\" /opt/ml && exec unshare -U --map-user=\"$4\" --map-group=\"$5\" /bin/sh -c "
+	"\"cd \\\"\\$0\\\" && exec /bin/sh -c \\\"\\$1\\\"\" \"$2\" \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" "
+	"\"$(id -u)\" \"$(id -g)\" > >(tee >(sed -u \"s/^/[$W] /\" >>\"$JOBDIR/log\")) 2>&1 &\n"
+	"\telse\n"
+	"\t\t# no /opt/ml here: the paths the ML_*_PATH variables name\n"
+	"\t\t[ -n \"$view\" ] && echo \"mlfs: /opt/ml cannot be bound on $(hostname) (no /opt/ml, or no user "
+	"namespaces): the view is at $view, named by ML_DATA_PATH, ML_OUTPUT_PATH, ...\"\n"
+	"\t\t[ -n \"$view\" ] && for v in DATA:input MODEL:models CHECKPOINT:checkpoint OUTPUT:output; do\n"
+	"\t\t\texport \"ML_${v%%:*}_PATH=$view/${v#*:}\" \"PROXIML_${v%%:*}_PATH=$view/${v#*:}\"\n"
+	"\t\tdone\n"
+	"\t\t[ -n \"$view\" ] && [ \"${WORKDIR#/opt/ml}\" != \"$WORKDIR\" ] && WORKDIR=$view${WORKDIR#/opt/ml}\n"
+	"\t\t(cd \"$WORKDIR\" && exec env \"${MLFS_ENV[@]}\" /bin/sh -c \"$CMD\") "
+	"> >(tee >(sed -u \"s/^/[$W] /\" >>\"$JOBDIR/log\")) 2>&1 &\n"
+	"\tfi\n"
+	"\tpid=$!\n"
+	"\tset +m\n"
+	"\t[ -n \"$STOP\" ] && kill -TERM -- -\"$pid\" 2>/dev/null\n"
+	"\twait \"$pid\"; rc=$?\n"
+	"\twhile kill -0 \"$pid\" 2>/dev/null; do wait \"$pid\"; rc=$?; done\n"
+	"\tif [ \"$rc\" -gt 128 ] && [ \"$rc\" -le 192 ]; then end=\"signaled $((rc - 128))\"; "
+	"else end=\"exited $rc\"; fi\n"
+	"\tif [ -n \"$view\" ]; then\n"
+	"\t\tmlfs_phase staging_out\n"
+	"\t\ttrap '' TERM INT USR2\n"
+	"\t\t\"$MLFS\" umount \"$view\" >>\"$DIR/upload.log\" 2>&1; up=$?\n"
+	"\t\trmdir \"$view\" 2>/dev/null; rm -rf \"$spec\"\n"
+	"\t\tmlfs_exit '%s\\nupload %d\\n' \"$end\" \"$up\"\n"
+	"\telse\n"
+	"\t\tmlfs_exit '%s\\n' \"$end\"\n"
+	"\tfi\n"
+	"\t# stopped through mlfs (cancel, run timeout): Slurm records it as cancelled too\n"
+	"\t[ \"$STOP\" = mlfs ] && [ -z \"${MLFS_TASK:-}\" ] && scancel \"$SLURM_JOB_ID\" 2>/dev/null\n"
+	"\t[ \"$rc\" = 0 ] && [ \"$up\" -le 0 ]\n"
+	"}\n";
+
+int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w, size_t n,
+		      bool together, const char *const *types, size_t n_types, bool ask_tmp,
+		      char **script, char ***argv, size_t *argc, char *why, size_t why_len)
+{
+	char *text = NULL, delim[64], **av;
+	size_t len = 0, ac = 0, cap;
+	FILE *f;
+	const char *args = cfg && cfg->slurm.sbatch_args ? cfg->slurm.sbatch_args : "";
+
+	*script = NULL;
+	*argv = NULL;
+	*argc = 0;
+	if (n == 0 || !w[0].spec || !w[0].job_dir) {
+		snprintf(why, why_len, "nothing to submit");
+		return -EINVAL;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (!together && !spec_same_resources(&w[0].spec->workers[w[0].worker - 1].res,
+							&w[i].spec->workers[w[i].worker - 1].res)) {
+			snprintf(why, why_len, "workers %u and %u differ in shape: not one array",
+				 w[0].worker, w[i].worker);
+			return -EINVAL;
+		}
+	/* a here-document end no line of the spec is */
+	for (unsigned int k = 0;; k++) {
+		snprintf(delim, sizeof(delim), "MLFS_SPEC_END_%u", k);
+		if (!w[0].spec_text || !memmem(w[0].spec_text, w[0].spec_len, delim, strlen(delim)))
+			break;
+	}
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "#!/bin/bash\n# mlfs job %s: made by mlfs for sbatch; the spec is carried at the end.\n",
+		w[0].job);
+	fprintf(f, "#SBATCH --job-name=%s\n", w[0].job);
+	if (together)
+		fprintf(f, "#SBATCH --output=%s/slurm.log\n", w[0].job_dir);
+	else if (n > 1)
+		fprintf(f, "#SBATCH --output=%s/workers/%%a/log\n", w[0].job_dir);
+	else
+		fprintf(f, "#SBATCH --output=%s/workers/%u/log\n", w[0].job_dir, w[0].worker);
+	fprintf(f, "#SBATCH --open-mode=append\n#SBATCH --export=NONE\n");
+	if (!together && n > 1) {
+		fprintf(f, "#SBATCH --array=");
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s%u", i ? "," : "", w[i].worker);
+		fprintf(f, "\n");
+	}
+	exec_slurm_options(f, w, n, together, types, n_types, ask_tmp);
+	fprintf(f, "set -u\nexport PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+	fprintf(f, "MLFS=");
+	exec_slurm_quote(f, w[0].mlfs_bin ? w[0].mlfs_bin : "mlfs");
+	fprintf(f, "\nCONFIG=");
+	exec_slurm_quote(f, w[0].config_path ? w[0].config_path : "");
+	fprintf(f, "\nJOBDIR=");
+	exec_slurm_quote(f, w[0].job_dir);
+	fprintf(f, "\nSPEC_FILE=");
+	exec_slurm_quote(f, w[0].spec_file ? w[0].spec_file : w[0].job);
+	fprintf(f, "\n");
+	for (size_t i = 0; i < n; i++)
+		exec_slurm_worker_fn(f, &w[i]);
+	fputs(exec_slurm_body, f);
+	fprintf(f, "mlfs_spec() {\n\tcat <<'%s'\n", delim);
+	if (w[0].spec_text)
+		fwrite(w[0].spec_text, 1, w[0].spec_len, f);
+	if (!w[0].spec_len || w[0].spec_text[w[0].spec_len - 1] != '\n')
+		fputc('\n', f);
+	fprintf(f, "%s\n}\n", delim);
+	if (together)
+		fprintf(f, "if [ -n \"${MLFS_TASK:-}\" ]; then mlfs_run $((SLURM_PROCID + 1)); exit; fi\n"
+			"copy=${TMPDIR:-/tmp}/mlfs-job-$SLURM_JOB_ID.sh\n"
+			"sbcast -f \"$0\" \"$copy\" || exit 1\n"
+			"exec srun --kill-on-bad-exit=0 --export=ALL,MLFS_TASK=1 /bin/bash \"$copy\"\n");
+	else if (n > 1)
+		fprintf(f, "mlfs_run \"$SLURM_ARRAY_TASK_ID\"\n");
+	else
+		fprintf(f, "mlfs_run %u\n", w[0].worker);
+	if (fclose(f) != 0 || !text) {
+		free(text);
+		return -ENOMEM;
+	}
+	/* sbatch --parsable [--partition=P] [--account=A] [sbatch_args...] */
+	cap = 6 + strlen(args) / 2 + 1;
+	av = calloc(cap, sizeof(*av));
+	if (!av) {
+		free(text);
+		return -ENOMEM;
+	}
+	av[ac++] = strdup("sbatch");
+	av[ac++] = strdup("--parsable");
+	if (cfg && cfg->slurm.partition && *cfg->slurm.partition)
+		av[ac++] = strdup("--partition"), av[ac++] = strdup(cfg->slurm.partition);
+	if (cfg && cfg->slurm.account && *cfg->slurm.account)
+		av[ac++] = strdup("--account"), av[ac++] = strdup(cfg->slurm.account);
+	for (const char *p = args; *p;) {
+		size_t l;
+
+		p += strspn(p, " \t");
+		l = strcspn(p, " \t");
+		if (l && ac + 1 < cap)
+			av[ac++] = strndup(p, l);
+		p += l;
+	}
+	for (size_t i = 0; i < ac; i++)
+		if (!av[i]) {
+			for (size_t k = 0; k < ac; k++)
+				free(av[k]);
+			free(av);
+			free(text);
+			return -ENOMEM;
+		}
+	*script = text;
+	*argv = av;
+	*argc = ac;
+	return 0;
+}

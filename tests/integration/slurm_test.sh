@@ -1,0 +1,210 @@
+#!/bin/bash
+# slurm_test.sh - the slurm executor against a real one-node Slurm cluster
+# (munged, slurmctld, slurmd with two fake GPUs, scripts/server-slurm.sh)
+# on 127.0.0.1: jobs written into jobs/ go to Slurm, which squeue and
+# scontrol (the independent view) show with the mapped options; a 2-worker
+# job is a 2-task array whose workers see Slurm's CUDA_VISIBLE_DEVICES and
+# their data at /opt/ml, and whose output arrives; 3 GPUs are never
+# satisfiable; cancel reaches Slurm; a failed command is FAILED with its
+# exit code; Slurm forgetting a job (MinJobAge 2 s) loses nothing; a
+# requeue is RETRYING; the daemon killed and started again finds its jobs;
+# a job of an ordinary user runs as that user, with its view through
+# fusermount3 and /opt/ml from a user namespace; task roles are one
+# allocation of two tasks; the state comes from one squeue per interval.
+# Usage: slurm_test.sh MLFS
+set -u
+MLFS=$1
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
+SERVER=$TOP/scripts/server-slurm.sh
+t_setup
+cd "$T_DIR" || exit 1
+FUSE_MODE=$(stat -c %a /dev/fuse)
+slurm_cleanup() {
+	server_cleanup "$SERVER" "$T_DIR/slurm"
+	chmod "$FUSE_MODE" /dev/fuse
+}
+t_cleanup() { slurm_cleanup; }
+trap 'slurm_cleanup; rm -rf "$T_DIR"' EXIT
+
+OTHER=65534	# nobody
+as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# --- the cluster, and a bin_dir that logs every Slurm command mlfs runs
+PORT=$(free_port) || { echo "no free port"; exit 1; }
+if ! SLURM_TEST_MIN_JOB_AGE=2 SLURM_TEST_CPUS=32 "$SERVER" start "$T_DIR/slurm" "$PORT" >/dev/null; then
+	not_ok "the Slurm cluster starts"
+	t_finish
+	exit 1
+fi
+export SLURM_CONF=$T_DIR/slurm/slurm.conf
+mkdir -p bin data out mnt
+chmod 777 out
+for tool in sbatch squeue scontrol scancel; do
+	cat >"bin/$tool" <<EOF
+#!/bin/sh
+echo "\$(date +%s.%N) $tool" >>$T_DIR/calls.log
+exec $(command -v $tool) "\$@"
+EOF
+	chmod 755 "bin/$tool"
+done
+echo "the data" >data/a.txt
+mkdir -p /opt/ml	# where a user namespace binds a worker's view (DESIGN §7)
+cat >slurm.conf.mlfs <<CONF
+[mlfs]
+state_dir = $T_DIR/state
+cache_dir = $T_DIR/cache
+executor = slurm
+[slurm]
+poll_interval = 1
+bin_dir = $T_DIR/bin
+[datastore d]
+type = local
+root = $T_DIR/data
+[dataset ds]
+source = d:/
+CONF
+M=$T_DIR/mnt
+J=$M/jobs
+mount_fg slurm.conf.mlfs "$M" || { t_finish; exit 1; }
+state() { cat "$J/$1/state" 2>/dev/null; }
+# wait_grep PATTERN FILE: waits (10 s at most) until FILE has PATTERN.
+wait_grep() { for _ in $(seq 1 100); do grep -q "$1" "$2" && return 0; sleep 0.1; done; cat "$2"; return 1; }
+sid() { json "$J/$1/status.json" "d['workers'][${2:-0}].get('slurm_job_id', '')"; }
+
+# --- a 2-worker job: a 2-task array, mapped options, GPUs from Slurm, data and output
+cat >arr.json <<'SPEC'
+{"name": "arr", "run_timeout_seconds": 600,
+ "resources": {"gpu_count": 1, "gpu_types": ["Tesla"], "cpu_count": 2, "memory_gb": 1},
+ "workers": [{"command": "echo CVD=$CUDA_VISIBLE_DEVICES; cat /opt/ml/input/a.txt; sleep 3; echo $MLFS_WORKER >/opt/ml/output/w.txt"},
+             {"command": "echo CVD=$CUDA_VISIBLE_DEVICES; cat /opt/ml/input/a.txt; sleep 3; echo $MLFS_WORKER >/opt/ml/output/w.txt"}],
+ "data": {"datasets": ["ds"], "output": {"type": "local", "path": "OUT"}}}
+SPEC
+sed -i "s|OUT|$T_DIR/out|" arr.json
+cp arr.json "$J/"
+check "the job runs on Slurm" job_state_in "$J" arr RUNNING STAGING_IN
+ID=$(sid arr 0)
+ID=${ID%_*}
+same "status.json shows each worker's Slurm job id" "${ID}_1 ${ID}_2" "$(sid arr 0) $(sid arr 1)"
+same "squeue shows a 2-task array named after the job" "${ID}_1 arr
+${ID}_2 arr" "$(squeue -h -r -t all -j "$ID" -o '%i %j' | sort)"
+scontrol show job "${ID}_1" >sc.txt
+check "scontrol: one tesla GPU per task (--gres=gpu:tesla:1)" grep -q 'gpu:tesla:1' sc.txt
+check "scontrol: 2 CPUs per task" grep -q 'MinCPUsNode=2' sc.txt
+check "scontrol: 1 GB of memory (--mem=1024M)" grep -Eq 'mem=1G|MinMemoryNode=1G' sc.txt
+check "scontrol: the time limit covers run_timeout_seconds and staging (40 min)" grep -q 'TimeLimit=00:40:00' sc.txt
+check "scontrol: no requeue without retries" grep -q 'Requeue=0' sc.txt
+check "the job succeeds" job_state_in "$J" arr SUCCEEDED
+check "it went QUEUED, then RUNNING, then SUCCEEDED" sh -c "grep -o ' QUEUED: \| RUNNING: \| SUCCEEDED: ' '$J/arr/events' | uniq | tr -d ' :' | xargs | grep -q 'QUEUED RUNNING SUCCEEDED'"
+same "each worker saw one GPU of Slurm's (CUDA_VISIBLE_DEVICES)" 2 "$(grep -c '^\[[12]\] CVD=[01]$' "$J/arr/log")"
+same "each worker read its data at /opt/ml/input" 2 "$(grep -c '^\[[12]\] the data$' "$J/arr/log")"
+check "worker 1's own log has its lines" grep -q '^CVD=[01]$' "$J/arr/workers/1/log"
+same "both outputs arrived, zipped" "arr_1.zip arr_2.zip" "$(ls out | xargs)"
+same "... with what each worker wrote" "1 2" "$(unzip -p out/arr_1.zip w.txt) $(unzip -p out/arr_2.zip w.txt)"
+same "exit codes" "0 0" "$(cat "$J/arr/workers/1/exit_code" "$J/arr/workers/2/exit_code" | xargs)"
+
+# --- never satisfiable: no Slurm job at all
+cat >"$J/big.json" <<'SPEC'
+{"name": "big", "resources": {"gpu_count": 3}, "workers": [{"command": "true"}]}
+SPEC
+sleep 2
+same "3 GPUs on a 2-GPU cluster waits" QUEUED "$(state big)"
+check "... and says it never can" grep -q 'never satisfiable on the Slurm cluster: a worker needs 3 GPU(s) on one node, the most any of its 1 node(s) has is 2' "$J/big/reason"
+same "... and was never given to Slurm" "" "$(squeue -h -t all -n big -o %i)"
+echo cancel >"$J/big/ctl"
+
+# --- cancel reaches Slurm
+echo '{"name": "long", "workers": [{"command": "sleep 300"}]}' >"$J/long.json"
+check "a long job runs" job_state_in "$J" long RUNNING
+LID=$(sid long)
+check "cancel through ctl" sh -c "echo cancel >'$J/long/ctl'"
+check "... makes it CANCELLED" job_state_in "$J" long CANCELLED
+check "... in Slurm too (jobcomp)" sh -c "sleep 1; grep -q 'JobId=$LID .*JobState=CANCELLED' '$T_DIR/slurm/jobcomp.txt'"
+
+# --- a failed command
+echo '{"name": "bad", "workers": [{"command": "echo failing; exit 3"}]}' >"$J/bad.json"
+check "a failed command fails the job" job_state_in "$J" bad FAILED
+same "... with its exit code" 3 "$(cat "$J/bad/workers/1/exit_code")"
+check "... and says so" grep -q 'worker 1 exited 3 after 1 attempt' "$J/bad/reason"
+check "Slurm saw it fail too" grep -q "JobId=$(sid bad) .*JobState=FAILED" "$T_DIR/slurm/jobcomp.txt"
+
+# --- Slurm forgets finished jobs (MinJobAge 2 s here); mlfs does not
+forgotten() { ! squeue -h -t all -j "$1" >/dev/null 2>&1; }
+wait_forgotten() { for _ in $(seq 1 60); do forgotten "$1" && return 0; sleep 1; done; return 1; }
+check "Slurm forgets the array" wait_forgotten "$ID"
+same "mlfs still shows its final state" SUCCEEDED "$(state arr)"
+same "... and its exit codes" "0 0" "$(cat "$J/arr/workers/1/exit_code" "$J/arr/workers/2/exit_code" | xargs)"
+
+# --- a requeue (preemption) is RETRYING, not a failure
+echo '{"name": "rq", "retry_count": 1, "workers": [{"command": "sleep 4; echo run $SLURM_RESTART_COUNT"}]}' >"$J/rq.json"
+check "a job that may retry runs" job_state_in "$J" rq RUNNING
+check "... with --requeue" sh -c "scontrol show job $(sid rq) | grep -q 'Requeue=1'"
+check "Slurm requeues it" scontrol requeue "$(sid rq)"
+check "... which mlfs shows as RETRYING" job_state_in "$J" rq RETRYING
+check "... and says why it waits" wait_grep 'Slurm: waiting for its start time (BeginTime)' "$J/rq/reason"
+scontrol update JobId="$(sid rq)" StartTime=now	# Slurm holds a requeued job back 2 minutes
+check "... and it then succeeds" job_state_in "$J" rq SUCCEEDED
+same "its attempts: requeued, then exited 0" "requeued exited 0" \
+	"$(json "$J/rq/status.json" "' '.join(a['end'] for a in d['workers'][0]['attempts'])")"
+
+# --- the daemon killed while Slurm runs a job: found again by its id
+echo '{"name": "surv", "workers": [{"command": "sleep 6; exit 4"}]}' >"$J/surv.json"
+check "a job runs" job_state_in "$J" surv RUNNING
+SID=$(sid surv)
+kill -9 "$MOUNT_PID"
+wait "$MOUNT_PID" 2>/dev/null
+fusermount3 -u "$M"
+MOUNT_PID=
+check "Slurm runs it on without mlfs" sh -c "squeue -h -j $SID -o %T | grep -q RUNNING"
+mount_fg slurm.conf.mlfs "$M" || { t_finish; exit 1; }
+check "the new daemon found it again by its Slurm id" grep -q "found again in Slurm (job $SID)" "$J/surv/events"
+same "... still RUNNING" RUNNING "$(state surv)"
+check "... and sees how it ended" job_state_in "$J" surv FAILED
+same "... exit code 4" 4 "$(cat "$J/surv/workers/1/exit_code")"
+
+# --- a job of an ordinary user: submitted and run as that user
+chmod 666 /dev/fuse	# what udev gives it on a node where users mount FUSE
+cat >user.json <<'SPEC'
+{"name": "user", "workers": [{"command": "id -u; cat /opt/ml/input/a.txt; pwd; echo mine >/opt/ml/output/u.txt"}],
+ "data": {"datasets": ["ds"], "output": {"type": "local", "path": "OUT"}}}
+SPEC
+sed -i "s|OUT|$T_DIR/out|" user.json
+check "nobody submits a job" as_other cp user.json "$J/"
+check "it succeeds" job_state_in "$J" user SUCCEEDED
+same "Slurm ran it as nobody" "$OTHER" "$(grep -m1 "JobId=$(sid user) " "$T_DIR/slurm/jobcomp.txt" | grep -o 'UserId=[^ ]*' | grep -o '([0-9]*)' | tr -d '()')"
+check "its command ran as nobody" grep -qx "$OTHER" "$J/user/workers/1/log"
+check "... saw its data at /opt/ml (a user namespace)" grep -q '^the data$' "$J/user/workers/1/log"
+check "... from /opt/ml/models" grep -q '^/opt/ml/models$' "$J/user/workers/1/log"
+same "its output arrived, owned by nobody" "$OTHER mine" "$(stat -c %u out/user.zip) $(unzip -p out/user.zip u.txt)"
+chmod "$FUSE_MODE" /dev/fuse
+
+# --- task roles: one allocation of two tasks
+cat >"$J/roles.json" <<'SPEC'
+{"jobName": "roles", "taskRoles": [
+  {"name": "a", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 1, "command": "echo a $CUDA_VISIBLE_DEVICES"},
+  {"name": "b", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 1, "command": "echo b $CUDA_VISIBLE_DEVICES"}]}
+SPEC
+check "a job of two task roles succeeds" job_state_in "$J" roles SUCCEEDED
+same "... as one Slurm job" "$(sid roles 0)" "$(sid roles 1)"
+check "... of two tasks" grep -q "JobId=$(sid roles) .*ProcCnt=2" "$T_DIR/slurm/jobcomp.txt"
+same "... each with a GPU of its own" "0 1" "$(grep -o '^\[[12]\] [ab] [01]$' "$J/roles/log" | awk '{print $3}' | sort | xargs)"
+
+# --- one squeue per interval, whatever the number of jobs and of cats
+for i in 1 2 3 4 5 6; do echo "{\"name\": \"s$i\", \"resources\": {\"cpu_count\": 4}, \"workers\": [{\"command\": \"sleep 30\"}]}" >"$J/s$i.json"; done
+check "six jobs run" job_state_in "$J" s6 RUNNING
+before=$(grep -c squeue calls.log)
+t0=$(date +%s.%N)
+for _ in $(seq 1 30); do for i in 1 2 3 4 5 6; do cat "$J/s$i/state" "$J/s$i/status.json" >/dev/null; done; sleep 0.1; done
+t1=$(date +%s.%N)
+after=$(grep -c squeue calls.log)
+calls=$((after - before))
+secs=$(echo "$t1 - $t0" | bc)
+check "at most one squeue per poll interval (1 s): $calls in ${secs}s, 360 reads" \
+	test "$calls" -le "$(echo "$secs + 2" | bc | cut -d. -f1)"
+check "no other Slurm command meanwhile" sh -c "awk -v a=$t0 -v b=$t1 '\$1 > a && \$1 < b && \$2 != \"squeue\"' calls.log | grep -q . && exit 1 || exit 0"
+for i in 1 2 3 4 5 6; do echo cancel >"$J/s$i/ctl"; done
+check "the six are cancelled" job_state_in "$J" s6 CANCELLED
+
+unmount_fg "$M"
+t_finish
