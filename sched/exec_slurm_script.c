@@ -261,8 +261,19 @@ static void exec_slurm_options(FILE *f, const struct exec_start *w, size_t n, bo
 			       const char *const *types, size_t n_types, bool ask_tmp)
 {
 	const struct spec *sp = w[0].spec;
-	const struct spec_resources *res = &sp->workers[w[0].worker - 1].res;
+	struct spec_resources big = sp->workers[w[0].worker - 1].res;
+	const struct spec_resources *res = &big;
 	char word[128];
+
+	/* one allocation of tasks of one shape: the largest of each resource (not a heterogeneous job) */
+	for (size_t i = 1; together && i < n; i++) {
+		const struct spec_resources *r = &sp->workers[w[i].worker - 1].res;
+
+		big.gpu_count = r->gpu_count > big.gpu_count ? r->gpu_count : big.gpu_count;
+		big.cpu_count = r->cpu_count > big.cpu_count ? r->cpu_count : big.cpu_count;
+		big.memory_gb = r->memory_gb > big.memory_gb ? r->memory_gb : big.memory_gb;
+		big.disk_size_gb = r->disk_size_gb > big.disk_size_gb ? r->disk_size_gb : big.disk_size_gb;
+	}
 	const char *one = NULL;
 
 	if (n_types == 1)

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -537,6 +538,60 @@ static void sched_cluster_submit(struct sched *s, struct sched_launch **g, size_
 	free(runs);
 }
 
+#define SCHED_SUBMITTERS 8	/* submissions to a cluster at once (sbatch waits on the controller) */
+
+struct sched_submitter {
+	struct sched *s;
+	struct sched_launch **all;
+	size_t n;
+	pthread_mutex_t lock;
+	size_t next;			/* the first launch not taken yet */
+};
+
+/* Takes one job's launches after another and submits them. */
+static void *sched_submitter(void *arg)
+{
+	struct sched_submitter *sub = arg;
+
+	for (;;) {
+		size_t first, end;
+
+		pthread_mutex_lock(&sub->lock);
+		first = sub->next;
+		for (end = first + 1; end < sub->n && sub->all[end]->j == sub->all[first]->j; end++)
+			;
+		sub->next = end;
+		pthread_mutex_unlock(&sub->lock);
+		if (first >= sub->n)
+			return NULL;
+		sched_cluster_submit(sub->s, sub->all + first, end - first);
+	}
+}
+
+/*
+ * Submits the launches @all[0..n) (sorted: a job's are together), several
+ * jobs at once: each sbatch mostly waits for the controller's answer, and
+ * the controller serves several clients at once.  The jobs' order of
+ * acceptance is kept within each submitter only.
+ */
+static void sched_cluster_submit_all(struct sched *s, struct sched_launch **all, size_t n)
+{
+	struct sched_submitter sub = { .s = s, .all = all, .n = n };
+	pthread_t t[SCHED_SUBMITTERS];
+	size_t started = 0, jobs = 0;
+
+	for (size_t i = 0; i < n; i++)
+		jobs += i == 0 || all[i]->j != all[i - 1]->j;
+	pthread_mutex_init(&sub.lock, NULL);
+	for (; jobs > 1 && started < SCHED_SUBMITTERS && started < jobs; started++)
+		if (pthread_create(&t[started], NULL, sched_submitter, &sub) != 0)
+			break;
+	sched_submitter(&sub);		/* this thread too; alone when the threads could not start */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_destroy(&sub.lock);
+}
+
 void sched_run_launch(struct sched *s, struct sched_launch *list)
 {
 	struct sched_launch **all = NULL;
@@ -559,11 +614,7 @@ void sched_run_launch(struct sched *s, struct sched_launch *list)
 		for (struct sched_launch *l = list; l; l = l->next)
 			all[i++] = l;
 		qsort(all, n, sizeof(*all), sched_launch_cmp);
-		for (size_t first = 0, end; first < n; first = end) {
-			for (end = first + 1; end < n && all[end]->j == all[first]->j; end++)
-				;
-			sched_cluster_submit(s, all + first, end - first);
-		}
+		sched_cluster_submit_all(s, all, n);
 		free(all);
 	} else if (sched_cluster(s)) {
 		for (struct sched_launch *l = list; l; l = l->next)

@@ -114,6 +114,19 @@ check "... and says it never can" grep -q 'never satisfiable on the Slurm cluste
 same "... and was never given to Slurm" "" "$(squeue -h -t all -n big -o %i)"
 echo cancel >"$J/big/ctl"
 
+# --- waiting in Slurm's queue: the reason in words, and wait_timeout_seconds
+echo '{"name": "hog", "resources": {"gpu_count": 1}, "workers": [{"command": "sleep 60"}]}' >"$J/hog.json"
+check "a job holds one GPU" job_state_in "$J" hog RUNNING
+echo '{"name": "two", "wait_timeout_seconds": 4, "resources": {"gpu_count": 2}, "workers": [{"command": "true"}]}' >"$J/two.json"
+check "a job wanting both GPUs waits in Slurm's queue" wait_grep 'Slurm: waiting for resources (Resources)' "$J/two/reason"
+same "... QUEUED" QUEUED "$(state two)"
+TID=$(sid two)
+check "... until its wait_timeout_seconds" job_state_in "$J" two FAILED
+check "... which says so" grep -q 'waited 4 s (wait_timeout_seconds) without starting; Slurm: waiting for resources' "$J/two/reason"
+check "... and it was taken out of Slurm's queue" sh -c "sleep 1; grep -q 'JobId=$TID .*JobState=CANCELLED' '$T_DIR/slurm/jobcomp.txt'"
+echo cancel >"$J/hog/ctl"
+check "the hog is cancelled" job_state_in "$J" hog CANCELLED
+
 # --- cancel reaches Slurm
 echo '{"name": "long", "workers": [{"command": "sleep 300"}]}' >"$J/long.json"
 check "a long job runs" job_state_in "$J" long RUNNING

@@ -1,0 +1,304 @@
+/*
+ * test_exec_slurm.c - the parts of the slurm executor that need no cluster:
+ * `scontrol -o show node` parsing, whether a request could ever fit, the
+ * GPU types asked for, Slurm's pending reasons in words, and the batch
+ * script and sbatch command line for single workers, arrays and task roles
+ * (each script also goes through `bash -n`).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "exec_slurm_int.h"
+#include "spec.h"
+
+static const char nodes_text[] =
+	"NodeName=n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=8 AvailableFeatures=a100 "
+	"ActiveFeatures=a100 Gres=gpu:a100:4(S:0-1),shard:8 NodeAddr=10.0.0.1 RealMemory=64000 "
+	"State=IDLE TmpDisk=100000 Weight=1\n"
+	"NodeName=n2 CPUTot=32 AvailableFeatures=(null) Gres=gpu:rtx_3090:2,gpu:t4:1 RealMemory=128000 "
+	"State=MIXED TmpDisk=0\n"
+	"NodeName=n3 CPUTot=4 Gres=(null) RealMemory=8000 State=DOWN+DRAIN TmpDisk=0\n";
+
+static void test_parse_nodes(void **state)
+{
+	struct exec_slurm_node *n;
+	size_t count;
+
+	(void)state;
+	assert_int_equal(exec_slurm_parse_nodes(nodes_text, &n, &count), 0);
+	assert_int_equal(count, 3);
+	assert_string_equal(n[0].name, "n1");
+	assert_int_equal(n[0].cpus, 8);
+	assert_int_equal(n[0].memory_mb, 64000);
+	assert_int_equal(n[0].tmp_mb, 100000);
+	assert_string_equal(n[0].features, "a100");
+	assert_int_equal(n[0].n_gpus, 1);	/* shard is not a GPU */
+	assert_string_equal(n[0].gpus[0].type, "a100");
+	assert_int_equal(n[0].gpus[0].count, 4);
+	assert_int_equal(n[1].n_gpus, 2);
+	assert_string_equal(n[1].gpus[0].type, "rtx_3090");
+	assert_int_equal(n[1].gpus[1].count, 1);
+	assert_int_equal(n[2].n_gpus, 0);
+	assert_string_equal(n[2].state, "DOWN+DRAIN");
+	exec_slurm_nodes_free(n, count);
+
+	assert_int_equal(exec_slurm_parse_nodes("", &n, &count), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(exec_slurm_parse_nodes("NodeName=u Gres=gpu:2 CPUTot=2\n", &n, &count), 0);
+	assert_string_equal(n[0].gpus[0].type, "");
+	assert_int_equal(n[0].gpus[0].count, 2);
+	exec_slurm_nodes_free(n, count);
+}
+
+static void test_fit(void **state)
+{
+	struct exec_slurm_node *n;
+	size_t count;
+	char why[512];
+	char *types_a100[] = { "A100" }, *types_rtx[] = { "RTX 3090" }, *types_sub[] = { "3090" };
+	struct spec_resources r = { .gpu_count = 4, .cpu_count = 8, .memory_gb = 32, .disk_size_gb = 10,
+				    .max_price = -1 };
+	const char *types[4];
+
+	(void)state;
+	assert_int_equal(exec_slurm_parse_nodes(nodes_text, &n, &count), 0);
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), 1);
+	r.gpu_count = 5;
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), -1);
+	assert_string_equal(why, "never satisfiable on the Slurm cluster: a worker needs 5 GPU(s) on one "
+			    "node, the most any of its 3 node(s) has is 4");
+	r.gpu_count = 0;
+	r.cpu_count = 64;
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "needs 64 CPUs, the most any of its 3 node(s) has is 32"));
+	r.cpu_count = 4;
+	r.memory_gb = 200;
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "200 GB of memory"));
+	/* a node that declares no TmpDisk is not held to the disk size */
+	r.memory_gb = 100;
+	r.disk_size_gb = 500;
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), 1);
+
+	/* types: case, spaces and underscores do not matter; GPULab matches substrings */
+	r = (struct spec_resources){ .gpu_count = 2, .gpu_types = types_rtx, .n_gpu_types = 1 };
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), 1);
+	assert_int_equal(exec_slurm_gpu_types(n, count, &r, types, 4), 1);
+	assert_string_equal(types[0], "rtx_3090");
+	r.gpu_types = types_sub;
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), -1);
+	r.gpu_type_substring = true;
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), 1);
+	r = (struct spec_resources){ .gpu_count = 3, .gpu_types = types_rtx, .n_gpu_types = 1 };
+	assert_int_equal(exec_slurm_node_fit(n, count, &r, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "needs 3 RTX 3090 GPU(s)"));
+	r = (struct spec_resources){ .gpu_count = 1, .gpu_types = types_a100, .n_gpu_types = 1 };
+	assert_int_equal(exec_slurm_gpu_types(n, count, &r, types, 4), 1);
+	assert_string_equal(types[0], "a100");
+	r.n_gpu_types = 0;
+	assert_int_equal(exec_slurm_gpu_types(n, count, &r, types, 4), 0);	/* any type */
+	exec_slurm_nodes_free(n, count);
+	assert_int_equal(exec_slurm_node_fit(NULL, 0, &r, why, sizeof(why)), -1);
+	assert_string_equal(why, "never satisfiable on the Slurm cluster: it has no nodes");
+}
+
+static void test_reasons(void **state)
+{
+	(void)state;
+	assert_string_equal(exec_slurm_reason_words("Resources"), "waiting for resources");
+	assert_string_equal(exec_slurm_reason_words("Priority"), "waiting behind jobs of higher priority");
+	assert_string_equal(exec_slurm_reason_words("SomethingNew"), "waiting");
+}
+
+/* ---- scripts ---- */
+
+struct sfx {
+	struct spec *spec;
+	struct mlfs_config cfg;
+	char *envp[8];
+	struct exec_start w[3];
+};
+
+static const char spec_text[] =
+	"{\"name\": \"j\", \"run_timeout_seconds\": 90, \"retry_count\": 2,\n"
+	" \"resources\": {\"gpu_count\": 1, \"gpu_types\": [\"A100\", \"H100\"], \"cpu_count\": 2, \"memory_gb\": 1.5},\n"
+	" \"workers\": [{\"command\": \"echo 'it''s' \\\"$X\\\"\"}, {\"command\": \"true\"}, {\"command\": \"false\"}],\n"
+	" \"data\": {\"output\": {\"type\": \"local\", \"path\": \"/o\"}}}\n"
+	"MLFS_SPEC_END_0\n";
+
+static int sfx_setup(void **state)
+{
+	struct sfx *f = calloc(1, sizeof(*f));
+	struct diag d = { 0 };
+
+	if (!f || spec_parse(&f->spec, "j.json", spec_text, strlen(spec_text) - 16, "j", &d) < 0) {
+		diag_free(&d);
+		return -1;
+	}
+	diag_free(&d);
+	f->envp[0] = "PATH=/usr/bin:/bin";
+	f->envp[1] = "CUDA_VISIBLE_DEVICES=";
+	f->envp[2] = "X=a 'quoted' $value";
+	f->envp[3] = "odd.name=1";
+	f->envp[4] = "ML_DATA_PATH=/opt/ml/input";
+	for (unsigned int i = 0; i < 3; i++)
+		f->w[i] = (struct exec_start){
+			.job = "j", .worker = i + 1, .attempt = 1, .command = f->spec->workers[i].command,
+			.envp = f->envp, .dir = "/opt/ml/models", .exit_path = "/s/jobs/j/workers/1/exit.1",
+			.spec = f->spec, .spec_file = "j.json", .spec_text = spec_text,
+			.spec_len = strlen(spec_text), .job_dir = "/s/jobs/j", .output_id = "j.1.a1.5",
+			.config_path = "/etc/mlfs.conf", .mlfs_bin = "/usr/bin/mlfs",
+		};
+	*state = f;
+	return 0;
+}
+
+static int sfx_teardown(void **state)
+{
+	struct sfx *f = *state;
+
+	spec_free(f->spec);
+	free(f);
+	return 0;
+}
+
+/* bash -n SCRIPT: 0 when bash can parse it. */
+static int bash_parses(const char *script)
+{
+	char path[] = "/tmp/mlfs-slurm-script.XXXXXX", cmd[128];
+	int fd = mkstemp(path), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, script, strlen(script)) == (ssize_t)strlen(script) ? 0 : -1;
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "bash -n %s", path);
+	if (ret == 0)
+		ret = system(cmd);
+	unlink(path);
+	return ret;
+}
+
+static void free_argv(char **argv, size_t argc)
+{
+	for (size_t i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+static void test_script_array(void **state)
+{
+	struct sfx *f = *state;
+	char *script, **argv, why[256];
+	size_t argc;
+	const char *types[] = { "a100", "h100" };
+
+	f->cfg.slurm.partition = "gpu";
+	f->cfg.slurm.account = "ml";
+	f->cfg.slurm.sbatch_args = "  --qos=high   --nice=5 ";
+	assert_int_equal(exec_slurm_script(&f->cfg, f->w, 3, false, types, 2, true, &script, &argv,
+					   &argc, why, sizeof(why)), 0);
+	assert_int_equal(argc, 8);
+	assert_string_equal(argv[0], "sbatch");
+	assert_string_equal(argv[1], "--parsable");
+	assert_string_equal(argv[3], "gpu");
+	assert_string_equal(argv[5], "ml");
+	assert_string_equal(argv[6], "--qos=high");
+	assert_string_equal(argv[7], "--nice=5");
+	assert_null(argv[8]);
+	assert_non_null(strstr(script, "#SBATCH --job-name=j\n"));
+	assert_non_null(strstr(script, "#SBATCH --array=1,2,3\n"));
+	assert_non_null(strstr(script, "#SBATCH --output=/s/jobs/j/workers/%a/log\n"));
+	assert_non_null(strstr(script, "#SBATCH --cpus-per-task=2\n"));
+	assert_non_null(strstr(script, "#SBATCH --mem=1536M\n"));
+	assert_non_null(strstr(script, "#SBATCH --gres=gpu:1\n#SBATCH --constraint=a100|h100\n"));
+	assert_non_null(strstr(script, "#SBATCH --tmp=10G\n"));
+	assert_non_null(strstr(script, "#SBATCH --time=32\n"));	/* 90 s -> 2 min, + 30 */
+	assert_non_null(strstr(script, "#SBATCH --requeue\n"));
+	assert_non_null(strstr(script, "mlfs_run \"$SLURM_ARRAY_TASK_ID\"\n"));
+	/* values are single-quoted, Slurm's CUDA_VISIBLE_DEVICES stands, odd names go through env */
+	assert_non_null(strstr(script, "export X='a '\\''quoted'\\'' $value'\n"));
+	assert_null(strstr(script, "CUDA_VISIBLE_DEVICES="));
+	assert_non_null(strstr(script, "MLFS_ENV+=('odd.name=1')\n"));
+	assert_non_null(strstr(script, "export GPU_COUNT=1\n"));
+	/* the spec's own "MLFS_SPEC_END_0" line cannot end the here-document */
+	assert_non_null(strstr(script, "<<'MLFS_SPEC_END_1'\n"));
+	assert_int_equal(bash_parses(script), 0);
+	free(script);
+	free_argv(argv, argc);
+
+	/* one type of the cluster: a typed gres; no TmpDisk on the cluster: no --tmp */
+	f->cfg = (struct mlfs_config){ 0 };
+	assert_int_equal(exec_slurm_script(&f->cfg, &f->w[1], 1, false, types, 1, false, &script, &argv,
+					   &argc, why, sizeof(why)), 0);
+	assert_int_equal(argc, 2);
+	assert_non_null(strstr(script, "#SBATCH --gres=gpu:a100:1\n"));
+	assert_null(strstr(script, "--constraint"));
+	assert_null(strstr(script, "--tmp"));
+	assert_null(strstr(script, "--array"));
+	assert_non_null(strstr(script, "#SBATCH --output=/s/jobs/j/workers/2/log\n"));
+	assert_non_null(strstr(script, "mlfs_run 2\n"));
+	assert_int_equal(bash_parses(script), 0);
+	free(script);
+	free_argv(argv, argc);
+}
+
+static void test_script_gang(void **state)
+{
+	struct sfx *f = *state;
+	char *script, **argv, why[256];
+	size_t argc;
+
+	assert_int_equal(exec_slurm_script(NULL, f->w, 2, true, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), 0);
+	assert_non_null(strstr(script, "#SBATCH --ntasks=2\n"));
+	assert_non_null(strstr(script, "#SBATCH --mem-per-cpu=768M\n"));
+	assert_non_null(strstr(script, "#SBATCH --gpus-per-task=1\n#SBATCH --constraint=A100|H100\n"));
+	assert_non_null(strstr(script, "#SBATCH --output=/s/jobs/j/slurm.log\n"));
+	assert_non_null(strstr(script, "exec srun --kill-on-bad-exit=0 --export=ALL,MLFS_TASK=1"));
+	assert_non_null(strstr(script, "mlfs_w1() {"));
+	assert_non_null(strstr(script, "mlfs_w2() {"));
+	assert_int_equal(bash_parses(script), 0);
+	free(script);
+	free_argv(argv, argc);
+}
+
+static void test_script_refused(void **state)
+{
+	struct sfx *f = *state;
+	char *script, **argv, why[256];
+	size_t argc;
+	struct exec_start w = f->w[0];
+
+	w.job_dir = NULL;
+	assert_int_equal(exec_slurm_script(NULL, &w, 1, false, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), -EINVAL);
+	assert_null(script);
+	f->spec->workers[1].res.gpu_count = 2;
+	assert_int_equal(exec_slurm_script(NULL, f->w, 2, false, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "workers 1 and 2 differ in shape: not one array");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_nodes),
+		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_reasons),
+		cmocka_unit_test_setup_teardown(test_script_array, sfx_setup, sfx_teardown),
+		cmocka_unit_test_setup_teardown(test_script_gang, sfx_setup, sfx_teardown),
+		cmocka_unit_test_setup_teardown(test_script_refused, sfx_setup, sfx_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
