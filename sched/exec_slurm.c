@@ -349,7 +349,7 @@ static int exec_slurm_submit(struct executor *ex, const struct exec_start *w, si
 			     bool together, struct exec_run *runs, char *why, size_t why_len)
 {
 	struct exec_slurm *es = exec_slurm_of(ex);
-	char *script = NULL, *out = NULL, err[1024], **argv = NULL, id[64];
+	char *script = NULL, *out = NULL, err[1024], **argv = NULL, id[24];
 	size_t argc = 0;
 	int ret;
 
