@@ -260,7 +260,8 @@ static int jobs_stat_file(struct fs *fs, const struct jobs_path *p, struct stat 
 	st->st_mtime = st->st_ctime = (time_t)(in->accepted_ns / 1000000000LL);
 	if (strcmp(p->file, "log") == 0 || strcmp(p->file, "events") == 0) {
 		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &path);
-		if (ret == 0 && stat(path, &real) == 0) {
+		/* lstat, O_NOFOLLOW below: a cluster job's folder is its owner's, who may plant links */
+		if (ret == 0 && lstat(path, &real) == 0 && S_ISREG(real.st_mode)) {
 			st->st_size = real.st_size;
 			st->st_mtim = st->st_ctim = real.st_mtim;
 		}
@@ -609,7 +610,7 @@ static int jobs_open_file(struct fs *fs, struct jobs_path *p, struct jobs_handle
 	if (strcmp(p->file, "log") == 0 || strcmp(p->file, "events") == 0) {
 		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &h->path);
 		if (ret == 0) {
-			h->fd = open(h->path, O_RDONLY | O_CLOEXEC);
+			h->fd = open(h->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 			ret = h->fd < 0 && errno != ENOENT ? -errno : 0;
 		}
 		return ret;
@@ -854,7 +855,7 @@ void fs_jobs_read(fuse_req_t req, struct node *n, size_t size, off_t off, struct
 		jobs_read_wait(req, fj, h, size, off);
 	} else if (h->path) {
 		if (__atomic_load_n(&h->fd, __ATOMIC_ACQUIRE) < 0) {	/* made since the open? */
-			int fd = open(h->path, O_RDONLY | O_CLOEXEC), none = -1;
+			int fd = open(h->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), none = -1;
 
 			if (fd >= 0 && !__atomic_compare_exchange_n(&h->fd, &none, fd, false,
 								    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -408,6 +408,8 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct
 		sched_find_views(s);
 	if (ret == 0)
 		ret = sched_make_executor(s, ops);
+	if (ret == 0 && sched_cluster(s))
+		ret = sched_submitters_start(s);
 	if (ret == 0)
 		ret = sched_store_open(s);
 	if (ret == 0)
@@ -435,6 +437,7 @@ void sched_destroy(struct sched *s)
 		sched_wake(s);
 		pthread_join(s->thread, NULL);
 	}
+	sched_submitters_stop(s);
 	while (s->jobs) {
 		struct sched_job *j = s->jobs;
 

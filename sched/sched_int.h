@@ -19,6 +19,8 @@
 #define SCHED_DEPTH 100		/* waiting jobs looked at per scheduling pass */
 #define SCHED_PORT_FIRST 30000	/* ports handed to jobs that ask (OpenPAI portList) */
 #define SCHED_PORT_COUNT 10000
+#define SCHED_SUBMITTERS 8	/* threads submitting to a cluster at once */
+#define SCHED_MAX_GROUP 1024	/* a job's workers submitted together, at most */
 
 /* One attempt of one worker, kept for status.json. */
 struct sched_attempt {
@@ -134,6 +136,13 @@ struct sched {
 	int wake_fd;				/* eventfd, wakes the thread */
 	pthread_t thread;
 	bool thread_started;
+	/* Cluster submissions (sched_run.c), guarded by sub_lock: */
+	pthread_mutex_t sub_lock;
+	pthread_cond_t sub_cond;
+	struct sched_launch *sub_queue, **sub_tail;
+	bool sub_stop, sub_inited;
+	pthread_t submitters[SCHED_SUBMITTERS];
+	size_t n_submitters;
 	/* Workers' views: the mlfs binary and the config, absolute; NULL: no views (fakes). */
 	char *mlfs_bin;
 	char *config_path;
@@ -201,6 +210,9 @@ struct sched_launch;
 void sched_run_launch(struct sched *s, struct sched_launch *list);
 /* Places what fits (to be started by sched_run_launch), reaps what ended, enforces timeouts; returns the ms until the next deadline. */
 int sched_run_pass(struct sched *s);
+/* The threads that submit to a cluster executor; stop submits what is queued, then joins them. */
+int sched_submitters_start(struct sched *s);
+void sched_submitters_stop(struct sched *s);
 /* Takes over the workers a previous daemon left running (after sched_store_load). */
 void sched_run_adopt(struct sched *s);
 int sched_run_cancel(struct sched *s, struct sched_job *j);

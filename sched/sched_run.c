@@ -162,10 +162,12 @@ static void sched_env_build(struct sched_env *e, const struct sched_job *j,
 /*
  * The worker's folder (workers/N, made at its first start) and in it its
  * scratch stand-in for /opt/ml (ml/input, models, checkpoint, output),
- * owned by the job's user, until workers get their /opt/ml view.
+ * owned by the job's user, until workers get their /opt/ml view.  A
+ * cluster's batch script makes the scratch folders itself, on the compute
+ * node (!@with_ml).
  */
-static int sched_make_scratch(const struct sched_job *j, const struct sched_worker *w,
-			      const char *ml)
+static int sched_make_worker_dir(const struct sched_job *j, const struct sched_worker *w,
+				 const char *ml, bool with_ml)
 {
 	static const char *const sub[] = { "", "/input", "/models", "/checkpoint", "/output" };
 	char path[4096];
@@ -176,7 +178,7 @@ static int sched_make_scratch(const struct sched_job *j, const struct sched_work
 	snprintf(path, sizeof(path), "%s/workers/%u", j->dir, w->n);
 	if (mkdir(path, 0711) < 0 && errno != EEXIST)
 		return -errno;
-	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+	for (size_t i = 0; with_ml && i < sizeof(sub) / sizeof(sub[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", ml, sub[i]);
 		if (mkdir(path, 0700) < 0 && errno != EEXIST)
 			return -errno;
@@ -184,6 +186,12 @@ static int sched_make_scratch(const struct sched_job *j, const struct sched_work
 			return -errno;
 	}
 	return 0;
+}
+
+static int sched_make_scratch(const struct sched_job *j, const struct sched_worker *w,
+			      const char *ml)
+{
+	return sched_make_worker_dir(j, w, ml, true);
 }
 
 /* A worker placed under the lock and started without it (sched_run_launch). */
@@ -538,87 +546,110 @@ static void sched_cluster_submit(struct sched *s, struct sched_launch **g, size_
 	free(runs);
 }
 
-#define SCHED_SUBMITTERS 8	/* submissions to a cluster at once (sbatch waits on the controller) */
+/*
+ * Cluster submissions run on SCHED_SUBMITTERS threads of their own, not on
+ * the scheduler's: each sbatch mostly waits for the controller, which
+ * serves several clients at once, and the scheduler goes on accepting and
+ * placing meanwhile.  A pass queues its launches (a job's together); a
+ * submitter takes one job's, prepares their folders, submits them and
+ * records the result under the lock.
+ */
+static void sched_submit_group(struct sched *s, struct sched_launch **g, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sched_launch *l = g[i];
 
-struct sched_submitter {
-	struct sched *s;
-	struct sched_launch **all;
-	size_t n;
-	pthread_mutex_t lock;
-	size_t next;			/* the first launch not taken yet */
-};
+		l->ret = sched_make_worker_dir(l->j, l->w, l->ml, false);
+		if (l->ret == 0 && l->st.view_argv)
+			l->ret = sched_view_files(l);
+		unlink(l->exitp);
+		if (l->ret == 0)
+			l->ret = sched_cluster_files(l);
+	}
+	qsort(g, n, sizeof(*g), sched_launch_cmp);
+	sched_cluster_submit(s, g, n);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++)
+		sched_launch_finish(s, g[i]);
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		sched_env_free(&g[i]->env);
+		free(g[i]);
+	}
+	sched_wake(s);
+}
 
-/* Takes one job's launches after another and submits them. */
 static void *sched_submitter(void *arg)
 {
-	struct sched_submitter *sub = arg;
+	struct sched *s = arg;
+	struct sched_launch *g[SCHED_MAX_GROUP];
 
 	for (;;) {
-		size_t first, end;
+		size_t n = 0;
 
-		pthread_mutex_lock(&sub->lock);
-		first = sub->next;
-		for (end = first + 1; end < sub->n && sub->all[end]->j == sub->all[first]->j; end++)
-			;
-		sub->next = end;
-		pthread_mutex_unlock(&sub->lock);
-		if (first >= sub->n)
+		pthread_mutex_lock(&s->sub_lock);
+		while (!s->sub_queue && !s->sub_stop)
+			pthread_cond_wait(&s->sub_cond, &s->sub_lock);
+		if (!s->sub_queue) {
+			pthread_mutex_unlock(&s->sub_lock);
 			return NULL;
-		sched_cluster_submit(sub->s, sub->all + first, end - first);
+		}
+		do {
+			g[n++] = s->sub_queue;
+			s->sub_queue = s->sub_queue->next;
+		} while (s->sub_queue && s->sub_queue->j == g[0]->j && n < SCHED_MAX_GROUP);
+		if (!s->sub_queue)
+			s->sub_tail = &s->sub_queue;
+		pthread_mutex_unlock(&s->sub_lock);
+		sched_submit_group(s, g, n);
 	}
 }
 
-/*
- * Submits the launches @all[0..n) (sorted: a job's are together), several
- * jobs at once: each sbatch mostly waits for the controller's answer, and
- * the controller serves several clients at once.  The jobs' order of
- * acceptance is kept within each submitter only.
- */
-static void sched_cluster_submit_all(struct sched *s, struct sched_launch **all, size_t n)
+int sched_submitters_start(struct sched *s)
 {
-	struct sched_submitter sub = { .s = s, .all = all, .n = n };
-	pthread_t t[SCHED_SUBMITTERS];
-	size_t started = 0, jobs = 0;
-
-	for (size_t i = 0; i < n; i++)
-		jobs += i == 0 || all[i]->j != all[i - 1]->j;
-	pthread_mutex_init(&sub.lock, NULL);
-	for (; jobs > 1 && started < SCHED_SUBMITTERS && started < jobs; started++)
-		if (pthread_create(&t[started], NULL, sched_submitter, &sub) != 0)
+	pthread_mutex_init(&s->sub_lock, NULL);
+	pthread_cond_init(&s->sub_cond, NULL);
+	s->sub_tail = &s->sub_queue;
+	s->sub_inited = true;
+	for (; s->n_submitters < SCHED_SUBMITTERS; s->n_submitters++)
+		if (pthread_create(&s->submitters[s->n_submitters], NULL, sched_submitter, s) != 0)
 			break;
-	sched_submitter(&sub);		/* this thread too; alone when the threads could not start */
-	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	pthread_mutex_destroy(&sub.lock);
+	return s->n_submitters ? 0 : -EAGAIN;
+}
+
+void sched_submitters_stop(struct sched *s)
+{
+	if (!s->sub_inited)
+		return;
+	pthread_mutex_lock(&s->sub_lock);
+	s->sub_stop = true;		/* they submit what is queued, then end */
+	pthread_cond_broadcast(&s->sub_cond);
+	pthread_mutex_unlock(&s->sub_lock);
+	for (size_t i = 0; i < s->n_submitters; i++)
+		pthread_join(s->submitters[i], NULL);
+	pthread_cond_destroy(&s->sub_cond);
+	pthread_mutex_destroy(&s->sub_lock);
+	s->sub_inited = false;
 }
 
 void sched_run_launch(struct sched *s, struct sched_launch *list)
 {
-	struct sched_launch **all = NULL;
-	size_t n = 0;
-
+	if (sched_cluster(s) && s->n_submitters) {
+		pthread_mutex_lock(&s->sub_lock);
+		*s->sub_tail = list;
+		while (*s->sub_tail)
+			s->sub_tail = &(*s->sub_tail)->next;
+		pthread_cond_broadcast(&s->sub_cond);
+		pthread_mutex_unlock(&s->sub_lock);
+		return;
+	}
 	for (struct sched_launch *l = list; l; l = l->next) {
 		l->ret = sched_make_scratch(l->j, l->w, l->ml);
 		if (l->ret == 0 && l->st.view_argv)
 			l->ret = sched_view_files(l);
 		unlink(l->exitp);
-		if (l->ret == 0 && sched_cluster(s))
-			l->ret = sched_cluster_files(l);
-		if (l->ret == 0 && !sched_cluster(s))
-			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);
-		n++;
-	}
-	if (sched_cluster(s) && n && (all = calloc(n, sizeof(*all)))) {
-		size_t i = 0;
-
-		for (struct sched_launch *l = list; l; l = l->next)
-			all[i++] = l;
-		qsort(all, n, sizeof(*all), sched_launch_cmp);
-		sched_cluster_submit_all(s, all, n);
-		free(all);
-	} else if (sched_cluster(s)) {
-		for (struct sched_launch *l = list; l; l = l->next)
-			l->ret = l->ret ? l->ret : -ENOMEM;
+		if (l->ret == 0)
+			l->ret = sched_cluster(s) ? -EAGAIN : s->ex->ops->start(s->ex, &l->st, &l->run);
 	}
 	pthread_mutex_lock(&s->lock);
 	for (struct sched_launch *l = list; l; l = l->next)
@@ -815,7 +846,7 @@ static const char *sched_last_line(const struct sched_job *j, const struct sched
 
 	snprintf(buf, len, "see workers/%u/%s", w->n, file);
 	snprintf(path, sizeof(path), "%s/workers/%u/%s", j->dir, w->n, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0) {
 		off_t end = lseek(fd, 0, SEEK_END);
 
@@ -1072,7 +1103,7 @@ static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/workers/%u/phase", j->dir, w->n);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -1309,7 +1340,7 @@ static bool sched_output_complete(const struct sched *s, const char *id)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/outputs/%s/journal", s->cfg->state_dir, id);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	/* The complete line is the last one: the end of the file holds it. */

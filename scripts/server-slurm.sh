@@ -17,13 +17,17 @@
 # GPUs as gres "gpu:SLURM_TEST_GPU_TYPE:2" (default type "tesla") backed by
 # fake character devices (DIR/dev/gpu0, gpu1 = /dev/null's numbers): a GPU
 # gres without File= is dropped by slurmd.  MinJobAge is SLURM_TEST_MIN_JOB_AGE
-# (default 300).  Client commands need SLURM_CONF=DIR/slurm.conf.  Needs
+# (default 300).  SLURM_TEST_STATE_DIR puts the controller's state and
+# slurmd's spool there instead of DIR (the benchmark uses a tmpfs: on one
+# machine the controller's disk writes would otherwise compete with the
+# gateway's, which a real controller on its own machine does not do).
+# Client commands need SLURM_CONF=DIR/slurm.conf.  Needs
 # root.  See ../shared/notes/servers.md §5.
 set -eu
 . "$(dirname "$0")/server_lib.sh"
 
 slurm_conf() {
-	local dir=$1 port=$2
+	local dir=$1 port=$2 state=${SLURM_TEST_STATE_DIR:-$1}
 	cat >"$dir/slurm.conf" <<CONF
 ClusterName=mlfstest
 SlurmctldHost=localhost(127.0.0.1)
@@ -35,8 +39,8 @@ CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+StateSaveLocation=$state/state
+SlurmdSpoolDir=$state/spool
 SlurmctldPidFile=$dir/slurmctld.pid.slurm
 SlurmdPidFile=$dir/slurmd.pid.slurm
 SlurmctldLogFile=$dir/slurmctld.log
@@ -88,8 +92,9 @@ slurm_start() {
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
 	slurm_stop "$dir"
-	rm -rf "$dir/state" "$dir/spool" "$dir/munge"
-	mkdir -p "$dir"/{state,spool,dev,munge}
+	local state=${SLURM_TEST_STATE_DIR:-$dir}
+	rm -rf "$state/state" "$state/spool" "$dir/munge"
+	mkdir -p "$state"/{state,spool} "$dir"/{dev,munge}
 	# Job output files are written by the job's user: every folder above must be passable.
 	chmod o+x "$dir"
 	for i in 0 1; do

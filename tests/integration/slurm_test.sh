@@ -190,6 +190,12 @@ check "its command ran as nobody" grep -qx "$OTHER" "$J/user/workers/1/log"
 check "... saw its data at /opt/ml (a user namespace)" grep -q '^the data$' "$J/user/workers/1/log"
 check "... from /opt/ml/models" grep -q '^/opt/ml/models$' "$J/user/workers/1/log"
 same "its output arrived, owned by nobody" "$OTHER mine" "$(stat -c %u out/user.zip) $(unzip -p out/user.zip u.txt)"
+# the worker's folder is its owner's: a link planted there is never followed by mlfs (root)
+echo '{"name": "evil", "workers": [{"command": "rm -f ../../log; ln -s /etc/shadow ../../log"}]}' >evil.json
+check "nobody submits a job that plants a link for its log" as_other cp evil.json "$J/"
+check "... which runs" job_state_in "$J" evil SUCCEEDED
+check "... and its log is a link now" test -L "$T_DIR/state/jobs/evil/workers/1/log"
+same "the tree does not follow it" "" "$(timeout 5 cat "$J/evil/workers/1/log" 2>/dev/null | head -c 100)"
 chmod "$FUSE_MODE" /dev/fuse
 
 # --- task roles: one allocation of two tasks
