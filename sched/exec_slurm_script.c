@@ -317,6 +317,10 @@ static void exec_slurm_options(FILE *f, const struct exec_start *w, size_t n, bo
 	if (sp->run_timeout > 0)	/* minutes, with room for staging: mlfs stops it on time itself */
 		fprintf(f, "#SBATCH --time=%ld\n", (sp->run_timeout + 59) / 60 + 30);
 	fprintf(f, "#SBATCH --%s\n", sp->retry_count > 0 ? "requeue" : "no-requeue");
+	if (res->node_name && *res->node_name &&	/* GPULab's slaveName, a host name */
+	    strspn(res->node_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") ==
+	    strlen(res->node_name))
+		fprintf(f, "#SBATCH --nodelist=%s\n", res->node_name);
 }
 
 /* One function per worker that sets what differs between them. */

@@ -541,9 +541,36 @@ static void sched_spec_ignore(struct spec *sp, const char *text)
  * and name; on a node that declares neither they cannot be honoured, so
  * they are listed as ignored (DESIGN §6) and the job runs.
  */
+/* What a Slurm cluster cannot be asked for (docs/slurm.md). */
+static void sched_cluster_ignored(struct spec *sp)
+{
+	bool price = false, cuda = false, cluster = false, ports = false;
+
+	for (size_t i = 0; i < sp->n_workers; i++) {
+		price |= sp->workers[i].res.max_price >= 0;
+		cuda |= sp->workers[i].res.min_cuda_version != NULL;
+		cluster |= sp->workers[i].res.cluster_id != NULL;
+		ports |= sp->workers[i].n_ports > 0;
+	}
+	if (price)
+		sched_spec_ignore(sp, "max_price: a Slurm cluster has no node prices");
+	if (cuda)
+		sched_spec_ignore(sp, "minCudaVersion: Slurm does not know its nodes' CUDA versions");
+	if (cluster)
+		sched_spec_ignore(sp, "clusterId: the jobs go to the Slurm cluster of this gateway");
+	if (ports)
+		sched_spec_ignore(sp, "portList: ports are not reserved on a Slurm cluster; the numbers "
+				  "in the PAI_PORT_LIST variables are not held there");
+}
+
 void sched_node_ignored(struct sched *s, struct spec *sp)
 {
 	bool cluster = false, name = false;
+
+	if (sched_cluster(s)) {
+		sched_cluster_ignored(sp);	/* slaveName is --nodelist there */
+		return;
+	}
 
 	for (size_t i = 0; i < sp->n_workers; i++) {
 		cluster |= sp->workers[i].res.cluster_id && !s->node.cluster_id;

@@ -113,6 +113,10 @@ same "3 GPUs on a 2-GPU cluster waits" QUEUED "$(state big)"
 check "... and says it never can" grep -q 'never satisfiable on the Slurm cluster: a worker needs 3 GPU(s) on one node, the most any of its 1 node(s) has is 2' "$J/big/reason"
 same "... and was never given to Slurm" "" "$(squeue -h -t all -n big -o %i)"
 echo cancel >"$J/big/ctl"
+echo '{"name": "priced", "resources": {"gpu_count": 1, "max_price": 2.5}, "workers": [{"command": "true"}]}' >"$J/priced.json"
+check "what Slurm cannot be asked is listed under ignored" \
+	grep -q 'max_price: a Slurm cluster has no node prices' "$J/priced/spec.json"
+check "... and the job runs" job_state_in "$J" priced SUCCEEDED
 
 # --- waiting in Slurm's queue: the reason in words, and wait_timeout_seconds
 echo '{"name": "hog", "resources": {"gpu_count": 1}, "workers": [{"command": "sleep 60"}]}' >"$J/hog.json"

@@ -270,6 +270,22 @@ static void test_script_gang(void **state)
 	assert_int_equal(bash_parses(script), 0);
 	free(script);
 	free_argv(argv, argc);
+
+	/* GPULab's slaveName is --nodelist, and never a line of its own */
+	f->spec->workers[0].res.node_name = strdup("gpu-07");
+	assert_int_equal(exec_slurm_script(NULL, f->w, 1, false, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), 0);
+	assert_non_null(strstr(script, "#SBATCH --nodelist=gpu-07\n"));
+	free(script);
+	free_argv(argv, argc);
+	free(f->spec->workers[0].res.node_name);
+	f->spec->workers[0].res.node_name = strdup("x\n#SBATCH --uid=0");
+	assert_int_equal(exec_slurm_script(NULL, f->w, 1, false, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), 0);
+	assert_null(strstr(script, "--nodelist"));
+	assert_null(strstr(script, "--uid"));
+	free(script);
+	free_argv(argv, argc);
 }
 
 static void test_script_refused(void **state)
