@@ -76,8 +76,6 @@
 #include "log.h"
 
 #define BE_ARCHIVE_BLOCK	(64u << 10)	/* bytes per read of the inner file */
-#define BE_ARCHIVE_PATH_MAX	4095
-#define BE_ARCHIVE_NAME_MAX	255
 #define BE_ARCHIVE_NONE		UINT32_MAX
 
 enum be_archive_kind {
@@ -267,7 +265,7 @@ static int be_archive_reader_next(struct be_archive_reader *r, struct archive_en
  * Writes @raw's canonical form into @out (BE_ARCHIVE_PATH_MAX + 1 bytes).
  * Returns 0, or -EINVAL with *why set when the member must not be served.
  */
-static int be_archive_canon(const char *raw, char *out, const char **why)
+int be_archive_canon(const char *raw, char *out, const char **why)
 {
 	size_t n = 0;
 

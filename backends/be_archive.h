@@ -4,6 +4,17 @@
 
 #include "backend.h"
 
+#define BE_ARCHIVE_PATH_MAX	4095	/* a member's canonical path, at most */
+#define BE_ARCHIVE_NAME_MAX	255	/* one component of it */
+
+/*
+ * Writes member name @raw's canonical form into @out (BE_ARCHIVE_PATH_MAX
+ * + 1 bytes): no "." components, no empty ones.  Returns 0, or -EINVAL with
+ * *why set when the member must not be served: empty, absolute, "..", a
+ * control character, too long ("zip slip" and friends).
+ */
+int be_archive_canon(const char *raw, char *out, const char **why);
+
 /*
  * The ops of every archive backend.  Its create() refuses (-EINVAL): an
  * archive lives inside another backend, so it is made with be_archive_create.

@@ -291,7 +291,7 @@ static int json_pos_cmp(const void *a, const void *b, void *arg)
 	if (la == JSON_POS_ELEM && x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	if (la != JSON_POS_ELEM) {
-		c = memcmp(p->keys + x->key, p->keys + y->key, la < lb ? la : lb);
+		c = (la < lb ? la : lb) ? memcmp(p->keys + x->key, p->keys + y->key, la < lb ? la : lb) : 0;
 		if (c || la != lb)
 			return c ? c : la < lb ? -1 : 1;
 	}
@@ -379,7 +379,7 @@ static uint32_t json_pos_child(const struct json_pos *p, uint32_t parent,
 		else {
 			uint32_t m = x->key_len < c->key_len ? x->key_len : c->key_len;
 
-			cmp = memcmp(p->keys + x->key, c->key, m);
+			cmp = m ? memcmp(p->keys + x->key, c->key, m) : 0;	/* keys may be NULL */
 			if (!cmp && x->key_len != c->key_len)
 				cmp = x->key_len < c->key_len ? -1 : 1;
 		}
@@ -534,7 +534,8 @@ static int json_pos_store_key(struct json_pos *p, const char *key, uint32_t len,
 		p->keys = keys;
 		p->keys_cap = cap;
 	}
-	memcpy(p->keys + p->keys_len, key, len);
+	if (len)	/* an empty key with no arena yet: nothing to copy, and no NULL + 0 */
+		memcpy(p->keys + p->keys_len, key, len);
 	*off = (uint32_t)p->keys_len;
 	p->keys_len += len;
 	return 0;

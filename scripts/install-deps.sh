@@ -14,7 +14,7 @@ packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	nginx awscli curl
 	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
 	samba smbclient iproute2 bc python3 libarchive-dev
-	slurmctld slurmd slurm-client munge unzip"
+	slurmctld slurmd slurm-client munge unzip clang libclang-rt-14-dev"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages rclone hyperfine s3fs smbnetfs"
 fi

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test.sh - installs what is needed, builds mlfs twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and runs every test in both:
-# the cmocka unit tests and the integration tests through real mounts.
+# the cmocka unit tests and the integration tests through real mounts; then
+# fuzzes every parser of outside input for a minute (scripts/fuzz.sh).
 # Needs root and /dev/fuse.  Ends with one "N passed, N failed" line.
 set -u
 cd "$(dirname "$0")/.."
@@ -32,5 +33,16 @@ for variant in plain asan; do
 	passed=$((passed + total - nfail))
 	failed=$((failed + nfail))
 done
+# A minute of fuzzing (tests/fuzz, libFuzzer under ASan and UBSan): every
+# parser of outside input for 10 s each, replaying the kept corpus first.
+echo "=== fuzz"
+fuzz=$(scripts/fuzz.sh 10 --seed 1 2>&1 | tee /dev/stderr | tail -1)
+if [[ $fuzz =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+	passed=$((passed + BASH_REMATCH[1]))
+	failed=$((failed + BASH_REMATCH[2]))
+else
+	echo "fuzz.sh printed no summary"
+	failed=$((failed + 1))
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
