@@ -36,7 +36,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +78,6 @@ struct exec_slurm {
 	struct exec_slurm_node *nodes;
 	size_t n_nodes;
 	long long nodes_ns;
-	atomic_ulong calls;		/* Slurm client commands run */
 };
 
 static struct exec_slurm *exec_slurm_of(struct executor *ex)
@@ -93,11 +91,6 @@ static long long exec_slurm_mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-unsigned long exec_slurm_calls(const struct executor *ex)
-{
-	return atomic_load(&((const struct exec_slurm *)ex)->calls);
 }
 
 /* ---- running a Slurm command ---- */
@@ -190,7 +183,6 @@ static int exec_slurm_cmd(struct exec_slurm *es, char **argv, uid_t uid, gid_t g
 		ret = -errno;
 		goto out;
 	}
-	atomic_fetch_add(&es->calls, 1);
 	ret = exec_slurm_spawn(&pid, path, argv, uid, gid, in[0], o[1], e[1]);
 	if (ret < 0)
 		goto out;	/* the caller says which tool could not run */

@@ -64,7 +64,4 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 /* Slurm's pending reason @reason ("Resources") in words. */
 const char *exec_slurm_reason_words(const char *reason);
 
-/* How many Slurm client commands @ex has run (exec_slurm_ops only). */
-unsigned long exec_slurm_calls(const struct executor *ex);
-
 #endif

@@ -188,12 +188,6 @@ static int sched_make_worker_dir(const struct sched_job *j, const struct sched_w
 	return 0;
 }
 
-static int sched_make_scratch(const struct sched_job *j, const struct sched_worker *w,
-			      const char *ml)
-{
-	return sched_make_worker_dir(j, w, ml, true);
-}
-
 /* A worker placed under the lock and started without it (sched_run_launch). */
 struct sched_launch {
 	struct sched_job *j;
@@ -495,6 +489,24 @@ static int sched_cluster_files(const struct sched_launch *l)
 	return 0;
 }
 
+/*
+ * What a launch needs on disk before it starts: the worker's folder (with
+ * the scratch /opt/ml stand-in for the local executor; a cluster's script
+ * makes its own), the view's files, no stale exit file, and for a cluster
+ * the folder and job log handed to the owner.  Without the lock.
+ */
+static int sched_launch_files(struct sched *s, struct sched_launch *l)
+{
+	int ret = sched_make_worker_dir(l->j, l->w, l->ml, !sched_cluster(s));
+
+	if (ret == 0 && l->st.view_argv)
+		ret = sched_view_files(l);
+	unlink(l->exitp);
+	if (ret == 0 && sched_cluster(s))
+		ret = sched_cluster_files(l);
+	return ret;
+}
+
 static int sched_launch_cmp(const void *a, const void *b)
 {
 	const struct sched_launch *x = *(struct sched_launch *const *)a;
@@ -556,16 +568,8 @@ static void sched_cluster_submit(struct sched *s, struct sched_launch **g, size_
  */
 static void sched_submit_group(struct sched *s, struct sched_launch **g, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct sched_launch *l = g[i];
-
-		l->ret = sched_make_worker_dir(l->j, l->w, l->ml, false);
-		if (l->ret == 0 && l->st.view_argv)
-			l->ret = sched_view_files(l);
-		unlink(l->exitp);
-		if (l->ret == 0)
-			l->ret = sched_cluster_files(l);
-	}
+	for (size_t i = 0; i < n; i++)
+		g[i]->ret = sched_launch_files(s, g[i]);
 	qsort(g, n, sizeof(*g), sched_launch_cmp);
 	sched_cluster_submit(s, g, n);
 	pthread_mutex_lock(&s->lock);
@@ -634,7 +638,7 @@ void sched_submitters_stop(struct sched *s)
 
 void sched_run_launch(struct sched *s, struct sched_launch *list)
 {
-	if (sched_cluster(s) && s->n_submitters) {
+	if (sched_cluster(s)) {		/* sched_create started the submitters */
 		pthread_mutex_lock(&s->sub_lock);
 		*s->sub_tail = list;
 		while (*s->sub_tail)
@@ -644,12 +648,9 @@ void sched_run_launch(struct sched *s, struct sched_launch *list)
 		return;
 	}
 	for (struct sched_launch *l = list; l; l = l->next) {
-		l->ret = sched_make_scratch(l->j, l->w, l->ml);
-		if (l->ret == 0 && l->st.view_argv)
-			l->ret = sched_view_files(l);
-		unlink(l->exitp);
+		l->ret = sched_launch_files(s, l);
 		if (l->ret == 0)
-			l->ret = sched_cluster(s) ? -EAGAIN : s->ex->ops->start(s->ex, &l->st, &l->run);
+			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);
 	}
 	pthread_mutex_lock(&s->lock);
 	for (struct sched_launch *l = list; l; l = l->next)

@@ -230,4 +230,12 @@ for i in 1 2 3 4 5 6; do echo cancel >"$J/s$i/ctl"; done
 check "the six are cancelled" job_state_in "$J" s6 CANCELLED
 
 unmount_fg "$M"
+
+# --- a submission Slurm refuses fails the job with sbatch's own words
+sed 's/^poll_interval = 1$/poll_interval = 1\npartition = nosuch/' slurm.conf.mlfs >refused.conf
+mount_fg refused.conf "$M" || { t_finish; exit 1; }
+echo '{"name": "refused", "workers": [{"command": "true"}]}' >"$J/refused.json"
+check "a job Slurm refuses fails" job_state_in "$J" refused FAILED
+check "... with sbatch's own words" grep -q 'worker 1 could not be submitted: sbatch refused it: sbatch: error: .*[Pp]artition' "$J/refused/reason"
+unmount_fg "$M"
 t_finish
