@@ -36,7 +36,10 @@ done
 # A minute of fuzzing (tests/fuzz, libFuzzer under ASan and UBSan): every
 # parser of outside input for 10 s each, replaying the kept corpus first.
 echo "=== fuzz"
-fuzz=$(scripts/fuzz.sh 10 --seed 1 2>&1 | tee /dev/stderr | tail -1)
+# (into a file, then shown: a tee to /dev/stderr would reopen, and truncate, a log file)
+scripts/fuzz.sh 10 --seed 1 >build/fuzz.log 2>&1
+cat build/fuzz.log
+fuzz=$(tail -1 build/fuzz.log)
 if [[ $fuzz =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
 	passed=$((passed + BASH_REMATCH[1]))
 	failed=$((failed + BASH_REMATCH[2]))
