@@ -914,7 +914,7 @@ void fs_jobs_write(fuse_req_t req, struct node *n, const char *buf, size_t size,
 {
 	struct fs_jobs *fj = jobs_fs(req)->jobs;
 	struct jobs_handle *h = (struct jobs_handle *)(uintptr_t)fi->fh;
-	char cmd[64];
+	enum sched_ctl_cmd cmd;
 	int ret;
 
 	(void)n;
@@ -923,13 +923,12 @@ void fs_jobs_write(fuse_req_t req, struct node *n, const char *buf, size_t size,
 		ret = jobs_draft_write(h->draft, buf, size, off);
 		pthread_mutex_unlock(&fj->lock);
 	} else if (h->file && strcmp(h->file, "ctl") == 0) {
-		size_t len = size < sizeof(cmd) - 1 ? size : sizeof(cmd) - 1;
-
-		memcpy(cmd, buf, len);
-		while (len && (cmd[len - 1] == '\n' || cmd[len - 1] == ' '))
-			len--;
-		cmd[len] = '\0';
-		ret = sched_ctl(fj->sched, h->job, fuse_req_ctx(req)->uid, cmd);
+		ret = off == 0 ? sched_ctl_parse(buf, size, &cmd) : -EINVAL;
+		if (ret < 0)
+			log_info("jobs/%s/ctl: uid %u wrote no known command (cancel)", h->job,
+				 (unsigned int)fuse_req_ctx(req)->uid);
+		else
+			ret = sched_ctl(fj->sched, h->job, fuse_req_ctx(req)->uid, cmd);
 		ret = ret < 0 ? ret : (int)size;
 	} else {
 		ret = -EBADF;

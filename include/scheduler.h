@@ -92,12 +92,24 @@ int sched_render(struct sched *s, const char *name, unsigned int worker, const c
 int sched_file_path(struct sched *s, const char *name, unsigned int worker, const char *what,
 		    char **path);
 
+/* The commands a job's ctl file takes. */
+enum sched_ctl_cmd {
+	SCHED_CTL_CANCEL = 1,
+};
+
 /*
- * A command written to ctl by @uid: "cancel".  -EPERM when @uid is neither
- * the owner nor root, -EINVAL for an unknown command or a job that already
- * ended, -ENOENT for an unknown job.
+ * Reads what a user wrote into ctl: one command word, with blanks (space,
+ * tab, CR, LF) around it allowed and nothing else: no second word, no NUL,
+ * at most SCHED_CTL_MAX bytes in all.  -EINVAL for anything else.
  */
-int sched_ctl(struct sched *s, const char *name, uid_t uid, const char *cmd);
+#define SCHED_CTL_MAX 64
+int sched_ctl_parse(const char *buf, size_t len, enum sched_ctl_cmd *cmd);
+
+/*
+ * Runs a ctl command of @uid.  -EPERM when @uid is neither the owner nor
+ * root, -EINVAL for a job that already ended, -ENOENT for an unknown job.
+ */
+int sched_ctl(struct sched *s, const char *name, uid_t uid, enum sched_ctl_cmd cmd);
 
 /* Forgets a finished job of @uid: -EPERM, -EBUSY (still live), -ENOENT. */
 int sched_remove(struct sched *s, const char *name, uid_t uid);

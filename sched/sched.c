@@ -801,12 +801,41 @@ int sched_file_path(struct sched *s, const char *name, unsigned int worker, cons
 	return ret;
 }
 
-int sched_ctl(struct sched *s, const char *name, uid_t uid, const char *cmd)
+static bool sched_ctl_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int sched_ctl_parse(const char *buf, size_t len, enum sched_ctl_cmd *cmd)
+{
+	static const struct {
+		const char *word;
+		enum sched_ctl_cmd cmd;
+	} words[] = { { "cancel", SCHED_CTL_CANCEL } };
+	size_t start = 0, end = len;
+
+	if (len > SCHED_CTL_MAX)
+		return -EINVAL;
+	while (start < end && sched_ctl_blank(buf[start]))
+		start++;
+	while (end > start && sched_ctl_blank(buf[end - 1]))
+		end--;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		if (end - start == strlen(words[i].word) &&
+		    memcmp(buf + start, words[i].word, end - start) == 0) {
+			*cmd = words[i].cmd;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int sched_ctl(struct sched *s, const char *name, uid_t uid, enum sched_ctl_cmd cmd)
 {
 	struct sched_job *j;
 	int ret;
 
-	if (strcmp(cmd, "cancel") != 0)
+	if (cmd != SCHED_CTL_CANCEL)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	j = sched_find_visible(s, name);

@@ -194,6 +194,9 @@ spec long 'echo started; sleep 31337' >"$J/long.json"
 check "long runs" wait_state long RUNNING
 check "long's worker is alive" sh -c "sleep 0.3; pgrep -f 'sleep 3133[7]' >/dev/null"
 same "ctl refuses an unknown command" EINVAL "$(errno_of "$J/long/ctl" hold)"
+same "ctl refuses a second word" EINVAL "$(errno_of "$J/long/ctl" 'cancel now')"
+same "ctl refuses a command with a control character" EINVAL "$(errno_of "$J/long/ctl" $'cancel\x01')"
+same "ctl refuses a long write, never cut to fit" EINVAL "$(errno_of "$J/long/ctl" "cancel$(printf '%80s')")"
 fails "rm -r of a live job: EBUSY" "Device or resource busy" rm -r "$J/long"
 check "cancel through ctl" sh -c "echo cancel >'$J/long/ctl'"
 check "long is CANCELLED" wait_state long CANCELLED

@@ -529,10 +529,10 @@ static void test_sched_cancel_of_a_queued_job_is_immediate(void **state)
 	submit(fx, GPU_JOB("w"));
 	WAIT_UNTIL(started("q", 1, 1));
 	WAIT_UNTIL(state_is(fx, "w", "QUEUED") && reason_starts(fx, "w", "waiting for GPUs"));
-	assert_int_equal(sched_ctl(fx->s, "w", UID, "cancel"), 0);
+	assert_int_equal(sched_ctl(fx->s, "w", UID, SCHED_CTL_CANCEL), 0);
 	assert_true(state_is(fx, "w", "CANCELLED"));	/* at once, not after a pass */
 	assert_true(render_is(fx, "w", 1, "state", "CANCELLED"));
-	assert_int_equal(sched_ctl(fx->s, "w", UID, "cancel"), -EINVAL);
+	assert_int_equal(sched_ctl(fx->s, "w", UID, SCHED_CTL_CANCEL), -EINVAL);
 	end_worker("q", EXEC_EXITED, 0);
 	WAIT_UNTIL(state_is(fx, "q", "SUCCEEDED"));
 	assert_false(started("w", 1, 1));
@@ -546,7 +546,7 @@ static void test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels(void *
 	exec_fake_ignore_sigterm(true);
 	submit(fx, GPU_JOB("run"));
 	WAIT_UNTIL(state_is(fx, "run", "RUNNING") && started("run", 1, 1));
-	assert_int_equal(sched_ctl(fx->s, "run", UID, "cancel"), 0);
+	assert_int_equal(sched_ctl(fx->s, "run", UID, SCHED_CTL_CANCEL), 0);
 	WAIT_UNTIL(got_signal("run", SIGTERM));
 	assert_false(got_signal("run", SIGKILL));
 	assert_true(state_is(fx, "run", "RUNNING"));
@@ -564,12 +564,45 @@ static void test_sched_ctl_checks_the_user_and_the_command(void **state)
 
 	fx_start(fx, NODE_2_A100);
 	submit(fx, JOB("never", "\"gpu_count\": 8"));
-	assert_int_equal(sched_ctl(fx->s, "never", UID + 1, "cancel"), -EPERM);
-	assert_int_equal(sched_ctl(fx->s, "never", UID, "pause"), -EINVAL);
-	assert_int_equal(sched_ctl(fx->s, "nobody", UID, "cancel"), -ENOENT);
+	assert_int_equal(sched_ctl(fx->s, "never", UID + 1, SCHED_CTL_CANCEL), -EPERM);
+	assert_int_equal(sched_ctl(fx->s, "never", UID, (enum sched_ctl_cmd)99), -EINVAL);
+	assert_int_equal(sched_ctl(fx->s, "nobody", UID, SCHED_CTL_CANCEL), -ENOENT);
 	assert_false(state_is(fx, "never", "CANCELLED"));
-	assert_int_equal(sched_ctl(fx->s, "never", 0, "cancel"), 0);	/* root may */
+	assert_int_equal(sched_ctl(fx->s, "never", 0, SCHED_CTL_CANCEL), 0);	/* root may */
 	assert_true(state_is(fx, "never", "CANCELLED"));
+}
+
+static int ctl_parse(const char *text, size_t len)
+{
+	enum sched_ctl_cmd cmd = 0;
+	int ret = sched_ctl_parse(text, len, &cmd);
+
+	return ret < 0 ? ret : (int)cmd;
+}
+
+#define CTL(text) ctl_parse(text, sizeof(text) - 1)
+
+static void test_sched_ctl_parse_takes_one_word(void **state)
+{
+	char big[SCHED_CTL_MAX + 1];
+
+	(void)state;
+	assert_int_equal(CTL("cancel"), SCHED_CTL_CANCEL);
+	assert_int_equal(CTL("cancel\n"), SCHED_CTL_CANCEL);
+	assert_int_equal(CTL(" \tcancel \r\n"), SCHED_CTL_CANCEL);
+	assert_int_equal(CTL(""), -EINVAL);
+	assert_int_equal(CTL("\n"), -EINVAL);
+	assert_int_equal(CTL("pause\n"), -EINVAL);
+	assert_int_equal(CTL("Cancel"), -EINVAL);
+	assert_int_equal(CTL("cancel now"), -EINVAL);
+	assert_int_equal(CTL("cancel\ncancel\n"), -EINVAL);
+	assert_int_equal(CTL("cancel\0junk"), -EINVAL);
+	assert_int_equal(CTL("cance"), -EINVAL);
+	/* never cut to fit: a long write is refused whole */
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "cancel", 6);
+	assert_int_equal(ctl_parse(big, SCHED_CTL_MAX), SCHED_CTL_CANCEL);
+	assert_int_equal(ctl_parse(big, sizeof(big)), -EINVAL);
 }
 
 static void test_sched_remove_of_a_live_job_is_busy(void **state)
@@ -699,7 +732,7 @@ static void test_sched_final_callback_is_called_once_per_ended_job(void **state)
 	WAIT_UNTIL(started("ok", 1, 1) && started("fail", 1, 1));
 	end_worker("ok", EXEC_EXITED, 0);
 	end_worker("fail", EXEC_EXITED, 1);
-	assert_int_equal(sched_ctl(fx->s, "never", UID, "cancel"), 0);
+	assert_int_equal(sched_ctl(fx->s, "never", UID, SCHED_CTL_CANCEL), 0);
 	WAIT_UNTIL(finals_count(fx) == 3);
 	/* a later job's end proves the earlier ones are not told again */
 	submit(fx, GPU_JOB("last"));
@@ -929,6 +962,7 @@ int main(void)
 		T(test_sched_cancel_of_a_queued_job_is_immediate),
 		T(test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels),
 		T(test_sched_ctl_checks_the_user_and_the_command),
+		cmocka_unit_test(test_sched_ctl_parse_takes_one_word),
 		T(test_sched_remove_of_a_live_job_is_busy),
 		T(test_sched_remove_of_a_finished_job_forgets_it_across_restarts),
 		T(test_sched_wait_timeout_fails_a_job_that_cannot_start),
