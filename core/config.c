@@ -207,6 +207,8 @@ static const struct config_key config_mlfs_keys[] = {
 	{ "cache_dir", CT_PATH, CONFIG_AT(cache_dir) },
 	{ "cache_size", CT_SIZE, CONFIG_AT(cache_size) },
 	{ "executor", CT_EXECUTOR, CONFIG_AT(executor) },
+	{ "log_size", CT_LOG_SIZE, CONFIG_AT(log_size) },
+	{ "max_jobs", CT_POSITIVE, CONFIG_AT(max_jobs) },
 	{ "timeout", CT_POSITIVE, CONFIG_AT(timeout) },
 	{ "retries", CT_NONNEG, CONFIG_AT(retries) },
 	{ "store", CT_STRING, CONFIG_AT(store) },
@@ -973,6 +975,8 @@ static int config_new(struct mlfs_config **out, const char *file)
 	if (!cfg)
 		return -ENOMEM;
 	cfg->cache_size = 10ull << 30;
+	cfg->log_size = 256ull << 20;
+	cfg->max_jobs = 1000;
 	cfg->timeout = 30;
 	cfg->retries = 3;
 	cfg->node = (struct node_config){ .gpus = -1, .gpu_memory_gb = -1, .cpus = -1,

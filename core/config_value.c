@@ -150,6 +150,15 @@ static int config_value_size(const char *s, void *field, const char *file)
 	return config_parse_size(s, field);
 }
 
+static int config_value_log_size(const char *s, void *field, const char *file)
+{
+	int ret = config_value_size(s, field, file);
+
+	if (ret == 0 && *(uint64_t *)field && *(uint64_t *)field < CONFIG_LOG_SIZE_MIN)
+		ret = -EINVAL;
+	return ret;
+}
+
 static int config_value_executor(const char *s, void *field, const char *file)
 {
 	if (strcmp(s, "local") != 0 && strcmp(s, "slurm") != 0)
@@ -261,6 +270,8 @@ static const struct config_value_info {
 	[CT_STRING] = { config_value_string, "bad value", "" },
 	[CT_PATH] = { config_value_path, "bad path", "" },
 	[CT_SIZE] = { config_value_size, "bad size", "use a number with K, M, G or T" },
+	[CT_LOG_SIZE] = { config_value_log_size, "bad log size",
+			  "use 0 for no limit, or a size of 64K or more" },
 	[CT_EXECUTOR] = { config_value_executor, "unknown executor", "use local or slurm" },
 	[CT_POSITIVE] = { config_value_positive, "bad number", "use a whole number, 1 or more" },
 	[CT_NONNEG] = { config_value_nonneg, "bad number", "use a whole number, 0 or more" },

@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "config.h"
 #include "diag.h"
+#include "exec.h"
 #include "fs.h"
 #include "log.h"
 #include "output.h"
@@ -311,6 +312,7 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 	struct fuse_session *se = NULL;
 	int status = 1;
 
+	exec_raise_nofile();
 	if (mount_fuse_args(&fa, a) == 0)
 		se = fuse_session_new(&fa, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)

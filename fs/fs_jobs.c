@@ -109,7 +109,13 @@ struct jobs_handle {
 static const char *const jobs_job_files[] = {
 	"state", "reason", "status.json", "spec.json", "events", "log", "ctl", "wait", "workers",
 };
-static const char *const jobs_worker_files[] = { "state", "exit_code", "log", "output" };
+static const char *const jobs_worker_files[] = { "state", "exit_code", "log", "log.1", "output" };
+
+/* A log, the events, or a worker's rotated log: a file of the job folder served as it is. */
+static bool jobs_grows(const char *file)
+{
+	return strcmp(file, "log") == 0 || strcmp(file, "events") == 0 || strcmp(file, "log.1") == 0;
+}
 
 static struct fs *jobs_fs(fuse_req_t req)
 {
@@ -258,12 +264,14 @@ static int jobs_stat_file(struct fs *fs, const struct jobs_path *p, struct stat 
 	}
 	jobs_stat_base(fs, st, S_IFREG | 0444, in->uid, in->gid);
 	st->st_mtime = st->st_ctime = (time_t)(in->accepted_ns / 1000000000LL);
-	if (strcmp(p->file, "log") == 0 || strcmp(p->file, "events") == 0) {
+	if (jobs_grows(p->file)) {
 		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &path);
 		/* lstat, O_NOFOLLOW below: a cluster job's folder is its owner's, who may plant links */
 		if (ret == 0 && lstat(path, &real) == 0 && S_ISREG(real.st_mode)) {
 			st->st_size = real.st_size;
 			st->st_mtim = st->st_ctim = real.st_mtim;
+		} else if (ret == 0 && strcmp(p->file, "log.1") == 0) {
+			ret = -ENOENT;	/* shown once the log was rotated */
 		}
 		free(path);
 		return ret;
@@ -607,11 +615,12 @@ static int jobs_open_file(struct fs *fs, struct jobs_path *p, struct jobs_handle
 		return -EACCES;
 	if (strcmp(p->file, "wait") == 0)
 		return 0;
-	if (strcmp(p->file, "log") == 0 || strcmp(p->file, "events") == 0) {
+	if (jobs_grows(p->file)) {
 		ret = sched_file_path(fs->jobs->sched, p->job, p->worker, p->file, &h->path);
 		if (ret == 0) {
 			h->fd = open(h->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-			ret = h->fd < 0 && errno != ENOENT ? -errno : 0;
+			ret = h->fd >= 0 || (errno == ENOENT && strcmp(p->file, "log.1") != 0) ? 0
+				: -errno;
 		}
 		return ret;
 	}
@@ -1109,9 +1118,16 @@ static int jobs_dir_fill(struct fs_jobs *fj, const struct jobs_path *p, struct j
 		for (size_t i = 0; ret == 0 && i < sizeof(jobs_worker_files) / sizeof(char *); i++) {
 			char *path = NULL;
 			bool link = strcmp(jobs_worker_files[i], "output") == 0;
+			bool old = strcmp(jobs_worker_files[i], "log.1") == 0;
+			struct stat st;
 
-			if (link && sched_file_path(fj->sched, p->job, p->worker, "output", &path) < 0)
+			if ((link || old) &&
+			    sched_file_path(fj->sched, p->job, p->worker, jobs_worker_files[i], &path) < 0)
 				continue;	/* a worker without a view */
+			if (old && (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))) {
+				free(path);
+				continue;	/* never rotated */
+			}
 			free(path);
 			ret = jobs_dir_add(d, jobs_worker_files[i], link ? DT_LNK : DT_REG);
 		}

@@ -16,8 +16,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <fuse_lowlevel.h>
 
@@ -649,6 +651,25 @@ static void fs_reply_open(fuse_req_t req, struct fs *fs, struct fs_file *f,
 		fs_release_file(fs, f);
 }
 
+/*
+ * An open that failed for want of file descriptors says so once in the
+ * log: the opener gets EMFILE (or ENFILE), and mlfs goes on serving.
+ */
+static void fs_note_fds(int ret)
+{
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+	struct rlimit rl;
+
+	if ((ret != -EMFILE && ret != -ENFILE) || atomic_flag_test_and_set(&said))
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 0;
+	log_warn("out of file descriptors (%s, the limit is %llu): opens fail with %s until files "
+		 "are closed; raise the daemon's RLIMIT_NOFILE (ulimit -Hn) to serve more at once",
+		 ret == -EMFILE ? "this process" : "the whole system",
+		 (unsigned long long)rl.rlim_cur, ret == -EMFILE ? "EMFILE" : "ENFILE");
+}
+
 static void fs_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -669,6 +690,7 @@ static void fs_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	ret = n->kind == NODE_BACKEND ? fs_open_backend(fs, n, f, fi)
 				       : fs_open_virtual(fs, n, f, fi);
 	if (ret < 0) {
+		fs_note_fds(ret);
 		free(f->buf);
 		free(f);
 		fuse_reply_err(req, -ret);
@@ -700,6 +722,7 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	if (ret == 0 && (ret = backend_fgetattr(f->bf, &e.attr)) == 0)
 		ret = fs_node_get(fs, p, name, &f->node);
 	if (ret < 0) {
+		fs_note_fds(ret);
 		if (f)
 			backend_release(f->bf);
 		free(f);

@@ -11,6 +11,9 @@
 #ifndef MLFS_CONFIG_H
 #define MLFS_CONFIG_H
 
+/* The smallest log_size other than 0 (no limit). */
+#define CONFIG_LOG_SIZE_MIN (64u << 10)
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -94,6 +97,8 @@ struct mlfs_config {
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes */
 	char *executor;		/* "local" or "slurm" */
+	uint64_t log_size;	/* bytes a worker's log grows to before it is rotated; 0 = no limit */
+	long max_jobs;		/* unfinished jobs one user may have */
 	long timeout;		/* seconds a remote call may take */
 	long retries;
 	char *store;

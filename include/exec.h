@@ -44,6 +44,8 @@ struct exec_start {
 	const char *job_log_path;	/* the job's log: the same lines prefixed "[N] " */
 	const char *exit_path;		/* the executor writes how the worker ended here */
 	uint64_t memory_limit;		/* bytes; 0 = none */
+	uint64_t log_max;		/* the worker's log is rotated to LOG.1 at this size, and
+					 * the worker adds at most this much to the job's log; 0 = none */
 
 	/*
 	 * The worker's view (mlfs job), or all NULL for a worker without one.
@@ -155,5 +157,13 @@ struct executor {
 
 extern const struct exec_ops exec_local_ops;
 extern const struct exec_ops exec_slurm_ops;
+
+/*
+ * Raises this process's soft limit of open files to its hard limit (a
+ * daemon serving many open files needs it), remembering the soft limit it
+ * had: the local executor gives workers that one back, so a program that
+ * still uses select(2) is not handed descriptors past 1024.
+ */
+void exec_raise_nofile(void);
 
 #endif

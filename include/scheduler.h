@@ -86,7 +86,8 @@ int sched_render(struct sched *s, const char *name, unsigned int worker, const c
 
 /*
  * The path of a job file that grows: "events", "log", or a worker's "log"
- * (@worker >= 1); or of a worker's "output", the folder its output is
+ * or "log.1" (@worker >= 1, the log before its last rotation; the file may
+ * not exist); or of a worker's "output", the folder its output is
  * staged in (-ENOENT for a worker without a view).  Hands out a malloc'd path.
  */
 int sched_file_path(struct sched *s, const char *name, unsigned int worker, const char *what,

@@ -508,15 +508,37 @@ int sched_job_new(struct sched *s, struct spec *spec, const char *file, const ch
 }
 
 /* Links @j at the end of the list, invisible; -EEXIST when its name is taken. */
-static int sched_reserve(struct sched *s, struct sched_job *j)
+/* How many jobs of @uid have not ended (s->lock held). */
+static long sched_live_jobs(struct sched *s, uid_t uid)
 {
+	long n = 0;
+
+	for (struct sched_job *j = s->jobs; j; j = j->next)
+		if (j->uid == uid && !sched_state_final(j->state))
+			n++;
+	return n;
+}
+
+/*
+ * Takes @j's name, and a place under its owner's max_jobs: -EEXIST for a
+ * name in use, -EAGAIN when the owner has max_jobs unfinished jobs.
+ */
+static int sched_reserve(struct sched *s, struct sched_job *j, struct diag *d)
+{
+	long live;
 	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (sched_find(s, j->name))
+	live = sched_live_jobs(s, j->uid);
+	if (sched_find(s, j->name)) {
 		ret = -EEXIST;
-	else
+	} else if (live >= s->cfg->max_jobs) {
+		diag_add(d, j->file, 0, "uid %u has %ld jobs that have not ended, the most max_jobs "
+			 "allows: wait for one to end, or cancel one", (unsigned int)j->uid, live);
+		ret = -EAGAIN;
+	} else {
 		sched_link(s, j);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -619,7 +641,7 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 		spec_free(spec);
 		return ret;
 	}
-	ret = sched_reserve(s, j);
+	ret = sched_reserve(s, j, d);
 	if (ret == -EEXIST)
 		sched_name_taken(d, file, text, len, j->name);
 	if (ret < 0) {
@@ -636,7 +658,7 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 		diag_add(d, file, 0, "cannot keep the job in the state folder: %s", strerror(-ret));
 		sched_rmtree(j->dir);
 		sched_job_free(j);
-		return -EIO;
+		return ret == -ENOSPC || ret == -EDQUOT ? ret : -EIO;
 	}
 	j->visible = true;
 	*name = strdup(j->name);
@@ -783,7 +805,7 @@ int sched_file_path(struct sched *s, const char *name, unsigned int worker, cons
 	int ret = -ENOENT;
 
 	if (strcmp(what, "log") != 0 && (worker || strcmp(what, "events") != 0) &&
-	    (!worker || strcmp(what, "output") != 0))
+	    (!worker || (strcmp(what, "output") != 0 && strcmp(what, "log.1") != 0)))
 		return -ENOENT;
 	pthread_mutex_lock(&s->lock);
 	j = sched_find_visible(s, name);
@@ -793,7 +815,7 @@ int sched_file_path(struct sched *s, const char *name, unsigned int worker, cons
 		ret = !id[0] ? -ENOENT : asprintf(path, "%s/outputs/%s/files", s->cfg->state_dir, id) < 0
 			? -ENOMEM : 0;
 	} else if (j && worker <= j->n_workers) {
-		ret = worker ? asprintf(path, "%s/workers/%u/log", j->dir, worker)
+		ret = worker ? asprintf(path, "%s/workers/%u/%s", j->dir, worker, what)
 			     : asprintf(path, "%s/%s", j->dir, what);
 		ret = ret < 0 ? -ENOMEM : 0;
 	}

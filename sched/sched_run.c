@@ -380,6 +380,7 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 		.log_path = l->log,
 		.job_log_path = l->jlog, .exit_path = l->exitp,
 		.memory_limit = res->memory_gb > 0 ? (uint64_t)(res->memory_gb * 1073741824.0) : 0,
+		.log_max = s->cfg->log_size,
 	};
 	if (sched_has_view(s, j))
 		sched_view_prepare(s, l);

@@ -445,6 +445,8 @@ static void test_config_empty_file_gives_defaults(void **state)
 	assert_string_equal(cfg->state_dir, "/var/lib/mlfs");
 	assert_string_equal(cfg->cache_dir, "/var/cache/mlfs");
 	assert_true(cfg->cache_size == 10ull << 30);
+	assert_true(cfg->log_size == 256ull << 20);
+	assert_int_equal(cfg->max_jobs, 1000);
 	assert_string_equal(cfg->executor, "local");
 	assert_int_equal(cfg->timeout, 30);
 	assert_int_equal(cfg->retries, 3);
@@ -464,6 +466,23 @@ static void test_config_empty_file_gives_defaults(void **state)
 	assert_int_equal(cfg->n_datastores, 0);
 	assert_int_equal(cfg->n_sources, 0);
 	config_free(cfg);
+}
+
+static void test_config_log_size_and_max_jobs(void **state)
+{
+	struct mlfs_config *cfg = parse_ok("[mlfs]\nlog_size = 64K\nmax_jobs = 3\n");
+
+	(void)state;
+	assert_true(cfg->log_size == 64u << 10);
+	assert_int_equal(cfg->max_jobs, 3);
+	config_free(cfg);
+	cfg = parse_ok("[mlfs]\nlog_size = 0\n");
+	assert_true(cfg->log_size == 0);	/* no limit */
+	config_free(cfg);
+	EXPECT_ERRORS("[mlfs]\nlog_size = 1K\nmax_jobs = 0\n",
+		      "x.conf:2: [mlfs] log_size: bad log size '1K' (use 0 for no limit, or a size "
+		      "of 64K or more)",
+		      "x.conf:3: [mlfs] max_jobs: bad number '0' (use a whole number, 1 or more)");
 }
 
 static void test_config_empty_sections_keep_defaults(void **state)
@@ -1238,6 +1257,7 @@ int main(void)
 		cmocka_unit_test(test_config_empty_file_gives_defaults),
 		cmocka_unit_test(test_config_empty_sections_keep_defaults),
 		cmocka_unit_test(test_config_reads_every_mlfs_node_and_slurm_key),
+		cmocka_unit_test(test_config_log_size_and_max_jobs),
 		cmocka_unit_test(test_config_keeps_1000_byte_value_intact),
 		cmocka_unit_test(test_config_keeps_100k_value_intact_and_counts_lines_after_it),
 		cmocka_unit_test(test_config_accepts_crlf_line_endings),
