@@ -377,7 +377,9 @@ int cmd_job(int argc, char **argv)
 	{
 		struct fs_job_layout l = { .inputs = c.inputs, .n_inputs = c.n_inputs,
 			.checkpoints = c.checkpoints, .n_checkpoints = c.n_checkpoints,
-			.model = c.model, .output = c.output, .mount_info = info };
+			.model = c.model, .output = c.output, .mount_info = info,
+			.uid = opts.owned ? opts.uid : getuid(),
+			.gid = opts.owned ? opts.gid : getgid() };
 
 		ret = fs_create_job(&fs, cfg, &l);
 	}

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <fuse_lowlevel.h>
@@ -313,6 +314,13 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 	int status = 1;
 
 	exec_raise_nofile();
+	/*
+	 * The daemon holds the datastores' passwords and keys: no core dump of
+	 * it, and no other process of its user reads its memory (ptrace,
+	 * /proc/PID/mem, environ).  Workers are exec'd, which resets this.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		log_warn("cannot make the daemon non-dumpable: %s", strerror(errno));
 	if (mount_fuse_args(&fa, a) == 0)
 		se = fuse_session_new(&fa, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)

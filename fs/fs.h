@@ -108,6 +108,9 @@ struct fs {
 	pthread_mutex_t cache_lock;	/* node seen_* fields */
 
 	char *mount_info;		/* .mlfs/mount of a worker's view (fs_job.c); else NULL */
+	bool private_vnodes;		/* a worker's view: its folders are vnode_uid's, 0700 */
+	uid_t vnode_uid;
+	gid_t vnode_gid;
 };
 
 /* fs_tree.c */
@@ -159,6 +162,8 @@ struct fs_job_layout {
 	long model;			/* shown as models/; < 0: an empty folder */
 	size_t output;			/* the staging folder, shown read-write as output/ */
 	const char *mount_info;		/* content of .mlfs/mount (copied) */
+	uid_t uid;			/* the worker's user: owns the view's own folders, */
+	gid_t gid;			/* which no one else may enter (0700) */
 };
 /* input/, checkpoint/, models/, output/, .mlfs/{stats,mount} for @cfg and @l. */
 int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l);

@@ -245,8 +245,12 @@ int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_
 	struct fs_job_builder b = { 0 };
 	int ret = fs_alloc(&b.fs, cfg, FSJ_COUNT + nviews, nviews);
 
-	if (ret == 0)
+	if (ret == 0) {
+		b.fs->private_vnodes = true;
+		b.fs->vnode_uid = l->uid;
+		b.fs->vnode_gid = l->gid;
 		ret = fs_job_vnodes(b.fs, replaced);
+	}
 	if (ret == 0)
 		ret = fs_job_show_all(&b, l->inputs, l->n_inputs, FSJ_INPUT);
 	if (ret == 0)

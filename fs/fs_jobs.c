@@ -416,7 +416,7 @@ static struct jobs_draft *jobs_draft_new(struct fs_jobs *fj, const char *name, u
 	}
 	d->uid = uid;
 	d->gid = gid;
-	d->mode = mode & 0666;
+	d->mode = mode & 0600;	/* a spec often holds tokens: never readable by others */
 	clock_gettime(CLOCK_REALTIME, &d->mtime);
 	d->next = fj->drafts;
 	fj->drafts = d;
@@ -461,12 +461,12 @@ static void jobs_write_error(struct fs_jobs *fj, const char *file, uid_t uid, gi
 	fclose(f);
 	d = jobs_draft_find(fj, name);
 	if (!d)
-		d = jobs_draft_new(fj, name, uid, gid, 0644);
+		d = jobs_draft_new(fj, name, uid, gid, 0600);
 	if (d) {
 		d->readonly = true;
 		d->uid = uid;
 		d->gid = gid;
-		d->mode = 0644;
+		d->mode = 0600;
 		jobs_draft_set(d, text, len);
 	}
 	free(name);
@@ -1018,7 +1018,7 @@ void fs_jobs_setattr(fuse_req_t req, struct node *n, struct stat *attr, int to_s
 			d->dirty = true;
 		}
 		if (d && (to_set & FUSE_SET_ATTR_MODE))
-			d->mode = attr->st_mode & 0666;
+			d->mode = attr->st_mode & 0600;
 		pthread_mutex_unlock(&fs->jobs->lock);
 	} else if (ret == 0 && (to_set & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 					   FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |

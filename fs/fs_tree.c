@@ -322,6 +322,12 @@ void fs_vnode_attr(struct fs *fs, const struct node *n, struct stat *st)
 	st->st_mode = n->kind == NODE_VDIR ? S_IFDIR | 0755
 		    : n->kind == NODE_JOBS ? S_IFDIR | 01777 : S_IFREG | 0444;
 	st->st_nlink = n->kind == NODE_VFILE ? 1 : 2;
+	if (fs->private_vnodes) {
+		st->st_uid = fs->vnode_uid;
+		st->st_gid = fs->vnode_gid;
+		if (n->kind == NODE_VDIR)
+			st->st_mode = S_IFDIR | 0700;
+	}
 	st->st_blksize = 4096;
 	st->st_atime = st->st_mtime = st->st_ctime = fs->started;
 }

@@ -222,7 +222,7 @@ int output_create(struct output **out, const char *state_dir, const char *config
 	if (!files)
 		goto fail;
 	/* The worker's uid owns what it writes; the folder above stays root's. */
-	if ((ret = output_mkdir(files, 0755)) < 0 ||
+	if ((ret = output_mkdir(files, 0700)) < 0 ||
 	    (geteuid() == 0 && chown(files, uid, gid) < 0 && (ret = -errno)))
 		goto fail;
 	ret = o->live_fd = output_lock(o->dir, "live.lock", false);

@@ -56,6 +56,7 @@ static int sched_journal_append(struct sched *s, json_t *rec)
 {
 	char *line = json_dumps(rec, JSON_COMPACT);
 	size_t len;
+	off_t end;
 	int ret = 0;
 
 	json_decref(rec);
@@ -64,10 +65,17 @@ static int sched_journal_append(struct sched *s, json_t *rec)
 	len = strlen(line);
 	line[len] = '\n';	/* json_dumps leaves room: the NUL becomes the newline */
 	pthread_mutex_lock(&s->journal_lock);
-	if (write(s->journal_fd, line, len + 1) != (ssize_t)(len + 1))
-		ret = errno ? -errno : -EIO;
-	else if (fdatasync(s->journal_fd) < 0)
+	end = lseek(s->journal_fd, 0, SEEK_END);
+	errno = 0;
+	if (write(s->journal_fd, line, len + 1) != (ssize_t)(len + 1)) {
+		ret = errno ? -errno : -ENOSPC;
+		/* no torn line left for the next record to be glued onto */
+		if (end >= 0 && ftruncate(s->journal_fd, end) < 0)
+			log_err("journal %s: cannot cut a torn record: %s", s->journal_path,
+				strerror(errno));
+	} else if (fdatasync(s->journal_fd) < 0) {
 		ret = -errno;
+	}
 	pthread_mutex_unlock(&s->journal_lock);
 	free(line);
 	return ret;
@@ -413,12 +421,18 @@ static int sched_journal_compact(struct sched *s)
 {
 	char tmp[4096];
 	FILE *f;
-	int ret = 0;
+	int fd, ret = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", s->journal_path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	/* 0600: the specs it keeps may hold their users' tokens */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
 	for (struct sched_job *j = s->jobs; j && ret == 0; j = j->next) {
 		json_t *rec = sched_accept_record(j);
 

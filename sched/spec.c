@@ -738,9 +738,11 @@ void spec_free(struct spec *s)
 
 /* ---- back to JSON ---- */
 
+/* A variable whose name says it holds a secret, in any case. */
 static bool spec_secret(const char *name)
 {
-	static const char *const words[] = { "PASSWORD", "SECRET", "TOKEN", "KEY", "CREDENTIAL" };
+	static const char *const words[] = { "PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "AUTH",
+					     "PRIVATE", "COOKIE" };
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strcasestr(name, words[i]))
@@ -748,13 +750,37 @@ static bool spec_secret(const char *name)
 	return false;
 }
 
+/*
+ * A value as spec.json shows it: whole, or with the password of a URL in it
+ * (scheme://user:PASSWORD@host) replaced, whatever the variable's name.
+ */
+static json_t *spec_env_value(const char *v)
+{
+	const char *scheme = strstr(v, "://"), *auth, *colon, *at;
+	json_t *out;
+	char *text;
+
+	if (!scheme)
+		return json_string(v);
+	auth = scheme + 3;
+	at = auth + strcspn(auth, "/@");
+	colon = memchr(auth, ':', (size_t)(at - auth));
+	if (*at != '@' || !colon)
+		return json_string(v);
+	if (asprintf(&text, "%.*s<redacted>%s", (int)(colon + 1 - v), v, at) < 0)
+		return NULL;
+	out = json_string(text);
+	free(text);
+	return out;
+}
+
 static json_t *spec_env_json(const struct spec_env *env, size_t n)
 {
 	json_t *o = json_object();
 
 	for (size_t i = 0; o && i < n; i++)
-		json_object_set_new(o, env[i].name,
-				    json_string(spec_secret(env[i].name) ? "<redacted>" : env[i].value));
+		json_object_set_new(o, env[i].name, spec_secret(env[i].name)
+				    ? json_string("<redacted>") : spec_env_value(env[i].value));
 	return o;
 }
 
