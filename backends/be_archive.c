@@ -1140,7 +1140,7 @@ out_free:
 const struct backend_ops be_archive_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "archive",
-	.caps = 0,
+	.caps = BE_CAP_STREAM_LIST,
 	.create = be_archive_create_cfg,
 	.destroy = be_archive_destroy,
 	.getattr = be_archive_getattr,

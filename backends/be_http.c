@@ -667,7 +667,7 @@ static void be_http_destroy(struct backend *be)
 const struct backend_ops be_http_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "http",
-	.caps = BE_CAP_REMOTE,
+	.caps = BE_CAP_REMOTE | BE_CAP_STREAM_LIST,
 	.validate = be_http_validate,
 	.create = be_http_create,
 	.destroy = be_http_destroy,

@@ -561,7 +561,7 @@ static int be_local_setattr(struct backend *be, const char *path, struct backend
 const struct backend_ops be_local_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "local",
-	.caps = BE_CAP_WRITE | BE_CAP_OWNERS,
+	.caps = BE_CAP_WRITE | BE_CAP_OWNERS | BE_CAP_STREAM_LIST,
 	.validate = be_local_validate,
 	.validate_source = be_local_validate_source,
 	.create = be_local_create,

@@ -811,7 +811,7 @@ static int be_s3_rename(struct backend *be, const char *from, const char *to,
 const struct backend_ops be_s3_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "s3",
-	.caps = BE_CAP_WRITE | BE_CAP_REMOTE,
+	.caps = BE_CAP_WRITE | BE_CAP_REMOTE | BE_CAP_STREAM_LIST,
 	.validate = be_s3_validate,
 	.create = be_s3_create,
 	.destroy = be_s3_destroy,

@@ -92,6 +92,8 @@ struct fs {
 	size_t nvnodes;
 	time_t started;
 	atomic_uint_fast64_t open_files;
+	atomic_uint_fast64_t dir_entries;	/* held by open folders now (fs_ops.c) */
+	atomic_uint_fast64_t dir_entries_peak;	/* the most held at once */
 	atomic_uint_fast64_t gen;	/* bumped by every change made through the mount */
 
 	/* FUSE passthrough (fs_passthrough.c) */

@@ -48,12 +48,37 @@ struct fs_dirent {
 	struct node *vnode;		/* a permanent child of a virtual folder */
 };
 
-/* An open folder: its entries, read once at opendir. */
+/*
+ * An open folder.  Its entries are read at opendir, FS_DIR_WINDOW at most.
+ * A longer listing of a backend that can stream (BE_CAP_STREAM_LIST) goes on
+ * in a *lister* thread, which lists the folder again, skips what opendir
+ * holds, and waits whenever the window is full; each readdir drops the
+ * entries before its offset, which the kernel has consumed, and so makes
+ * room.  An offset before the window (rewinddir) lists from the start again.
+ * So a folder of a million objects never holds more than a window here.
+ */
+#define FS_DIR_WINDOW	4096
+#define FS_DIR_FULL	1		/* a fill's "stop": the window is full */
+
 struct fs_dir {
+	struct fs *fs;
 	struct node *node;
-	struct fs_dirent *ents;
+	struct fs_dirent *ents;		/* entries base .. base + n - 1 */
 	size_t n, cap;
 	uint64_t gen;			/* fs->gen when the entries were read */
+	/* a streamed listing: everything below is under lock */
+	bool streamed;
+	size_t base;			/* the index (offset - 1) of ents[0] */
+	struct stat self;		/* for "." and ".." of a new pass */
+	char *path;			/* the backend's path of the folder */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* an entry came, room was made, or stop */
+	pthread_t lister;
+	bool listing;			/* the lister thread exists (join it) */
+	bool done;			/* the lister's pass ended, with err */
+	bool stop;			/* the lister is asked to end */
+	int err;
+	size_t skip;			/* entries the lister's pass skips: held already */
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -899,6 +924,26 @@ static void fs_ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fu
 
 /* ---- folders ---- */
 
+/* Counts entries held by open folders (+@delta, or -@delta with @drop), for .mlfs/stats. */
+static void fs_dir_counted(struct fs *fs, uint64_t delta, bool drop)
+{
+	uint_fast64_t now, peak;
+
+	if (drop) {
+		atomic_fetch_sub(&fs->dir_entries, delta);
+		return;
+	}
+	now = atomic_fetch_add(&fs->dir_entries, delta) + delta;
+	peak = atomic_load(&fs->dir_entries_peak);
+	while (now > peak && !atomic_compare_exchange_weak(&fs->dir_entries_peak, &peak, now))
+		;
+}
+
+static void fs_dir_held(struct fs *fs, uint64_t n)
+{
+	fs_dir_counted(fs, n, false);
+}
+
 static int fs_dir_add(struct fs_dir *d, const char *name, const struct stat *st,
 		      struct node *vnode)
 {
@@ -920,6 +965,7 @@ static int fs_dir_add(struct fs_dir *d, const char *name, const struct stat *st,
 	e->st = *st;
 	e->vnode = vnode;
 	d->n++;
+	fs_dir_held(d->fs, 1);
 	return 0;
 }
 
@@ -927,20 +973,162 @@ static int fs_dir_fill(void *payload, const char *name, const struct stat *st)
 {
 	struct fs_dir *d = payload;
 	struct stat kst = { 0 };	/* st_mode 0: attributes unknown (DT_UNKNOWN) */
+	int ret;
 
 	if (st) {
 		kst = *st;
 		fs_node_attr(d->node, &kst);
 	}
-	return fs_dir_add(d, name, &kst, NULL);
+	ret = fs_dir_add(d, name, &kst, NULL);
+	if (ret == 0 && d->n >= FS_DIR_WINDOW && (d->node->view->be->ops->caps & BE_CAP_STREAM_LIST))
+		ret = FS_DIR_FULL;
+	return ret;
+}
+
+/* The lister's fill: waits for room in the window, or for stop. */
+static int fs_dir_fill_stream(void *payload, const char *name, const struct stat *st)
+{
+	struct fs_dir *d = payload;
+	struct stat kst = { 0 };
+	int ret = 0;
+
+	if (st) {
+		kst = *st;
+		fs_node_attr(d->node, &kst);
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->skip > 0) {
+		d->skip--;
+	} else {
+		while (d->n >= FS_DIR_WINDOW && !d->stop)
+			pthread_cond_wait(&d->cond, &d->lock);
+		ret = d->stop ? FS_DIR_FULL : fs_dir_add(d, name, &kst, NULL);
+		pthread_cond_broadcast(&d->cond);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+static void *fs_dir_lister(void *arg)
+{
+	struct fs_dir *d = arg;
+	int ret = backend_readdir(d->node->view->be, d->path, fs_dir_fill_stream, d);
+
+	pthread_mutex_lock(&d->lock);
+	d->done = true;
+	d->err = ret == FS_DIR_FULL ? 0 : ret;	/* FULL: stopped, not failed */
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* Ends the lister, if any (d->lock not held). */
+static void fs_dir_stop(struct fs_dir *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	if (d->listing)
+		pthread_join(d->lister, NULL);
+	d->listing = false;
+	d->stop = false;
 }
 
 static void fs_dir_free(struct fs_dir *d)
 {
+	if (d->streamed) {
+		fs_dir_stop(d);
+		pthread_mutex_destroy(&d->lock);
+		pthread_cond_destroy(&d->cond);
+	}
 	for (size_t i = 0; i < d->n; i++)
 		free(d->ents[i].name);
+	fs_dir_counted(d->fs, d->n, true);
 	free(d->ents);
+	free(d->path);
 	free(d);
+}
+
+/* Forgets the first @k entries of the window (d->lock held). */
+static void fs_dir_drop(struct fs_dir *d, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		free(d->ents[i].name);
+	fs_dir_counted(d->fs, k, true);
+	memmove(d->ents, d->ents + k, (d->n - k) * sizeof(*d->ents));
+	d->n -= k;
+	d->base += k;
+	pthread_cond_broadcast(&d->cond);
+}
+
+/* Starts a lister thread for the pass described by d->skip (d->lock held). */
+static int fs_dir_start(struct fs_dir *d)
+{
+	int err;
+
+	d->done = false;
+	d->err = 0;
+	err = pthread_create(&d->lister, NULL, fs_dir_lister, d);
+	if (err) {
+		d->done = true;
+		d->err = -err;
+		return -err;
+	}
+	d->listing = true;
+	return 0;
+}
+
+/* After opendir held a full window: the rest will be streamed. */
+static int fs_dir_stream(struct fs_dir *d, char *path)
+{
+	struct fs_dirent *e = realloc(d->ents, FS_DIR_WINDOW * sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	d->ents = e;
+	d->cap = FS_DIR_WINDOW;
+	d->path = path;
+	d->streamed = true;
+	d->skip = d->n - 2;	/* all but "." and ".." came from the backend */
+	if (pthread_mutex_init(&d->lock, NULL) != 0) {
+		d->streamed = false;
+		return -ENOMEM;
+	}
+	pthread_cond_init(&d->cond, NULL);
+	pthread_mutex_lock(&d->lock);
+	fs_dir_start(d);	/* a failure is d->err, told by readdir */
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+/*
+ * Makes entry @off the first of the window, waiting for the lister as
+ * needed; an offset before the window starts a new pass (d->lock held and
+ * released meanwhile).  0, or the listing's error with nothing left to give.
+ */
+static int fs_dir_seek(struct fs_dir *d, size_t off)
+{
+	if (off < d->base) {
+		pthread_mutex_unlock(&d->lock);
+		fs_dir_stop(d);
+		pthread_mutex_lock(&d->lock);
+		fs_dir_drop(d, d->n);
+		d->base = 0;
+		if (fs_dir_add(d, ".", &d->self, NULL) < 0 || fs_dir_add(d, "..", &d->self, NULL) < 0)
+			return -ENOMEM;
+		d->skip = 0;
+		fs_dir_start(d);
+	}
+	for (;;) {
+		fs_dir_drop(d, off - d->base < d->n ? off - d->base : d->n);
+		if (d->n > 0 || (d->done && off == d->base))
+			break;
+		if (d->done)
+			return d->err;	/* past the end: nothing, or the error */
+		pthread_cond_wait(&d->cond, &d->lock);
+	}
+	return d->n > 0 || !d->err ? 0 : d->err;
 }
 
 static int fs_dir_read_virtual(struct fs *fs, struct fs_dir *d)
@@ -969,6 +1157,7 @@ static int fs_dir_read(struct fs *fs, struct fs_dir *d)
 
 	if (ret < 0)
 		return ret;
+	d->self = self;
 	if (fs_dir_add(d, ".", &self, NULL) < 0 || fs_dir_add(d, "..", &self, NULL) < 0)
 		return -ENOMEM;
 	if (n->kind == NODE_VDIR)
@@ -977,6 +1166,11 @@ static int fs_dir_read(struct fs *fs, struct fs_dir *d)
 	if (ret < 0)
 		return ret;
 	ret = backend_readdir(n->view->be, path, fs_dir_fill, d);
+	if (ret == FS_DIR_FULL) {
+		ret = fs_dir_stream(d, path);
+		if (ret == 0)
+			return 0;	/* the lister owns path now */
+	}
 	free(path);
 	return ret;
 }
@@ -996,6 +1190,7 @@ static void fs_ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	d->fs = fs;
 	d->node = fs_req_node(req, ino);
 	d->gen = atomic_load(&fs->gen);
 	ret = fs_dir_read(fs, d);
@@ -1034,10 +1229,11 @@ static void fs_dirent_entry(struct fs *fs, struct fs_dir *d, struct fs_dirent *d
 	e->attr_timeout = fs_attr_timeout(n, &e->attr);
 }
 
+/* Adds entry @i (an index into the listing, d->base + its place in the window). */
 static size_t fs_dir_put(fuse_req_t req, struct fs_dir *d, size_t i, char *buf, size_t rem,
 			 int plus)
 {
-	struct fs_dirent *de = &d->ents[i];
+	struct fs_dirent *de = &d->ents[i - d->base];
 	struct fuse_entry_param e;
 	size_t need;
 
@@ -1056,19 +1252,33 @@ static void fs_do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_fi
 	struct fs_dir *d = fs_dir_of(fi);
 	char *buf = malloc(size);
 	size_t pos = 0;
+	int ret = 0;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (size_t i = (size_t)off; i < d->n; i++) {
+	if (d->streamed) {
+		pthread_mutex_lock(&d->lock);
+		ret = fs_dir_seek(d, (size_t)off);
+	}
+	/*
+	 * A streamed window is not refilled while a reply is made: the kernel
+	 * may ask again from inside this reply, so its entries stay until then.
+	 */
+	for (size_t i = (size_t)off; ret == 0 && i < d->base + d->n; i++) {
 		size_t len = fs_dir_put(req, d, i, buf + pos, size - pos, plus);
 
 		if (len > size - pos)
 			break;
 		pos += len;
 	}
-	fuse_reply_buf(req, buf, pos);
+	if (d->streamed)
+		pthread_mutex_unlock(&d->lock);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, buf, pos);
 	free(buf);
 }
 

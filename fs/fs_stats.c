@@ -77,6 +77,9 @@ int fs_stats_content(struct fs *fs, char **buf, size_t *len)
 	fprintf(out, "mount.uptime_seconds %lld\n", (long long)(time(NULL) - fs->started));
 	fprintf(out, "mount.open_files %llu\n",
 		(unsigned long long)atomic_load(&fs->open_files));
+	fprintf(out, "mount.dir_entries_held %llu\nmount.dir_entries_held_peak %llu\n",
+		(unsigned long long)atomic_load(&fs->dir_entries),
+		(unsigned long long)atomic_load(&fs->dir_entries_peak));
 	fprintf(out, "mount.passthrough %d\n", atomic_load(&fs->passthrough) ? 1 : 0);
 	fprintf(out, "mount.datastores %zu\n", fs->nbackends);
 	fprintf(out, "mount.views %zu\n", fs->nviews);

@@ -34,6 +34,12 @@
 #define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
 #define BE_CAP_OWNERS	(1u << 1)	/* st_uid, st_gid and modes are real */
 #define BE_CAP_REMOTE	(1u << 2)	/* reads are worth the shared disk cache (cache.h) */
+/*
+ * readdir holds no lock and no pooled connection while fill runs, so fill
+ * may wait as long as it likes: a long listing is streamed to the reader a
+ * window at a time instead of being held whole (fs_ops.c).
+ */
+#define BE_CAP_STREAM_LIST (1u << 3)
 
 /*
  * An open flag of mlfs's own, beside the O_* flags passed to open: the file
