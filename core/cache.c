@@ -273,7 +273,14 @@ static int cache_write_tmp(struct cache_file *f, const char *dir, const char *ke
 	if (map && (cache_pwrite_all(fd, &h, sizeof(h), 0) < 0 ||
 		    cache_pwrite_all(fd, key, h.key_len, sizeof(h)) < 0))
 		ret = cache_errno();
-	if (ret == 0 && ftruncate(fd, len) < 0)
+	/*
+	 * The map is written through a shared mapping: every page of it is
+	 * allocated now, as a store into a page a full disk cannot hold is
+	 * SIGBUS.  The data file stays sparse (pwrite fills it).
+	 */
+	if (ret == 0 && map)
+		ret = -posix_fallocate(fd, 0, len);
+	else if (ret == 0 && ftruncate(fd, len) < 0)
 		ret = -errno;
 	close(fd);
 	if (ret < 0)
@@ -705,7 +712,7 @@ static int cache_open_usage(struct cache *c, bool *created)
 {
 	char path[PATH_MAX];
 	void *m;
-	int fd;
+	int fd, err;
 
 	snprintf(path, sizeof(path), "%s/usage", c->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -717,6 +724,24 @@ static int cache_open_usage(struct cache *c, bool *created)
 	if (ftruncate(fd, sizeof(uint64_t)) < 0 && *created) {
 		close(fd);
 		return -errno;
+	}
+	/*
+	 * The counter's page must exist on disk before it is mapped: a store
+	 * into a mapped page a full disk cannot hold is SIGBUS.  Where it
+	 * cannot, this process counts alone until the next mount.
+	 */
+	err = posix_fallocate(fd, 0, sizeof(uint64_t));
+	if (err) {
+		log_warn("cache %s: usage counter: %s: counted by this process alone", c->dir,
+			 strerror(err));
+		close(fd);
+		m = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			 -1, 0);
+		if (m == MAP_FAILED)
+			return -errno;
+		c->usage = m;
+		*created = true;	/* learn what is there */
+		return 0;
 	}
 	m = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
@@ -834,7 +859,14 @@ int cache_file_open(struct cache *c, struct cache_file **out, const char *key, u
 		f->bypass = true;
 	else
 		ret = cache_file_attach_retrying(f, key);
-	if (ret == -EBUSY || ret == -EAGAIN) {
+	if (ret == -ENOSPC || ret == -EDQUOT) {
+		/* our disk is full, not the remote: read uncached, and make room */
+		log_warn("cache: %s: no room for object %s (%s), reading uncached", c->dir,
+			 f->hash, strerror(-ret));
+		cache_evict(c);
+		f->bypass = true;
+		ret = 0;
+	} else if (ret == -EBUSY || ret == -EAGAIN) {
 		log_warn("cache: object %s unusable (%s), reading uncached", f->hash,
 			 strerror(-ret));
 		f->bypass = true;

@@ -6,7 +6,8 @@
  * it over max_bytes, one evictor at a time (flock on DIR/evict.lock) scans
  * every object, sums what the data files really take on disk, and deletes the
  * least recently used (by the map file's mtime, touched at each open) until
- * the cache is under 90%, then stores the true total back.  An object open in
+ * the cache is under 90% (of its disk, when that is smaller or full), then
+ * stores the true total back.  An object open in
  * any process holds flock(LOCK_SH) on its map: the evictor's LOCK_EX|LOCK_NB
  * fails and the object is skipped.  The scan also removes orphan data files
  * and temporary files older than CACHE_TMP_AGE.
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,17 +177,26 @@ static int cache_scan_all(struct cache *c, struct cache_scan *s)
 
 /*
  * Scans the whole cache and deletes least-recently-used objects not in use
- * until under 90% of max_bytes; stores the true use in the shared counter.
+ * until under 90% of max_bytes, or of what its disk can hold when that is
+ * less (a disk smaller than cache_size, or filled by others: what is cached
+ * plus what is free); stores the true use in the shared counter.
  * The caller holds DIR/evict.lock.
  */
 static void cache_scan_and_evict(struct cache *c)
 {
 	struct cache_scan s = { 0 };
 	uint64_t target = c->max_bytes / 10 * 9;
+	struct statvfs sv;
 
 	if (cache_scan_all(c, &s) < 0) {
 		free(s.v);
 		return;
+	}
+	if (statvfs(c->dir, &sv) == 0) {
+		uint64_t room = s.total + (uint64_t)sv.f_bavail * sv.f_frsize;
+
+		if (room / 10 * 9 < target)
+			target = room / 10 * 9;
 	}
 	if (s.total > target)
 		qsort(s.v, s.n, sizeof(*s.v), cache_entry_cmp);

@@ -406,8 +406,12 @@ static int out_mkdirs(struct out_run *r, const char *path)
 static int out_zip_fail(struct out_run *r, struct archive *a, const char *what)
 {
 	int err = archive_errno(a) > 0 ? archive_errno(a) : EIO;
+	const char *msg = archive_error_string(a);
 
-	return out_fail(r, -err, "zip %s: %s", what, archive_error_string(a) ?: strerror(err));
+	/* "Write error" alone would not say the disk is full */
+	if (msg && archive_errno(a) > 0 && !strstr(msg, strerror(err)))
+		return out_fail(r, -err, "zip %s: %s: %s", what, msg, strerror(err));
+	return out_fail(r, -err, "zip %s: %s", what, msg ?: strerror(err));
 }
 
 #define OUT_SAMPLE	(64u << 10)	/* bytes looked at to tell if a file compresses */
