@@ -37,6 +37,7 @@ int cmd_umount(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
+int cmd_logpipe(int argc, char **argv);
 
 /* Prints upload progress on stderr (an output_progress_fn, cmd_job.c). */
 struct output;

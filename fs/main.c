@@ -18,6 +18,7 @@ static const char mlfs_usage[] =
 	"       mlfs umount MOUNTPOINT\n"
 	"       mlfs sync CONFIG\n"
 	"       mlfs check [-c CONFIG] FILE...\n"
+	"       mlfs logpipe [--max BYTES] LOG JOBLOG WORKER\n"
 	"       mlfs --help | --version\n"
 	"\n"
 	"  mount    mount the gateway tree of CONFIG at MOUNTPOINT (daemonizes unless -f;\n"
@@ -28,6 +29,8 @@ static const char mlfs_usage[] =
 	"           progress; exit 0 only once the output is safe at its destination\n"
 	"  sync     upload every output a failure or a crash left staged\n"
 	"  check    validate config files offline, with the code the mount uses\n"
+	"  logpipe  copy standard input into a worker's logs within log_size (what a\n"
+	"           Slurm batch script pipes each worker's output through)\n"
 	"\n"
 	"See mlfs(1) for the tree, the config file and the exit statuses.\n";
 
@@ -57,6 +60,8 @@ int main(int argc, char **argv)
 		return cmd_sync(argc - 1, argv + 1);
 	if (strcmp(verb, "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(verb, "logpipe") == 0)
+		return cmd_logpipe(argc - 1, argv + 1);
 	if (verb[0] != '-')
 		return cmd_mount(argc, argv);	/* no verb: argv[0] stands in for it */
 	fprintf(stderr, "mlfs: unknown option '%s'\n%s", verb, mlfs_usage);

@@ -56,6 +56,7 @@
 
 #include "exec.h"
 #include "exec_local_int.h"
+#include "logcap.h"
 #include "log.h"
 
 #define EXEC_LOCAL_CHUNK	(64 * 1024)
@@ -82,14 +83,7 @@ struct exec_local_plan {
 	char cg_procs[320];		/* "" = no memory cgroup */
 	char cg_events[320];		/* v1 memory.oom_control, v2 memory.events */
 	char cg_failcnt[320];		/* v1 memory.failcnt, v2 "" */
-	size_t prefix_len;		/* "[N] " at the start of line */
-	size_t line_len;		/* bytes of the current line after it */
-	uint64_t log_size;		/* bytes in the worker's log now */
-	uint64_t job_log_added;		/* bytes this worker added to the job's log */
-	char log_old[4200];		/* LOG.1, where a full log is rotated to */
-	char rotated_note[128];		/* the first line of a rotated log */
-	char capped_note[160];		/* the job log's last line from this worker */
-	char line[EXEC_LOCAL_LINE_MAX + 32];
+	struct logcap log;		/* the shepherd's copy of the output, within log_size */
 	char chunk[EXEC_LOCAL_CHUNK];
 };
 
@@ -431,103 +425,6 @@ static _Noreturn void exec_local_worker(const struct exec_local_plan *p, int out
 /* ---- the shepherd: a child of the daemon that never execs ---- */
 
 /*
- * Adds a line to the job's log.  Past log_max bytes from this worker, one
- * note says where the rest is and the job's log gets no more from it.
- */
-static void exec_local_job_line(struct exec_local_plan *p)
-{
-	size_t len = p->prefix_len + p->line_len;
-	uint64_t max = p->w->log_max;
-
-	p->line[len++] = '\n';
-	p->line_len = 0;
-	if (p->job_log_fd < 0)
-		return;
-	if (max && p->job_log_added + len > max) {
-		exec_local_write_all(p->job_log_fd, p->capped_note, strlen(p->capped_note));
-		close(p->job_log_fd);
-		p->job_log_fd = -1;
-		return;
-	}
-	exec_local_write_all(p->job_log_fd, p->line, len);	/* one write: whole lines */
-	p->job_log_added += len;
-}
-
-/*
- * Moves a full worker log to LOG.1 (the one there before is dropped) and
- * starts LOG again with a note.  Where no new log can be made, the output
- * from here on is dropped rather than overfilling the old one.
- */
-static void exec_local_rotate(struct exec_local_plan *p)
-{
-	close(p->log_fd);
-	p->log_fd = -1;
-	if (rename(p->w->log_path, p->log_old) < 0)
-		return;
-	p->log_fd = open(p->w->log_path, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_NOFOLLOW |
-			 O_CLOEXEC, 0644);
-	if (p->log_fd < 0)
-		return;
-	p->log_size = strlen(p->rotated_note);
-	exec_local_write_all(p->log_fd, p->rotated_note, (size_t)p->log_size);
-}
-
-/* Adds output to the worker's log, rotating it each log_max bytes. */
-static void exec_local_log_text(struct exec_local_plan *p, const char *buf, size_t len)
-{
-	uint64_t max = p->w->log_max;
-
-	while (len > 0 && p->log_fd >= 0) {
-		size_t n = len;
-
-		if (max && p->log_size >= max) {
-			exec_local_rotate(p);
-			continue;
-		}
-		if (max && n > max - p->log_size)
-			n = (size_t)(max - p->log_size);
-		exec_local_write_all(p->log_fd, buf, n);
-		p->log_size += n;
-		buf += n;
-		len -= n;
-	}
-}
-
-/* Adds output to the job's log, a complete line (at most LINE_MAX) at a time. */
-static void exec_local_job_text(struct exec_local_plan *p, const char *buf, size_t len)
-{
-	while (len > 0) {
-		const char *nl = memchr(buf, '\n', len);
-		size_t seg = nl ? (size_t)(nl - buf) : len;
-		size_t room = EXEC_LOCAL_LINE_MAX - p->line_len;
-
-		if (seg > room) {
-			seg = room;
-			nl = NULL;
-		}
-		memcpy(p->line + p->prefix_len + p->line_len, buf, seg);
-		p->line_len += seg;
-		buf += seg;
-		len -= seg;
-		if (nl) {
-			buf++;
-			len--;
-			exec_local_job_line(p);
-		} else if (p->line_len == EXEC_LOCAL_LINE_MAX && len > 0) {
-			exec_local_job_line(p);
-		}
-	}
-}
-
-static void exec_local_emit(struct exec_local_plan *p, const char *buf, size_t len)
-{
-	if (p->log_fd >= 0)
-		exec_local_log_text(p, buf, len);
-	if (p->job_log_fd >= 0)
-		exec_local_job_text(p, buf, len);
-}
-
-/*
  * Copies the worker's output until EOF; returns its wait status (-1 when
  * unknown).  Once the worker has ended, what it left in its group is
  * killed and the output is drained for at most EXEC_LOCAL_DRAIN_S.
@@ -558,10 +455,9 @@ static int exec_local_pump(struct exec_local_plan *p, int fd, pid_t worker)
 			continue;
 		if (n <= 0)
 			break;
-		exec_local_emit(p, p->chunk, (size_t)n);
+		logcap_write(&p->log, p->chunk, (size_t)n);
 	}
-	if (p->job_log_fd >= 0 && p->line_len > 0)
-		exec_local_job_line(p);
+	logcap_end(&p->log);
 	close(fd);
 	while (!done && waitpid(worker, &status, 0) < 0 && errno == EINTR)
 		;
@@ -736,23 +632,11 @@ static int exec_local_plan_make(struct exec_local_plan **out, const struct exec_
 	snprintf(p->exit_tmp, sizeof(p->exit_tmp), "%s.tmp", w->exit_path);
 	if (w->view_argv && w->phase_path)
 		snprintf(p->phase_tmp, sizeof(p->phase_tmp), "%s.tmp", w->phase_path);
-	p->prefix_len = (size_t)snprintf(p->line, 32, "[%u] ", w->worker);
-	snprintf(p->log_old, sizeof(p->log_old), "%s.1", w->log_path ? w->log_path : "");
-	snprintf(p->rotated_note, sizeof(p->rotated_note),
-		 "mlfs: this log reached log_size (%llu bytes): the output before this line is in "
-		 "log.1\n", (unsigned long long)w->log_max);
-	snprintf(p->capped_note, sizeof(p->capped_note),
-		 "[%u] mlfs: worker %u wrote log_size (%llu bytes) into this log: the rest of its "
-		 "output is only in workers/%u/log\n", w->worker, w->worker,
-		 (unsigned long long)w->log_max, w->worker);
 	err = exec_local_open_log(w->log_path, &p->log_fd);
-	if (!err && p->log_fd >= 0) {
-		struct stat st;
-
-		p->log_size = fstat(p->log_fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-	}
 	if (!err)
 		err = exec_local_open_log(w->job_log_path, &p->job_log_fd);
+	/* the shepherd's: it may rotate and close them, in its own process */
+	logcap_init(&p->log, p->log_fd, w->log_path, p->job_log_fd, w->worker, w->log_max);
 	if (!err && w->unview_argv)
 		err = exec_local_open_log(w->upload_log, &p->upload_fd);
 	if (!err && pipe2(p->status, O_CLOEXEC) < 0)

@@ -8,8 +8,6 @@
 
 #include "exec.h"
 
-/* Longest line the job log gets; a longer one is split into several. */
-#define EXEC_LOCAL_LINE_MAX	(64 * 1024)
 
 /*
  * Parses the text of /proc/PID/stat: @state gets field 3, @start_time

@@ -401,14 +401,14 @@ static const char exec_slurm_body[] =
 	"\t\tmkdir -p /opt/ml\n"
 	"\t\tenv \"${MLFS_ENV[@]}\" unshare -m --propagation private /bin/sh -c "
 	"'mount --bind \"$1\" /opt/ml && cd \"$2\" && exec /bin/sh -c \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" "
-	"> >(tee >(sed -u \"s/^/[$W] /\" >>\"$JOBDIR/log\")) 2>&1 &\n"
+	"> >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
 	"\telif [ -n \"$view\" ] && [ -d /opt/ml ] && unshare -r -m /bin/sh -c 'mount --bind \"$1\" /opt/ml' "
 	"mlfs \"$view\" 2>/dev/null; then\n"
 	"\t\t# a user namespace where it is root binds /opt/ml; a nested one gives the user's ids back\n"
 	"\t\tenv \"${MLFS_ENV[@]}\" unshare -r -m --propagation private /bin/sh -c "
 	"'mount --bind \"$1\" /opt/ml && exec unshare -U --map-user=\"$4\" --map-group=\"$5\" /bin/sh -c "
 	"\"cd \\\"\\$0\\\" && exec /bin/sh -c \\\"\\$1\\\"\" \"$2\" \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" "
-	"\"$(id -u)\" \"$(id -g)\" > >(tee >(sed -u \"s/^/[$W] /\" >>\"$JOBDIR/log\")) 2>&1 &\n"
+	"\"$(id -u)\" \"$(id -g)\" > >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
 	"\telse\n"
 	"\t\t# no view: scratch folders in the worker's folder; no /opt/ml: the view where it is\n"
 	"\t\t[ -z \"$view\" ] && mkdir -p \"$ML_DATA_PATH\" \"$ML_MODEL_PATH\" \"$ML_CHECKPOINT_PATH\" "
@@ -420,7 +420,7 @@ static const char exec_slurm_body[] =
 	"\t\tdone\n"
 	"\t\t[ -n \"$view\" ] && [ \"${WORKDIR#/opt/ml}\" != \"$WORKDIR\" ] && WORKDIR=$view${WORKDIR#/opt/ml}\n"
 	"\t\t(cd \"$WORKDIR\" && exec env \"${MLFS_ENV[@]}\" /bin/sh -c \"$CMD\") "
-	"> >(tee >(sed -u \"s/^/[$W] /\" >>\"$JOBDIR/log\")) 2>&1 &\n"
+	"> >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
 	"\tfi\n"
 	"\tpid=$!\n"
 	"\tset +m\n"
@@ -499,6 +499,7 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 	exec_slurm_quote(f, w[0].config_path ? w[0].config_path : "");
 	fprintf(f, "\nJOBDIR=");
 	exec_slurm_quote(f, w[0].job_dir);
+	fprintf(f, "\nLOG_MAX=%llu", (unsigned long long)w[0].log_max);
 	fprintf(f, "\nSPEC_FILE=");
 	exec_slurm_quote(f, w[0].spec_file ? w[0].spec_file : w[0].job);
 	fprintf(f, "\n");

@@ -115,4 +115,19 @@ fails "check -c checks a spec's datasets against the config" \
 	"$MLFS" check -c good.conf data.json
 check "check -c accepts a spec that names nothing unknown" "$MLFS" check -c good.conf good.json
 
+# --- logpipe (what Slurm batch scripts pipe a worker's output through)
+fails "logpipe without its arguments prints its usage" "usage: mlfs logpipe" "$MLFS" logpipe
+fails "logpipe --max wants a number" "--max 'ten' is not a number of bytes" "$MLFS" logpipe --max ten l j 1
+fails "logpipe wants a worker number" "WORKER 'x' is not a worker number" "$MLFS" logpipe l j x
+check "logpipe copies its input" sh -c "printf 'a\nb' | '$MLFS' logpipe --max 0 wlog jlog 2"
+same "... unchanged into the worker's log" "a b" "$(xargs <wlog)"
+same "... prefixed, whole lines, into the job's" "[2] a|[2] b|" "$(tr '\n' '|' <jlog)"
+ln -s /etc/passwd linked
+passwd_sum=$(sha /etc/passwd)
+check "a log that is a link: logpipe still reads its input to the end" \
+	sh -c "seq 1 100000 | '$MLFS' logpipe linked jlog 2 2>lp.err"
+check "... says why it drops that log" grep -q "linked: Too many levels of symbolic links: its output is dropped" lp.err
+same "... never wrote through the link" "$passwd_sum" "$(sha /etc/passwd)"
+same "... and the job's log got it all" "[2] 100000" "$(tail -1 jlog)"
+
 t_finish

@@ -56,6 +56,7 @@ cat >slurm.conf.mlfs <<CONF
 state_dir = $T_DIR/state
 cache_dir = $T_DIR/cache
 executor = slurm
+log_size = 64K
 [slurm]
 poll_interval = 1
 bin_dir = $T_DIR/bin
@@ -145,6 +146,14 @@ check "a failed command fails the job" job_state_in "$J" bad FAILED
 same "... with its exit code" 3 "$(cat "$J/bad/workers/1/exit_code")"
 check "... and says so" grep -q 'worker 1 exited 3 after 1 attempt' "$J/bad/reason"
 check "Slurm saw it fail too" grep -q "JobId=$(sid bad) .*JobState=FAILED" "$T_DIR/slurm/jobcomp.txt"
+
+# --- log_size on the cluster: mlfs logpipe rotates the worker's log, caps the job's
+echo '{"name": "chatty", "workers": [{"command": "seq -f %06g 1 30000"}]}' >"$J/chatty.json"
+check "a worker writing 210 KB on Slurm succeeds" job_state_in "$J" chatty SUCCEEDED
+check "its log was rotated to log.1, both within log_size" sh -c "test -f '$J/chatty/workers/1/log.1' && test \$(stat -c %s '$J/chatty/workers/1/log.1') -eq 65536 && test \$(stat -c %s '$J/chatty/workers/1/log') -le 65536"
+same "the log ends with the output's last line" 030000 "$(tail -1 "$J/chatty/workers/1/log")"
+check "the log starts with the rotation note" grep -q '^mlfs: this log reached log_size (65536 bytes)' "$J/chatty/workers/1/log"
+check "the job's log holds whole prefixed lines, then the note" sh -c "head -1 '$J/chatty/log' | grep -qx '\[1\] 000001' && tail -1 '$J/chatty/log' | grep -q 'worker 1 wrote log_size (65536 bytes) into this log'"
 
 # --- Slurm forgets finished jobs (MinJobAge 2 s here); mlfs does not
 forgotten() { ! squeue -h -t all -j "$1" >/dev/null 2>&1; }

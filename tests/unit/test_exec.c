@@ -31,6 +31,7 @@
 
 #include "exec.h"
 #include "exec_local_int.h"
+#include "logcap.h"
 
 struct fx {
 	char dir[256];
@@ -502,8 +503,8 @@ static void test_exec_long_line_is_split_in_the_job_log(void **state)
 {
 	struct fx *f = *state;
 	struct exec_start w = fx_req(f, "head -c 200000 /dev/zero | tr '\\000' x");
-	size_t sizes[] = { EXEC_LOCAL_LINE_MAX, EXEC_LOCAL_LINE_MAX, EXEC_LOCAL_LINE_MAX,
-			   200000 - 3 * EXEC_LOCAL_LINE_MAX };
+	size_t sizes[] = { LOGCAP_LINE_MAX, LOGCAP_LINE_MAX, LOGCAP_LINE_MAX,
+			   200000 - 3 * LOGCAP_LINE_MAX };
 	struct exec_result res;
 	size_t len, i, k;
 	char *got, *p;
