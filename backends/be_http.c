@@ -350,9 +350,10 @@ static int be_http_meta(struct be_http *hb, const char *path, struct be_http_met
 		*m = (struct be_http_meta){ .is_dir = true, .mtime = -1 };
 		return 0;
 	}
+	/* a listed file whose size the index page did not give is HEADed for it */
 	if (want != BE_HTTP_REVALIDATE &&
 	    be_http_cache_get(hb, path, m, want == BE_HTTP_TRUST) == 0 &&
-	    (want == BE_HTTP_FRESH || m->from_head))
+	    ((want == BE_HTTP_FRESH && (m->is_dir || m->size_known)) || m->from_head))
 		return 0;
 	url = be_http_url(hb, path, false);
 	if (!url)

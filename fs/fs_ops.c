@@ -969,16 +969,34 @@ static int fs_dir_add(struct fs_dir *d, const char *name, const struct stat *st,
 	return 0;
 }
 
+/*
+ * The attributes a listed entry is shown with: its own, or none (st_mode 0:
+ * DT_UNKNOWN, the kernel looks it up) with a made-up inode number, never 0,
+ * which glibc's readdir takes for a deleted entry and skips.
+ */
+static void fs_dir_attr(struct fs_dir *d, const char *name, const struct stat *st,
+			struct stat *kst)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a of the name */
+
+	memset(kst, 0, sizeof(*kst));
+	if (st) {
+		*kst = *st;
+		fs_node_attr(d->node, kst);
+		return;
+	}
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = (h ^ *c) * 1099511628211ull;
+	kst->st_ino = (ino_t)(h | 1);
+}
+
 static int fs_dir_fill(void *payload, const char *name, const struct stat *st)
 {
 	struct fs_dir *d = payload;
-	struct stat kst = { 0 };	/* st_mode 0: attributes unknown (DT_UNKNOWN) */
+	struct stat kst;
 	int ret;
 
-	if (st) {
-		kst = *st;
-		fs_node_attr(d->node, &kst);
-	}
+	fs_dir_attr(d, name, st, &kst);
 	ret = fs_dir_add(d, name, &kst, NULL);
 	if (ret == 0 && d->n >= FS_DIR_WINDOW && (d->node->view->be->ops->caps & BE_CAP_STREAM_LIST))
 		ret = FS_DIR_FULL;
@@ -989,13 +1007,10 @@ static int fs_dir_fill(void *payload, const char *name, const struct stat *st)
 static int fs_dir_fill_stream(void *payload, const char *name, const struct stat *st)
 {
 	struct fs_dir *d = payload;
-	struct stat kst = { 0 };
+	struct stat kst;
 	int ret = 0;
 
-	if (st) {
-		kst = *st;
-		fs_node_attr(d->node, &kst);
-	}
+	fs_dir_attr(d, name, st, &kst);
 	pthread_mutex_lock(&d->lock);
 	if (d->skip > 0) {
 		d->skip--;

@@ -21,6 +21,29 @@ J=$M/jobs
 S3_SECRET='s3cret-KEY-never-shown-1234'
 SMB_SECRET='smb-PASS-never-shown-5678'
 ENV_SECRET='env-TOKEN-never-shown-9012'
+NGINX_SH=$TOP/scripts/server-nginx.sh
+HTTP_PORT=$(free_port)
+t_cleanup() { "$NGINX_SH" stop "$T_DIR/http" >/dev/null 2>&1; }
+trap 't_cleanup; chmod 600 /dev/fuse' EXIT
+# an index page a hostile server might send: links out of the folder, names
+# with an encoded '/' or NUL, absolute paths and other hosts
+mkdir -p http/www/hostile/sub
+echo fine >http/www/hostile/ok.txt
+cat >http/www/hostile/index.html <<'HTML'
+<html><body><h1>Index of /hostile/</h1><pre>
+<a href="../">../</a>
+<a href="..%2F..%2Fetc%2Fpasswd">..%2F..%2Fetc%2Fpasswd</a>
+<a href="%2e%2e/">%2e%2e/</a>
+<a href="a%2Fb.txt">a%2Fb.txt</a>
+<a href="x%00y.txt">x%00y.txt</a>
+<a href="/etc/passwd">/etc/passwd</a>
+<a href="http://evil.example/x.txt">x.txt</a>
+<a href="./">./</a>
+<a href="sub/">sub/</a>
+<a href="ok.txt">ok.txt</a>
+</pre></body></html>
+HTML
+"$NGINX_SH" start "$T_DIR/http" "$HTTP_PORT" >/dev/null || { not_ok "nginx started"; t_finish; exit 1; }
 printf '%s\n' "$SMB_SECRET" >smb.pass
 chmod 600 smb.pass
 cat >h.conf <<CONF
@@ -52,6 +75,10 @@ username = u
 password_file = $T_DIR/smb.pass
 timeout = 2
 retries = 0
+[datastore web]
+type = http
+url = http://127.0.0.1:$HTTP_PORT/hostile/
+timeout = 5
 [dataset mnist]
 source = d:/
 [dataset slip]
@@ -77,7 +104,6 @@ state() { cat "$J/$1/state" 2>/dev/null; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 chmod 666 /dev/fuse
-trap 'chmod 600 /dev/fuse' EXIT
 mount_fg h.conf "$M" || { t_finish; exit 1; }
 
 # --- paths: links out of a datastore or an archive, long names, deep trees
@@ -97,6 +123,10 @@ same "the tar: only its safe members are listed" "ok.txt up" "$(ls "$M/datasets/
 same "... its symlink member is a link, as stored" /etc "$(readlink "$M/datasets/slip/up")"
 check "... no member reached through it or above it was written anywhere" sh -c "test ! -e /etc/planted && test ! -e '$T_DIR/escaped' && test ! -e '$T_DIR/data/escaped'"
 check "... and the log says why each was skipped" sh -c "grep -q 'up/planted' '$T_DIR/mount.mnt.log' && grep -q '../escaped' '$T_DIR/mount.mnt.log'"
+same "a hostile index page: only the names inside the folder are listed" "ok.txt sub" "$(ls "$M/datastores/web" | xargs)"
+same "... and read" fine "$(cat "$M/datastores/web/ok.txt")"
+fails "an encoded path out of the folder is not a name" "No such file" cat "$M/datastores/web/..%2F..%2Fetc%2Fpasswd"
+check "nginx was asked for nothing outside /hostile/" sh -c "! grep -v '\"[A-Z]* /hostile/' '$T_DIR/http/access.log' | grep -q ."
 n255=$(printf 'n%.0s' $(seq 1 255))
 check "a name of 255 bytes is created through the mount" sh -c "echo long >'$D/$n255'"
 same "... and read back" long "$(cat "$D/$n255")"
