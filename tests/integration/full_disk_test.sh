@@ -77,6 +77,11 @@ cache_size = $3
 timeout = 5
 retries = 1
 
+[node]
+gpus = 0
+cpus = 8
+memory_gb = 8
+
 [datastore web]
 type = http
 url = http://127.0.0.1:$PORT/
@@ -242,6 +247,14 @@ check "then a new write works" sh -c "echo later >'$V/output/later.txt'"
 same "... and reads back" "later" "$(cat "$V/output/later.txt" 2>&1)"
 # The disk fills up again before the upload: no room for the zip.
 fill statefs
+echo '{"name": "nospace", "workers": [{"command": "true"}]}' >nospace.json
+fails "a spec written into jobs/ on the full state dir fails with ENOSPC" \
+	"No space left on device" cp nospace.json "$M/jobs/"
+check "... its .error says the state folder is full" \
+	grep -q "cannot keep the job in the state folder: No space left on device" "$M/jobs/nospace.json.error"
+check "... and the journal holds whole records only" python3 -c "
+import json, sys
+for line in open(sys.argv[1]): json.loads(line)" statefs/state/jobs.journal
 umount_view zipped.json
 check "with no room for the zip, mlfs umount exits non-zero" test "$UMOUNT_STATUS" -ne 0
 check "... saying why" grep -q "No space left on device" "$T_DIR/umount.log"
@@ -253,6 +266,8 @@ check "nothing reached the destination" test ! -e destfs/out/zipped.zip
 
 # Room in the state dir again, but the destination (2 MiB) is full.
 rm -f statefs/filler
+check "with room again, the same spec is accepted" cp nospace.json "$M/jobs/"
+check "... and runs" job_state_in "$M/jobs" nospace SUCCEEDED
 mkdir -p destfs/out
 fill destfs
 fails "mlfs sync fails while the destination is full" "not uploaded" "$MLFS" sync full.conf
