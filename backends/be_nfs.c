@@ -45,12 +45,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <poll.h>
 #include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-nfs.h>
 
 #include "be_nfs_int.h"
 #include "log.h"
@@ -247,6 +251,7 @@ struct be_nfs_args {
 	int fill_ret;
 	const struct stat *set;			/* setattr */
 	unsigned int to_set;
+	struct be_nfs_page *page;		/* readdir */
 };
 
 static void be_nfs_stat_fill(struct stat *st, const struct nfs_stat_64 *s)
@@ -323,8 +328,201 @@ static int be_nfs_dirent_stat(struct stat *st, const struct nfsdirent *e)
 	return 0;
 }
 
-/* The whole listing is read by nfs_opendir; the loop below does no I/O. */
-static int be_nfs_do_readdir(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
+/*
+ * Listing a folder.  NFSv3 is read a READDIRPLUS page at a time, each on a
+ * pooled context that goes back to the pool before the page's entries are
+ * handed to fill: fill may wait (the tree streams a long listing,
+ * BE_CAP_STREAM_LIST), and a folder of a million files is never held whole.
+ * A page that fails on a broken connection is asked again on a fresh
+ * context from the same cookie (NFSv3 handles and cookies outlive it).
+ * NFSv4 is read whole by libnfs's nfs_opendir, copied out, and handed to
+ * fill the same way, outside the context.
+ */
+#define BE_NFS_PAGE_BYTES	32768	/* READDIRPLUS maxcount: a few hundred entries */
+
+/*
+ * What nfs_get_fh() points to.  libnfs 4.0 exports the function, so that an
+ * nfs_open()ed handle can be used with raw RPCs, but keeps the struct in
+ * its private header: this is its layout there.  The handle is checked
+ * (1 to NFS3_FHSIZE bytes) before use, and a folder whose handle looks
+ * wrong is listed whole through nfs_opendir instead.
+ */
+struct nfs_fh {
+	int len;
+	char *val;
+};
+
+struct be_nfs_dirent {
+	char *name;
+	struct stat st;
+	bool has_st;
+};
+
+struct be_nfs_page {
+	char fh[NFS3_FHSIZE];		/* the folder's handle */
+	size_t fh_len;
+	uint64_t cookie;		/* where the next page starts */
+	char verf[NFS3_COOKIEVERFSIZE];
+	bool eof;
+	int timeout_ms;
+	struct be_nfs_dirent *e;	/* this page's entries */
+	size_t n, cap;
+	bool done;			/* the RPC answered */
+	int status;			/* its errno, negated */
+};
+
+static int be_nfs_page_add(struct be_nfs_page *pg, const char *name, const struct stat *st)
+{
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return 0;
+	if (pg->n == pg->cap) {
+		size_t cap = pg->cap ? pg->cap * 2 : 256;
+		struct be_nfs_dirent *e = reallocarray(pg->e, cap, sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		pg->e = e;
+		pg->cap = cap;
+	}
+	pg->e[pg->n].name = strdup(name);
+	if (!pg->e[pg->n].name)
+		return -ENOMEM;
+	pg->e[pg->n].has_st = st != NULL;
+	if (st)
+		pg->e[pg->n].st = *st;
+	pg->n++;
+	return 0;
+}
+
+static void be_nfs_page_clear(struct be_nfs_page *pg)
+{
+	for (size_t i = 0; i < pg->n; i++)
+		free(pg->e[i].name);
+	pg->n = 0;
+}
+
+/* A READDIRPLUS entry's attributes, as be_nfs_dirent_stat gives nfs_readdir's. */
+static int be_nfs_fattr_stat(struct stat *st, const fattr3 *f)
+{
+	mode_t type = be_nfs_type_mode((uint32_t)f->type);
+
+	if (!type)
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)f->fileid;
+	st->st_mode = type | (f->mode & 07777);
+	st->st_nlink = f->nlink;
+	st->st_uid = f->uid;
+	st->st_gid = f->gid;
+	st->st_size = (off_t)f->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((f->used + 511) / 512);
+	st->st_rdev = makedev(f->rdev.specdata1, f->rdev.specdata2);
+	st->st_atim.tv_sec = f->atime.seconds;
+	st->st_atim.tv_nsec = f->atime.nseconds;
+	st->st_mtim.tv_sec = f->mtime.seconds;
+	st->st_mtim.tv_nsec = f->mtime.nseconds;
+	st->st_ctim.tv_sec = f->ctime.seconds;
+	st->st_ctim.tv_nsec = f->ctime.nseconds;
+	return 0;
+}
+
+/* The folder's handle, from an nfs_open of it. */
+static int be_nfs_do_dir_fh(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
+{
+	struct nfsfh *fh;
+	struct nfs_fh *h;
+	int ret = nfs_open(nfs, path, O_RDONLY, &fh);
+
+	if (ret < 0)
+		return ret;
+	h = nfs_get_fh(fh);
+	if (!h || h->len <= 0 || (size_t)h->len > sizeof(a->page->fh) || !h->val) {
+		a->page->fh_len = 0;	/* be_nfs_readdir lists it whole */
+	} else {
+		memcpy(a->page->fh, h->val, (size_t)h->len);
+		a->page->fh_len = (size_t)h->len;
+	}
+	nfs_close(nfs, fh);
+	return ret;
+}
+
+/*
+ * The answer to one READDIRPLUS.  libnfs 4.0's decoder may place a struct
+ * at an address its alignment does not allow (UBSan says so): each is
+ * copied to one of ours before its members are read.
+ */
+static void be_nfs_page_cb(struct rpc_context *rpc, int status, void *data, void *arg)
+{
+	struct be_nfs_page *pg = arg;
+	READDIRPLUS3res res;
+	entryplus3 e;
+	struct stat st;
+
+	(void)rpc;
+	pg->done = true;
+	if (status != RPC_STATUS_SUCCESS) {
+		pg->status = status == RPC_STATUS_TIMEOUT ? -ETIMEDOUT : -EIO;
+		return;
+	}
+	memcpy(&res, data, sizeof(res));
+	if (res.status != NFS3_OK) {
+		pg->status = -nfsstat3_to_errno((int)res.status);
+		return;
+	}
+	for (const entryplus3 *next = res.READDIRPLUS3res_u.resok.reply.entries; next;
+	     next = e.nextentry) {
+		bool has;
+
+		memcpy(&e, next, sizeof(e));
+		has = e.name_attributes.attributes_follow &&
+		      be_nfs_fattr_stat(&st, &e.name_attributes.post_op_attr_u.attributes) == 0;
+		if (be_nfs_page_add(pg, e.name, has ? &st : NULL) < 0) {
+			pg->status = -ENOMEM;
+			return;
+		}
+		pg->cookie = e.cookie;
+	}
+	memcpy(pg->verf, res.READDIRPLUS3res_u.resok.cookieverf, sizeof(pg->verf));
+	pg->eof = res.READDIRPLUS3res_u.resok.reply.eof;
+}
+
+/* One READDIRPLUS from pg->cookie, waited for here (at most the datastore's timeout). */
+static int be_nfs_do_dir_page(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
+{
+	struct be_nfs_page *pg = a->page;
+	struct rpc_context *rpc = nfs_get_rpc_context(nfs);
+	READDIRPLUS3args args = { .cookie = pg->cookie, .dircount = BE_NFS_PAGE_BYTES / 4,
+				  .maxcount = BE_NFS_PAGE_BYTES };
+	int64_t deadline = be_nfs_now_ns() + (int64_t)pg->timeout_ms * 1000000;
+
+	(void)path;
+	args.dir.data.data_len = (u_int)pg->fh_len;
+	args.dir.data.data_val = pg->fh;
+	memcpy(args.cookieverf, pg->verf, sizeof(args.cookieverf));
+	be_nfs_page_clear(pg);
+	pg->done = false;
+	pg->status = 0;
+	if (rpc_nfs3_readdirplus_async(rpc, be_nfs_page_cb, &args, pg) != 0)
+		return -EIO;
+	while (!pg->done) {
+		struct pollfd pfd = { .fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc) };
+		int64_t left = (deadline - be_nfs_now_ns()) / 1000000;
+		int n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;	/* a transport error: the context is dropped */
+		n = poll(&pfd, 1, left < 100 ? (int)left : 100);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (rpc_service(rpc, n > 0 ? pfd.revents : 0) < 0)
+			return -EIO;
+	}
+	return pg->status;
+}
+
+/* NFSv4: the whole listing through nfs_opendir, copied out. */
+static int be_nfs_do_dir_all(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
 {
 	struct nfsdir *dir;
 	struct nfsdirent *e;
@@ -333,23 +531,34 @@ static int be_nfs_do_readdir(struct nfs_context *nfs, const char *path, struct b
 
 	if (ret < 0)
 		return ret;
-	while (a->fill_ret == 0 && (e = nfs_readdir(nfs, dir))) {
-		if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
-			continue;
-		a->fill_ret = a->fill(a->payload, e->name,
-				      be_nfs_dirent_stat(&st, e) == 0 ? &st : NULL);
-	}
+	be_nfs_page_clear(a->page);
+	while (ret == 0 && (e = nfs_readdir(nfs, dir)))
+		ret = be_nfs_page_add(a->page, e->name, be_nfs_dirent_stat(&st, e) == 0 ? &st : NULL);
 	nfs_closedir(nfs, dir);
-	return 0;
+	a->page->eof = true;
+	return ret;
 }
 
 static int be_nfs_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
 			  void *payload)
 {
-	struct be_nfs_args a = { .fill = fill, .payload = payload };
-	int ret = be_nfs_call(be_nfs(be), path, be_nfs_do_readdir, &a, "list");
+	struct be_nfs *nb = be_nfs(be);
+	struct be_nfs_page pg = { .timeout_ms = nb->timeout_ms };
+	struct be_nfs_args a = { .page = &pg };
+	int ret, filled = 0;
 
-	return ret < 0 ? ret : a.fill_ret;
+	ret = nb->v4 ? 0 : be_nfs_call(nb, path, be_nfs_do_dir_fh, &a, "list");
+	while (ret == 0 && filled == 0) {
+		ret = be_nfs_call(nb, path, pg.fh_len ? be_nfs_do_dir_page : be_nfs_do_dir_all, &a,
+				  "list");
+		for (size_t i = 0; ret == 0 && filled == 0 && i < pg.n; i++)
+			filled = fill(payload, pg.e[i].name, pg.e[i].has_st ? &pg.e[i].st : NULL);
+		be_nfs_page_clear(&pg);
+		if (pg.eof)
+			break;
+	}
+	free(pg.e);
+	return ret < 0 ? ret : filled;
 }
 
 static int be_nfs_do_statfs(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
@@ -906,6 +1115,9 @@ static int be_nfs_create(struct backend **out, const struct datastore_config *cf
 	nb->retries = (int)(cfg->retries >= 0 ? cfg->retries : BE_NFS_DEFAULT_RETRIES);
 	if (options && *options == '?')
 		options++;
+	for (const char *o = options; o && *o; o += strcspn(o, "&"), o += *o == '&')
+		if (strncmp(o, "version=4", 9) == 0 && (o[9] == '&' || !o[9]))
+			nb->v4 = true;
 	if (asprintf(&nb->url, "nfs://%s%s%s%s", address, export, options && *options ? "?" : "",
 		     options ? options : "") < 0)
 		nb->url = NULL;
@@ -923,7 +1135,7 @@ static int be_nfs_create(struct backend **out, const struct datastore_config *cf
 const struct backend_ops be_nfs_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "nfs",
-	.caps = BE_CAP_WRITE | BE_CAP_OWNERS | BE_CAP_REMOTE,
+	.caps = BE_CAP_WRITE | BE_CAP_OWNERS | BE_CAP_REMOTE | BE_CAP_STREAM_LIST,
 	.validate = be_nfs_validate,
 	.create = be_nfs_create,
 	.destroy = be_nfs_destroy,

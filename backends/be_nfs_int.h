@@ -37,6 +37,7 @@ struct be_nfs {
 	char *root;		/* as configured; be_nfs_join normalizes it */
 	int timeout_ms;
 	int retries;
+	bool v4;		/* options say version=4 */
 	pthread_mutex_t lock;	/* guards idle and n_idle */
 	struct be_nfs_ctx *idle;
 	unsigned int n_idle;

@@ -120,6 +120,9 @@ same "a folder of 5,000 files lists completely" 5000 "$n"
 same "every one of them, by name" "$(seq -w 0 4999 | sed 's/^/f/' | sha256sum)" \
 	"$(ls "$L/many" | sort | sha256sum)"
 same "ls -l of 5,000 shows their sizes" 5000 "$(ls -l "$L/many" | awk '$5 == 5' | wc -l)"
+peak=$(awk '$1 == "mount.dir_entries_held_peak" { print $2 }' "$M/.mlfs/stats")
+check "... read a READDIRPLUS page at a time: 4096 entries held at most (peak $peak)" \
+	test "$peak" -le 4096
 same "a listed file reads back" "4321" "$(cat "$L/many/f4321")"
 same "500 files read by 16 readers at once (the pool of connections)" \
 	"$(seq -w 1000 1499 | sort | sha256sum)" \
