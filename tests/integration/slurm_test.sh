@@ -173,6 +173,8 @@ scontrol update JobId="$(sid rq)" StartTime=now	# Slurm holds a requeued job bac
 check "... and it then succeeds" job_state_in "$J" rq SUCCEEDED
 same "its attempts: requeued, then exited 0" "requeued exited 0" \
 	"$(json "$J/rq/status.json" "' '.join(a['end'] for a in d['workers'][0]['attempts'])")"
+check "... with no view for the rerun of a job without data (no output .r1)" \
+	sh -c "! ls -A '$T_DIR/state/outputs' 2>/dev/null | grep -q '^\.r'"
 
 # --- the daemon killed while Slurm runs a job: found again by its id
 echo '{"name": "surv", "workers": [{"command": "sleep 6; exit 4"}]}' >"$J/surv.json"
