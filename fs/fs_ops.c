@@ -924,24 +924,19 @@ static void fs_ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fu
 
 /* ---- folders ---- */
 
-/* Counts entries held by open folders (+@delta, or -@delta with @drop), for .mlfs/stats. */
-static void fs_dir_counted(struct fs *fs, uint64_t delta, bool drop)
+/* Counts the entries open folders hold, and the most ever held, for .mlfs/stats. */
+static void fs_dir_held(struct fs *fs, uint64_t n)
 {
-	uint_fast64_t now, peak;
+	uint_fast64_t now = atomic_fetch_add(&fs->dir_entries, n) + n;
+	uint_fast64_t peak = atomic_load(&fs->dir_entries_peak);
 
-	if (drop) {
-		atomic_fetch_sub(&fs->dir_entries, delta);
-		return;
-	}
-	now = atomic_fetch_add(&fs->dir_entries, delta) + delta;
-	peak = atomic_load(&fs->dir_entries_peak);
 	while (now > peak && !atomic_compare_exchange_weak(&fs->dir_entries_peak, &peak, now))
 		;
 }
 
-static void fs_dir_held(struct fs *fs, uint64_t n)
+static void fs_dir_dropped(struct fs *fs, uint64_t n)
 {
-	fs_dir_counted(fs, n, false);
+	atomic_fetch_sub(&fs->dir_entries, n);
 }
 
 static int fs_dir_add(struct fs_dir *d, const char *name, const struct stat *st,
@@ -1059,7 +1054,7 @@ static void fs_dir_free(struct fs_dir *d)
 	}
 	for (size_t i = 0; i < d->n; i++)
 		free(d->ents[i].name);
-	fs_dir_counted(d->fs, d->n, true);
+	fs_dir_dropped(d->fs, d->n);
 	free(d->ents);
 	free(d->path);
 	free(d);
@@ -1070,7 +1065,7 @@ static void fs_dir_drop(struct fs_dir *d, size_t k)
 {
 	for (size_t i = 0; i < k; i++)
 		free(d->ents[i].name);
-	fs_dir_counted(d->fs, k, true);
+	fs_dir_dropped(d->fs, k);
 	memmove(d->ents, d->ents + k, (d->n - k) * sizeof(*d->ents));
 	d->n -= k;
 	d->base += k;

@@ -596,11 +596,12 @@ static int exec_local_open_log(const char *path, int *fd)
 	*fd = -1;
 	if (!path)
 		return 0;
-	*fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	*fd = logcap_open(path);
 	if (*fd < 0) {
-		int err = -errno;
+		int err = *fd;
 
-		log_err("cannot open worker log %s: %s", path, strerror(errno));
+		*fd = -1;
+		log_err("cannot open worker log %s: %s", path, strerror(-err));
 		return err;
 	}
 	return 0;
