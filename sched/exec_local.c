@@ -964,24 +964,26 @@ void exec_local_parse_exit(const char *text, struct exec_result *res)
 	}
 }
 
-static void exec_local_read_exit(const char *path, struct exec_result *res)
+bool exec_local_read_exit(const char *path, struct exec_result *res)
 {
-	char buf[64];
+	char buf[128];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a cluster job's folder is its owner's: never through a link, never a FIFO */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	res->how = EXEC_LOST;
 	res->code = 0;
 	res->staging_in_failed = false;
 	res->upload = -1;
 	if (fd < 0)
-		return;
+		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return;
+		return false;
 	buf[n] = '\0';
 	exec_local_parse_exit(buf, res);
+	return true;
 }
 
 /* The shepherd ended: reaps it if ours, reads the outcome, frees the run. */

@@ -22,4 +22,10 @@ int exec_local_parse_stat(const char *text, char *state, unsigned long long *sta
  */
 void exec_local_parse_exit(const char *text, struct exec_result *res);
 
+/*
+ * Reads an exit file (the local shepherd's, or a Slurm batch script's) into
+ * @res: true when there is one; else @res says EXEC_LOST.
+ */
+bool exec_local_read_exit(const char *path, struct exec_result *res);
+
 #endif

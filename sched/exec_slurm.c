@@ -78,6 +78,7 @@ struct exec_slurm {
 	struct exec_slurm_node *nodes;
 	size_t n_nodes;
 	long long nodes_ns;
+	long long nodes_fail_ns;	/* when scontrol last failed: tried again a minute later */
 };
 
 static struct exec_slurm *exec_slurm_of(struct executor *ex)
@@ -616,24 +617,6 @@ static void exec_slurm_end_from_state(const char *id, const char *st, struct exe
 	}
 }
 
-/* Reads the worker's exit file into @res: true when there is one. */
-static bool exec_slurm_read_exit(const char *path, struct exec_result *res)
-{
-	char buf[128];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	exec_local_parse_exit(buf, res);
-	return true;
-}
-
 /* Moves the exit path "…/exit.A" on by @d attempts (a requeued run writes exit.A+d). */
 static void exec_slurm_next_exit(struct exec_run *run, unsigned int d)
 {
@@ -689,9 +672,9 @@ static int exec_slurm_poll(struct executor *ex, struct exec_run *run, struct exe
 	}
 	if (seen && !exec_slurm_terminal(state) && strcmp(state, "PREEMPTED") != 0) {
 		/* the script writes the exit file last: a gang's task may end before the job */
-		if (!exec_slurm_read_exit(run->exit_path, res))
+		if (!exec_local_read_exit(run->exit_path, res))
 			return 0;
-	} else if (!exec_slurm_read_exit(run->exit_path, res)) {
+	} else if (!exec_local_read_exit(run->exit_path, res)) {
 		exec_slurm_end_from_state(run->cluster_id, seen ? state : "", res);
 	}
 	pthread_mutex_lock(&es->lock);
@@ -769,13 +752,16 @@ static void exec_slurm_nodes(struct exec_slurm *es)
 	size_t n = 0;
 	int ret;
 
-	if (es->nodes_ns && exec_slurm_mono() - es->nodes_ns < EXEC_SLURM_NODES_S * 1000000000LL)
+	long long last = es->nodes_ns > es->nodes_fail_ns ? es->nodes_ns : es->nodes_fail_ns;
+
+	if (last && exec_slurm_mono() - last < EXEC_SLURM_NODES_S * 1000000000LL)
 		return;
 	ret = exec_slurm_cmd(es, (char *[]){ "scontrol", "-o", "show", "node", NULL }, 0, 0, NULL, 0,
 			     &out, err, sizeof(err));
 	if (ret != 0) {
 		log_warn("slurm: scontrol show node failed (%s)", ret < 0 ? strerror(-ret) : err);
 		free(out);
+		es->nodes_fail_ns = exec_slurm_mono();	/* not again before a while either */
 		return;
 	}
 	if (exec_slurm_parse_nodes(out, &nodes, &n) == 0) {

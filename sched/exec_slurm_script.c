@@ -527,7 +527,7 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 		return -ENOMEM;
 	}
 	/* sbatch --parsable [--partition=P] [--account=A] [sbatch_args...] */
-	cap = 6 + strlen(args) / 2 + 1;
+	cap = 6 + (strlen(args) + 1) / 2 + 1;	/* words of one letter: (len + 1) / 2 */
 	av = calloc(cap, sizeof(*av));
 	if (!av) {
 		free(text);
@@ -544,7 +544,7 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 
 		p += strspn(p, " \t");
 		l = strcspn(p, " \t");
-		if (l && ac + 1 < cap)
+		if (l)
 			av[ac++] = strndup(p, l);
 		p += l;
 	}

@@ -507,7 +507,6 @@ int sched_job_new(struct sched *s, struct spec *spec, const char *file, const ch
 	return 0;
 }
 
-/* Links @j at the end of the list, invisible; -EEXIST when its name is taken. */
 /* How many jobs of @uid have not ended (s->lock held). */
 static long sched_live_jobs(struct sched *s, uid_t uid)
 {
@@ -520,8 +519,9 @@ static long sched_live_jobs(struct sched *s, uid_t uid)
 }
 
 /*
- * Takes @j's name, and a place under its owner's max_jobs: -EEXIST for a
- * name in use, -EAGAIN when the owner has max_jobs unfinished jobs.
+ * Links @j at the end of the list, invisible, when its name is free and its
+ * owner is under max_jobs: -EEXIST for a name in use, -EAGAIN when the
+ * owner has max_jobs unfinished jobs.
  */
 static int sched_reserve(struct sched *s, struct sched_job *j, struct diag *d)
 {
@@ -558,11 +558,6 @@ static void sched_spec_ignore(struct spec *sp, const char *text)
 	v[sp->n_ignored++] = copy;
 }
 
-/*
- * GPULab's clusterId and slaveName are matched against [node] cluster_id
- * and name; on a node that declares neither they cannot be honoured, so
- * they are listed as ignored (DESIGN §6) and the job runs.
- */
 /* What a Slurm cluster cannot be asked for (docs/slurm.md). */
 static void sched_cluster_ignored(struct spec *sp)
 {
@@ -585,6 +580,11 @@ static void sched_cluster_ignored(struct spec *sp)
 				  "in the PAI_PORT_LIST variables are not held there");
 }
 
+/*
+ * GPULab's clusterId and slaveName are matched against [node] cluster_id
+ * and name; on a node that declares neither they cannot be honoured, so
+ * they are listed as ignored (DESIGN §6) and the job runs.
+ */
 void sched_node_ignored(struct sched *s, struct spec *sp)
 {
 	bool cluster = false, name = false;

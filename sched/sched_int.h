@@ -220,5 +220,11 @@ int sched_run_cancel(struct sched *s, struct sched_job *j);
 void sched_job_ports_release(struct sched *s, struct sched_job *j);
 /* The job's state from its workers'. */
 void sched_run_update(struct sched *s, struct sched_job *j);
+/*
+ * The output id of restart @restarts of a cluster worker whose output id is
+ * @id (of @size bytes), as its batch script names it: ID.rN, any earlier
+ * ".rN" replaced.
+ */
+void sched_rerun_output_id(char *id, size_t size, unsigned int restarts);
 
 #endif

@@ -1121,6 +1121,16 @@ static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
 	return true;
 }
 
+void sched_rerun_output_id(char *id, size_t size, unsigned int restarts)
+{
+	/* the last ".rN" only: a job's name may hold ".r" itself */
+	char *r = strrchr(id, '.');
+
+	if (r && r[1] == 'r' && r[2] && strspn(r + 2, "0123456789") == strlen(r + 2))
+		*r = '\0';
+	snprintf(id + strlen(id), size - strlen(id), ".r%u", restarts);
+}
+
 /*
  * A cluster worker that waits in the cluster's queue (EXEC_PENDING), or was
  * put back there after it ran (EXEC_REQUEUED: preempted, or its node
@@ -1130,9 +1140,10 @@ static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
 static bool sched_cluster_wait(struct sched_job *j, struct sched_worker *w, int how,
 			       const struct exec_result *res)
 {
+	if (how == EXEC_PENDING && !res->why[0])
+		return false;	/* no look at the cluster yet (after a restart): no news */
 	if (how == EXEC_REQUEUED) {
 		struct sched_attempt *att = realloc(w->attempts, (w->n_attempts + 1) * sizeof(*att));
-		char *r;
 
 		if (att) {
 			w->attempts = att;
@@ -1142,14 +1153,8 @@ static bool sched_cluster_wait(struct sched_job *j, struct sched_worker *w, int 
 			snprintf(att[w->n_attempts - 1].end, sizeof(att->end), "requeued");
 			att[w->n_attempts++] = (struct sched_attempt){ 0 };
 		}
-		/* the batch script names a requeued run's output ID.rN */
-		if (w->output_id[0]) {
-			r = strstr(w->output_id, ".r");
-			if (r && strspn(r + 2, "0123456789") == strlen(r + 2))
-				*r = '\0';
-			snprintf(w->output_id + strlen(w->output_id), sizeof(w->output_id) -
-				 strlen(w->output_id), ".r%u", w->run.restarts);
-		}
+		if (w->output_id[0])
+			sched_rerun_output_id(w->output_id, sizeof(w->output_id), w->run.restarts);
 		w->pending = true;
 		w->state = SCHED_RETRYING;
 		w->phase = SCHED_PHASE_NONE;

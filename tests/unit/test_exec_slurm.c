@@ -215,6 +215,16 @@ static void test_script_array(void **state)
 	assert_string_equal(argv[6], "--qos=high");
 	assert_string_equal(argv[7], "--nice=5");
 	assert_null(argv[8]);
+	free(script);
+	free_argv(argv, argc);
+	/* as many one-letter words as its length allows: none dropped */
+	f->cfg.slurm.sbatch_args = "a b";
+	assert_int_equal(exec_slurm_script(&f->cfg, f->w, 3, false, types, 2, true, &script, &argv,
+					   &argc, why, sizeof(why)), 0);
+	assert_int_equal(argc, 8);
+	assert_string_equal(argv[6], "a");
+	assert_string_equal(argv[7], "b");
+	assert_null(argv[8]);
 	assert_non_null(strstr(script, "#SBATCH --job-name=j\n"));
 	assert_non_null(strstr(script, "#SBATCH --array=1,2,3\n"));
 	assert_non_null(strstr(script, "#SBATCH --output=/s/jobs/j/workers/%a/log\n"));

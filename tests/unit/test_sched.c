@@ -30,6 +30,7 @@
 #include "config.h"
 #include "exec_fake.h"
 #include "scheduler.h"
+#include "sched_int.h"
 
 /* ---- the fixture ---- */
 
@@ -605,6 +606,20 @@ static void test_sched_ctl_parse_takes_one_word(void **state)
 	assert_int_equal(ctl_parse(big, sizeof(big)), -EINVAL);
 }
 
+static void test_sched_rerun_output_id_replaces_the_last_rerun_only(void **state)
+{
+	char id[64] = "x.run.1.1795550908";
+
+	(void)state;
+	sched_rerun_output_id(id, sizeof(id), 1);
+	assert_string_equal(id, "x.run.1.1795550908.r1");
+	sched_rerun_output_id(id, sizeof(id), 2);
+	assert_string_equal(id, "x.run.1.1795550908.r2");	/* not ...r1.r2 */
+	snprintf(id, sizeof(id), "a.r7.2.17");	/* a name ending ".r7" keeps it */
+	sched_rerun_output_id(id, sizeof(id), 3);
+	assert_string_equal(id, "a.r7.2.17.r3");
+}
+
 static void test_sched_remove_of_a_live_job_is_busy(void **state)
 {
 	struct fx *fx = *state;
@@ -963,6 +978,7 @@ int main(void)
 		T(test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels),
 		T(test_sched_ctl_checks_the_user_and_the_command),
 		cmocka_unit_test(test_sched_ctl_parse_takes_one_word),
+		cmocka_unit_test(test_sched_rerun_output_id_replaces_the_last_rerun_only),
 		T(test_sched_remove_of_a_live_job_is_busy),
 		T(test_sched_remove_of_a_finished_job_forgets_it_across_restarts),
 		T(test_sched_wait_timeout_fails_a_job_that_cannot_start),
