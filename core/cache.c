@@ -9,7 +9,7 @@
  *   <hash>.map   a header (magic, block size, size, boot id, the full key to
  *                detect a collision), then one byte per 1 MiB block: 1 once
  *                the block's data is written.
- * A block's data is written (pwrite) before its map byte is set, and readers
+ * A block's data is written before its map byte is set, and readers
  * check the byte before they read the data, so a process that dies midway
  * leaves only unmarked blocks.  A map with a bad header, a wrong key or a
  * wrong size is treated as absent and replaced (while another process holds
@@ -44,6 +44,17 @@
  *    temporary files a crash left behind.
  * Objects over a quarter of max_bytes bypass the cache (read through fetch).
  *
+ * Hot runs: the blocks one fetch brings are kept in memory (a hot run) and
+ * this process's readers are answered from them at once; a writer thread
+ * writes them with O_DIRECT (no copy into a page cache nobody reads), marks
+ * them and only then lets go of their OFD locks, through a duplicate of the
+ * fetch's descriptor.  A run goes once read whole and written; a file keeps
+ * at most CACHE_HOT_RUNS, the process hot_budget bytes, and a fetch past
+ * those is written through the page cache.  Blocks on disk are answered from
+ * a read-only mapping of the data file, MADV_RANDOM, after a readahead(2) of
+ * exactly them: the kernel never reads holes of blocks being written, which
+ * an O_DIRECT write could leave stale in the page cache.
+ *
  * Read-ahead: per open file the window starts at 256 KiB, doubles with each
  * sequential read up to 32 MiB and drops back on a seek.  The blocks ahead
  * are queued in whole 4 MiB chunks, aligned, for a pool of background
@@ -59,10 +70,11 @@
  * scans.  Nothing is checksummed: a disk that corrupts data is not detected.
  *
  * Threading: every function may be called from any thread.  struct cache's
- * queue is guarded by qlock; a cache_file's read-ahead state by its lock
- * (taken before qlock, never after); map bytes are read and set with atomic
- * builtins on a shared mapping.  No lock is held across a fetch except the
- * OFD byte locks of the blocks being fetched.
+ * queues (read-ahead, writes, spare buffers) are guarded by qlock; a
+ * cache_file's read-ahead state and hot runs by its lock (taken before
+ * qlock, never after); map bytes are read and set with atomic builtins on a
+ * shared mapping.  No lock is held across a fetch or a write except the OFD
+ * byte locks of the blocks being fetched.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -136,24 +148,6 @@ static ssize_t cache_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
-static ssize_t cache_pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
@@ -394,10 +388,23 @@ static int cache_file_attach(struct cache_file *f, const char *key)
 		return errno == ENOENT ? -EAGAIN : -errno;
 	if (fstat(f->data_fd, &st) < 0 || (uint64_t)st.st_size != f->size)
 		return -EAGAIN;
-	/* Read-only, for cache_file_read_map; the file never shrinks while pinned. */
+	/* For writing hot runs; a folder that refuses O_DIRECT gets plain writes. */
+	if (!atomic_load(&f->c->no_dio)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->data_fd);
+		f->dio_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	}
+	/* Read-only, for cache_file_read_iov; the file never shrinks while pinned. */
 	f->data_map = f->size ? mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->data_fd, 0) : NULL;
 	if (f->data_map == MAP_FAILED)
 		f->data_map = NULL;
+	/*
+	 * No read-ahead around faults: it would read holes of blocks not yet
+	 * written into the page cache, where an O_DIRECT write may leave them
+	 * stale.  Readers ask for exactly the present blocks they use instead
+	 * (cache_file_read_iov).
+	 */
+	if (f->data_map)
+		madvise(f->data_map, f->size, MADV_RANDOM);
 	futimens(f->map_fd, NULL);		/* most recently used */
 	return 0;
 }
@@ -411,10 +418,12 @@ static void cache_file_detach(struct cache_file *f)
 	f->data_map = NULL;
 	if (f->data_fd >= 0)
 		close(f->data_fd);
+	if (f->dio_fd >= 0)
+		close(f->dio_fd);
 	if (f->map_fd >= 0)
 		close(f->map_fd);
 	f->map = NULL;
-	f->data_fd = f->map_fd = -1;
+	f->data_fd = f->dio_fd = f->map_fd = -1;
 }
 
 /* Opens the object's files and pins them; creates or replaces them as needed. */
@@ -441,7 +450,7 @@ static int cache_file_attach_retrying(struct cache_file *f, const char *key)
 	return ret;
 }
 
-/* ---- fetching ---- */
+/* ---- fetch buffers ---- */
 
 /*
  * A buffer of CACHE_RUN_MAX blocks for one fetch.  Kept for reuse: a fresh
@@ -456,7 +465,13 @@ static void *cache_buf_get(struct cache *c)
 	if (c->n_spare > 0)
 		buf = c->spare[--c->n_spare];
 	pthread_mutex_unlock(&c->qlock);
-	return buf ? buf : malloc((size_t)CACHE_RUN_MAX * CACHE_BLOCK);
+	if (buf)
+		return buf;
+	/* Huge pages where the kernel has them: 2 faults per buffer, not 1,024. */
+	if (posix_memalign(&buf, CACHE_BUF_ALIGN, (size_t)CACHE_RUN_MAX * CACHE_BLOCK))
+		return NULL;
+	madvise(buf, (size_t)CACHE_RUN_MAX * CACHE_BLOCK, MADV_HUGEPAGE);
+	return buf;
 }
 
 static void cache_buf_put(struct cache *c, void *buf)
@@ -470,35 +485,299 @@ static void cache_buf_put(struct cache *c, void *buf)
 	free(buf);
 }
 
+/* Keeps only a few spare buffers once no file of the process is being fetched. */
+static void cache_bufs_trim(struct cache *c)
+{
+	void *drop[CACHE_SPARE_BUFS];
+	int n = 0;
+
+	pthread_mutex_lock(&c->qlock);
+	while (atomic_load(&c->hot_bytes) == 0 && c->n_spare > CACHE_SPARE_IDLE)
+		drop[n++] = c->spare[--c->n_spare];
+	pthread_mutex_unlock(&c->qlock);
+	while (n > 0)
+		free(drop[--n]);
+}
+
+/* ---- hot runs ---- */
+
+/* Frees @r, already unlinked.  Called with f->lock held or before @r is linked. */
+static void cache_run_free(struct cache_file *f, struct cache_run *r)
+{
+	atomic_fetch_sub(&f->c->hot_bytes, r->len);
+	cache_buf_put(f->c, r->buf);
+	free(r);
+}
+
+static void cache_run_unlink(struct cache_file *f, struct cache_run *r)
+{
+	for (struct cache_run **p = &f->runs; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			f->n_runs--;
+			return;
+		}
+}
+
+/* Frees @r once nobody replies from it, its write is over and its bytes were all read. */
+static void cache_run_settle(struct cache_file *f, struct cache_run *r)
+{
+	if (r->refs == 0 && r->written && r->used >= r->len) {
+		cache_run_unlink(f, r);
+		cache_run_free(f, r);
+	}
+}
+
+/* Drops the oldest runs nobody uses until there is room for one more.  f->lock held. */
+static void cache_runs_trim(struct cache_file *f)
+{
+	struct cache_run **p = &f->runs, *r;
+
+	while ((r = *p) && f->n_runs >= CACHE_HOT_RUNS) {
+		if (r->refs == 0 && r->written) {
+			*p = r->next;
+			f->n_runs--;
+			cache_run_free(f, r);
+		} else {
+			p = &r->next;
+		}
+	}
+}
+
+/*
+ * Starts a hot run for fetching blocks [b0, b1), @len bytes, or returns
+ * NULL when the process holds its budget of them or the file its count:
+ * that fetch goes through a plain buffer and the page cache, where its
+ * readers will find it.
+ */
+static struct cache_run *cache_run_begin(struct cache_file *f, uint64_t b0, uint64_t b1,
+					 size_t len)
+{
+	struct cache *c = f->c;
+	struct cache_run *r, **p;
+
+	if (atomic_fetch_add(&c->hot_bytes, len) + len > c->hot_budget) {
+		atomic_fetch_sub(&c->hot_bytes, len);
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r)
+		*r = (struct cache_run){ .b0 = b0, .b1 = b1, .len = len,
+					 .buf = cache_buf_get(c), .state = CACHE_RUN_FETCHING };
+	if (!r || !r->buf) {
+		free(r);
+		atomic_fetch_sub(&c->hot_bytes, len);
+		return NULL;
+	}
+	pthread_mutex_lock(&f->lock);
+	cache_runs_trim(f);
+	if (f->n_runs >= CACHE_HOT_RUNS) {
+		pthread_mutex_unlock(&f->lock);
+		cache_run_free(f, r);
+		return NULL;
+	}
+	for (p = &f->runs; *p; p = &(*p)->next)
+		;
+	*p = r;
+	f->n_runs++;
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+/* The fetch of @r is over: its readers may use it (@ok) or go fetch themselves. */
+static void cache_run_fetched(struct cache_file *f, struct cache_run *r, bool ok)
+{
+	pthread_mutex_lock(&f->lock);
+	r->state = ok ? CACHE_RUN_READY : CACHE_RUN_FAILED;
+	if (!ok) {
+		cache_run_unlink(f, r);
+		cache_run_free(f, r);
+	}
+	pthread_cond_broadcast(&f->run_cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void cache_run_written(struct cache_file *f, struct cache_run *r)
+{
+	pthread_mutex_lock(&f->lock);
+	r->written = true;
+	cache_run_settle(f, r);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The hot run holding block @b, the oldest if several, or NULL.  f->lock held. */
+static struct cache_run *cache_run_find(struct cache_file *f, uint64_t b)
+{
+	for (struct cache_run *r = f->runs; r; r = r->next)
+		if (b >= r->b0 && b < r->b1)
+			return r;
+	return NULL;
+}
+
+/* ---- fetching ---- */
+
+/*
+ * Writes a fetched run to the data file: with O_DIRECT when @direct (its
+ * readers here are answered from memory, so copying it into the page cache
+ * would only cost CPU and memory), its unaligned tail through the page
+ * cache.  Returns @len or -errno.
+ */
+static ssize_t cache_write_data(struct cache_file *f, const void *buf, size_t len, off_t off,
+				bool direct)
+{
+	size_t al = direct && f->dio_fd >= 0 ? len & ~(size_t)(CACHE_DIO_ALIGN - 1) : 0;
+	ssize_t n = al ? cache_pwrite_all(f->dio_fd, buf, al, off) : 0;
+
+	if (n == -EINVAL) {		/* refused after all: not again, and write it plainly */
+		if (!atomic_exchange(&f->c->no_dio, true))
+			log_warn("cache: %s: O_DIRECT writes refused, using the page cache",
+				 f->c->dir);
+		al = 0;
+		n = 0;
+	}
+	if (n >= 0)
+		n = cache_pwrite_all(f->data_fd, (const char *)buf + al, len - al,
+				     off + (off_t)al);
+	return n < 0 ? n : (ssize_t)len;
+}
+
+/* Marks blocks [b0, b1), @len bytes, written.  Adds nothing to the usage counter. */
+static void cache_mark_written(struct cache_file *f, uint64_t b0, uint64_t b1, size_t len)
+{
+	for (uint64_t b = b0; b < b1; b++)
+		__atomic_store_n(&f->map[f->hdr_len + b], 1, __ATOMIC_RELEASE);
+	atomic_fetch_add(&f->stats->bytes_fetched, len);
+}
+
+static void cache_task_done(struct cache_file *f);
+static int cache_start_threads(struct cache *c);
+
+/*
+ * Writes hot run @r of @f, then marks its blocks and lets go of their OFD
+ * locks, held by @lock_fd, which it closes.  Nobody waits for it: readers
+ * of this process are answered from @r meanwhile.  A failed write leaves the
+ * blocks missing, to be fetched again by whoever needs them next.
+ */
+static void cache_write_run(struct cache_file *f, struct cache_run *r, int lock_fd)
+{
+	off_t off = (off_t)(r->b0 * CACHE_BLOCK);
+	ssize_t n = cache_write_data(f, r->buf, r->len, off, true);
+
+	if (n >= 0) {
+		cache_mark_written(f, r->b0, r->b1, r->len);
+		cache_usage_add(f->c, r->len);
+	} else {
+		if (!atomic_exchange(&f->write_failed, true))
+			log_warn("cache: object %s: cannot keep fetched blocks (%s); they are "
+				 "fetched again when read again", f->hash, strerror((int)-n));
+		if (n == -ENOSPC || n == -EDQUOT)
+			cache_evict(f->c);
+	}
+	cache_lock_blocks(f, lock_fd, r->b0, r->b1, F_UNLCK, false);
+	close(lock_fd);
+	cache_run_written(f, r);
+}
+
+static void *cache_writer(void *arg)
+{
+	struct cache *c = arg;
+	struct cache_write *w;
+
+	for (;;) {
+		pthread_mutex_lock(&c->qlock);
+		while (!c->whead && !c->stopping)
+			pthread_cond_wait(&c->wcond, &c->qlock);
+		w = c->whead;
+		if (w && !(c->whead = w->next))
+			c->wtail = NULL;
+		pthread_mutex_unlock(&c->qlock);
+		if (!w)
+			return NULL;
+		cache_write_run(w->f, w->r, w->lock_fd);
+		cache_task_done(w->f);
+		free(w);
+	}
+}
+
+/*
+ * Hands hot run @r to a writer, with its blocks' OFD locks (a duplicate of
+ * @fd shares them, and keeps them when the caller closes @fd).  Returns
+ * false when it cannot, and the caller writes itself.
+ */
+static bool cache_write_queue(struct cache_file *f, struct cache_run *r, int fd)
+{
+	struct cache *c = f->c;
+	struct cache_write *w = malloc(sizeof(*w));
+	int lock_fd = w ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+
+	if (lock_fd < 0) {
+		free(w);
+		return false;
+	}
+	*w = (struct cache_write){ .f = f, .r = r, .lock_fd = lock_fd };
+	pthread_mutex_lock(&f->lock);
+	pthread_mutex_lock(&c->qlock);
+	if (c->n_writers == 0 && cache_start_threads(c) < 0 && c->n_writers == 0) {
+		pthread_mutex_unlock(&c->qlock);
+		pthread_mutex_unlock(&f->lock);
+		close(lock_fd);
+		free(w);
+		return false;
+	}
+	f->pending++;
+	if (c->wtail)
+		c->wtail->next = w;
+	else
+		c->whead = w;
+	c->wtail = w;
+	pthread_cond_signal(&c->wcond);
+	pthread_mutex_unlock(&c->qlock);
+	pthread_mutex_unlock(&f->lock);
+	return true;
+}
+
 /*
  * Fetches blocks [b0, b1) (at most CACHE_RUN_MAX), whose OFD locks the
- * caller holds and which it found missing, writes them and marks them
- * present.  Returns 0 or -errno.
+ * caller holds on @fd and which it found missing, writes them and marks
+ * them present.  The fetched bytes become a hot run while there is room
+ * for one: this process's readers are answered from it at once, and a
+ * writer writes it and lets go of the locks (returns 1).  Else they are
+ * written here, through the page cache, where readers will find them
+ * (returns 0; the caller unlocks).  Or -errno.
  */
-static int cache_fetch_run(struct cache_file *f, uint64_t b0, uint64_t b1)
+static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b1)
 {
 	off_t off = (off_t)(b0 * CACHE_BLOCK);
 	size_t len = (size_t)(b1 - b0) * CACHE_BLOCK;
+	struct cache_run *r;
 	ssize_t n;
 	void *buf;
 
 	if ((uint64_t)off + len > f->size)
 		len = (size_t)(f->size - (uint64_t)off);
-	buf = cache_buf_get(f->c);
+	r = cache_run_begin(f, b0, b1, len);
+	buf = r ? r->buf : cache_buf_get(f->c);
 	if (!buf)
 		return -ENOMEM;
 	n = cache_fetch_all(f, buf, len, off);
 	if (n >= 0 && (size_t)n != len)
 		n = -EIO;			/* the object is shorter than its size */
+	if (r) {
+		cache_run_fetched(f, r, n >= 0);	/* frees r if the fetch failed */
+		if (n < 0)
+			return (int)n;
+		if (cache_write_queue(f, r, fd))
+			return 1;
+	}
 	if (n >= 0)
-		n = cache_pwrite_all(f->data_fd, buf, len, off);
-	cache_buf_put(f->c, buf);
-	if (n < 0)
-		return (int)n;
-	for (uint64_t b = b0; b < b1; b++)
-		__atomic_store_n(&f->map[f->hdr_len + b], 1, __ATOMIC_RELEASE);
-	atomic_fetch_add(&f->stats->bytes_fetched, len);
-	return 0;
+		n = cache_write_data(f, buf, len, off, r != NULL);
+	if (n >= 0)
+		cache_mark_written(f, b0, b1, len);
+	if (r)
+		cache_run_written(f, r);
+	else
+		cache_buf_put(f->c, buf);
+	return n < 0 ? (int)n : 0;
 }
 
 static bool cache_file_complete(struct cache_file *f)
@@ -527,6 +806,11 @@ static int cache_file_take(struct cache_file *f, int fd, uint64_t b, bool wait)
 
 	if (cache_block_present(f, b))
 		return 0;
+	pthread_mutex_lock(&f->lock);
+	ret = cache_run_find(f, b) != NULL;	/* this process has it or is fetching it */
+	pthread_mutex_unlock(&f->lock);
+	if (ret)
+		return 0;
 	ret = cache_lock_blocks(f, fd, b, b + 1, F_WRLCK, wait);
 	if (ret < 0)
 		return wait ? ret : 0;
@@ -536,16 +820,20 @@ static int cache_file_take(struct cache_file *f, int fd, uint64_t b, bool wait)
 	return 0;
 }
 
-/* Fetches the locked run [b0, b1) and unlocks it; adds its bytes to *@bytes. */
+/*
+ * Fetches the locked run [b0, b1) and unlocks it, unless a writer does;
+ * adds the bytes written here to *@bytes.
+ */
 static int cache_file_flush(struct cache_file *f, int fd, uint64_t b0, uint64_t b1,
 			    uint64_t *bytes)
 {
-	int ret = cache_fetch_run(f, b0, b1);
+	int ret = cache_fetch_run(f, fd, b0, b1);
 
-	cache_lock_blocks(f, fd, b0, b1, F_UNLCK, false);
+	if (ret != 1)
+		cache_lock_blocks(f, fd, b0, b1, F_UNLCK, false);
 	if (ret == 0)
 		*bytes += (b1 - b0) * CACHE_BLOCK;
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -582,11 +870,9 @@ static int cache_file_fill(struct cache_file *f, uint64_t b0, uint64_t b1, bool 
 	}
 	if (ret >= 0 && run != b1)
 		ret = cache_file_flush(f, fd, run, b1, &bytes);
-	close(fd);			/* releases any lock still held after an error */
+	close(fd);		/* every lock is let go of by now, or by a writer */
 	if (bytes)
 		cache_usage_add(f->c, bytes);
-	if (ret >= 0 && wait && !cache_range_present(f, b0, b1))
-		ret = -EIO;
 	return ret < 0 ? ret : 0;
 }
 
@@ -635,6 +921,12 @@ static int cache_start_threads(struct cache *c)
 {
 	for (; c->n_threads < CACHE_THREADS; c->n_threads++) {
 		int ret = pthread_create(&c->threads[c->n_threads], NULL, cache_worker, c);
+
+		if (ret)
+			return -ret;
+	}
+	for (; c->n_writers < CACHE_WRITERS; c->n_writers++) {
+		int ret = pthread_create(&c->writers[c->n_writers], NULL, cache_writer, c);
 
 		if (ret)
 			return -ret;
@@ -774,7 +1066,9 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
 		return -ENOMEM;
 	pthread_mutex_init(&c->qlock, NULL);
 	pthread_cond_init(&c->qcond, NULL);
+	pthread_cond_init(&c->wcond, NULL);
 	c->max_bytes = max_bytes;
+	c->hot_budget = max_bytes / 8 < CACHE_HOT_BUDGET ? max_bytes / 8 : CACHE_HOT_BUDGET;
 	cache_read_boot_id(c->boot_id);
 	c->dir = strdup(dir);
 	ret = c->dir ? cache_make_dirs(dir) : -ENOMEM;
@@ -798,14 +1092,18 @@ void cache_destroy(struct cache *c)
 	pthread_mutex_lock(&c->qlock);
 	c->stopping = true;
 	pthread_cond_broadcast(&c->qcond);
+	pthread_cond_broadcast(&c->wcond);
 	pthread_mutex_unlock(&c->qlock);
 	for (int i = 0; i < c->n_threads; i++)
 		pthread_join(c->threads[i], NULL);	/* none before the first read-ahead */
+	for (int i = 0; i < c->n_writers; i++)
+		pthread_join(c->writers[i], NULL);
 	if (c->usage)
 		munmap(c->usage, sizeof(uint64_t));
 	while (c->n_spare > 0)
 		free(c->spare[--c->n_spare]);
 	pthread_cond_destroy(&c->qcond);
+	pthread_cond_destroy(&c->wcond);
 	pthread_mutex_destroy(&c->qlock);
 	free(c->dir);
 	free(c);
@@ -818,6 +1116,7 @@ void cache_get_info(struct cache *c, struct cache_info *info)
 	info->evictions = atomic_load(&c->evictions);
 	info->evicted_bytes = atomic_load(&c->evicted_bytes);
 	info->bypassed = atomic_load(&c->bypassed);
+	info->memory_bytes = atomic_load(&c->hot_bytes);
 }
 
 /* ---- files ---- */
@@ -833,11 +1132,13 @@ static struct cache_file *cache_file_new(struct cache *c, const char *key, uint6
 	*f = (struct cache_file){
 		.c = c, .stats = stats, .fetch = fetch, .arg = arg, .size = size,
 		.nblocks = (size + CACHE_BLOCK - 1) / CACHE_BLOCK, .hdr_len = cache_hdr_len(key),
-		.map_fd = -1, .data_fd = -1, .ro_fd = -1, .window = CACHE_RA_MIN,
+		.map_fd = -1, .data_fd = -1, .dio_fd = -1, .ro_fd = -1, .window = CACHE_RA_MIN,
 	};
 	atomic_init(&f->closing, false);
+	atomic_init(&f->write_failed, false);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->idle, NULL);
+	pthread_cond_init(&f->run_cond, NULL);
 	cache_hash(key, f->hash);
 	f->shard = (int)strtol((char[3]){ f->hash[0], f->hash[1], '\0' }, NULL, 16);
 	return f;
@@ -896,36 +1197,6 @@ static ssize_t cache_file_read_through(struct cache_file *f, void *buf, size_t l
 	return n;
 }
 
-/*
- * Makes the blocks of [@off, @off + @len) present, fetching what is
- * missing.  Returns the bytes there are from @off (0 at the end), with
- * *@hit telling whether no fetch was waited for; -ENOSPC or -EDQUOT when the
- * local disk is full (an eviction is started), or another -errno.
- */
-static ssize_t cache_file_ensure(struct cache_file *f, size_t len, off_t off, bool *hit)
-{
-	uint64_t b0, b1, end;
-	int ret;
-
-	if (off < 0)
-		return -EINVAL;
-	if ((uint64_t)off >= f->size || len == 0)
-		return 0;
-	end = len > f->size - (uint64_t)off ? f->size : (uint64_t)off + len;
-	b0 = (uint64_t)off / CACHE_BLOCK;
-	b1 = (end - 1) / CACHE_BLOCK + 1;
-	cache_file_readahead(f, (uint64_t)off, end);
-	*hit = cache_range_present(f, b0, b1);
-	if (!*hit) {
-		ret = cache_file_fill(f, b0, b1, true);
-		if (ret == -ENOSPC || ret == -EDQUOT)	/* our disk, not the remote */
-			cache_evict(f->c);
-		if (ret < 0)
-			return ret;
-	}
-	return (ssize_t)(end - (uint64_t)off);
-}
-
 static void cache_file_count(struct cache_file *f, bool hit, ssize_t n)
 {
 	atomic_fetch_add(hit ? &f->stats->hits : &f->stats->misses, 1);
@@ -933,38 +1204,157 @@ static void cache_file_count(struct cache_file *f, bool hit, ssize_t n)
 		atomic_fetch_add(&f->stats->bytes_hit, (uint64_t)n);
 }
 
-ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off)
-{
-	bool hit = false;
-	ssize_t n;
+struct cache_segs {
+	struct iovec iov[CACHE_SEG_MAX];
+	struct cache_run *run[CACHE_SEG_MAX];	/* each piece's hot run, NULL: the mapping */
+	int n;
+};
 
-	if (f->bypass)
-		return cache_file_read_through(f, buf, len, off);
-	n = cache_file_ensure(f, len, off, &hit);
-	if (n == -ENOSPC || n == -EDQUOT)
-		return cache_file_read_through(f, buf, len, off);
-	if (n > 0)
-		n = cache_pread_all(f->data_fd, buf, (size_t)n, off);
-	if (n > 0)
-		cache_file_count(f, hit, n);
-	return n;
+/* Gives back the references @s holds; @used: its pieces were read.  f->lock held. */
+static void cache_segs_drop(struct cache_file *f, struct cache_segs *s, bool used)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct cache_run *r = s->run[i];
+
+		if (!r)
+			continue;
+		r->refs--;
+		if (used)
+			r->used += s->iov[i].iov_len;
+		cache_run_settle(f, r);
+	}
+	s->n = 0;
 }
 
-ssize_t cache_file_read_map(struct cache_file *f, size_t len, off_t off, const void **ptr)
+/*
+ * Lays out [off, end) as pieces of hot runs and of the mapping, with a
+ * reference on each run used.  Returns 0; 1 when a block is being fetched
+ * by this process (wait for run_cond); or 2 with [*@m0, *@m1) the first
+ * blocks neither in memory nor on disk.  Called with f->lock held.
+ */
+static int cache_segs_build(struct cache_file *f, uint64_t off, uint64_t end,
+			    struct cache_segs *s, uint64_t *m0, uint64_t *m1)
 {
-	bool hit = false;
-	ssize_t n;
+	uint64_t pos = off, stop, b;
+
+	for (s->n = 0; pos < end; pos = stop) {
+		struct cache_run *r = cache_run_find(f, b = pos / CACHE_BLOCK);
+		unsigned char *base;
+
+		if (r && r->state == CACHE_RUN_FETCHING) {
+			cache_segs_drop(f, s, false);
+			return 1;
+		}
+		if (!r && !cache_block_present(f, b)) {
+			cache_segs_drop(f, s, false);
+			for (*m0 = b++; b * CACHE_BLOCK < end && !cache_block_present(f, b) &&
+					!cache_run_find(f, b); b++)
+				;
+			*m1 = b;
+			return 2;
+		}
+		stop = (r ? r->b1 : b + 1) * CACHE_BLOCK;
+		stop = stop < end ? stop : end;
+		base = r ? r->buf + (pos - r->b0 * CACHE_BLOCK) : f->data_map + pos;
+		if (!r && s->n > 0 && !s->run[s->n - 1] &&
+		    (unsigned char *)s->iov[s->n - 1].iov_base + s->iov[s->n - 1].iov_len == base) {
+			s->iov[s->n - 1].iov_len += stop - pos;	/* the next block of the mapping */
+			continue;
+		}
+		s->iov[s->n] = (struct iovec){ .iov_base = base, .iov_len = stop - pos };
+		s->run[s->n++] = r;
+		if (r)
+			r->refs++;
+	}
+	return 0;
+}
+
+ssize_t cache_file_read_iov(struct cache_file *f, size_t len, off_t off, cache_use_fn *use,
+			    void *arg)
+{
+	struct cache_segs s;
+	uint64_t end, m0 = 0, m1 = 0;
+	bool hit = true;
+	int ret;
 
 	if (f->bypass || (!f->data_map && f->size))
 		return -ENOTSUP;
-	n = cache_file_ensure(f, len, off, &hit);
-	if (n == -ENOSPC || n == -EDQUOT)
-		return -ENOTSUP;
-	if (n > 0) {
-		*ptr = f->data_map + off;
-		cache_file_count(f, hit, n);
+	if (off < 0)
+		return -EINVAL;
+	if ((uint64_t)off >= f->size || len == 0) {
+		use(arg, NULL, 0);
+		return 0;
 	}
-	return n;
+	if (len > (size_t)(CACHE_SEG_MAX - 2) * CACHE_BLOCK)
+		len = (size_t)(CACHE_SEG_MAX - 2) * CACHE_BLOCK;
+	end = len > f->size - (uint64_t)off ? f->size : (uint64_t)off + len;
+	cache_file_readahead(f, (uint64_t)off, end);
+	pthread_mutex_lock(&f->lock);
+	while ((ret = cache_segs_build(f, (uint64_t)off, end, &s, &m0, &m1)) != 0) {
+		hit = false;
+		if (ret == 1) {
+			pthread_cond_wait(&f->run_cond, &f->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&f->lock);
+		ret = cache_file_fill(f, m0, m1, true);
+		if (ret == -ENOSPC || ret == -EDQUOT) {	/* our disk, not the remote */
+			cache_evict(f->c);
+			return -ENOTSUP;
+		}
+		if (ret < 0)
+			return ret;
+		pthread_mutex_lock(&f->lock);
+	}
+	f->readers++;
+	pthread_mutex_unlock(&f->lock);
+	for (int i = 0; i < s.n; i++)	/* pieces of the mapping: read them in at once */
+		if (!s.run[i])
+			readahead(f->data_fd, (unsigned char *)s.iov[i].iov_base - f->data_map,
+				  s.iov[i].iov_len);
+	cache_file_count(f, hit, (ssize_t)(end - (uint64_t)off));
+	/*
+	 * Once @use replied, the reader may close the file, and only the
+	 * reference counted in readers keeps cache_file_close from freeing it:
+	 * after the unlock below, @f is not touched.
+	 */
+	use(arg, s.iov, s.n);
+	pthread_mutex_lock(&f->lock);
+	cache_segs_drop(f, &s, true);
+	if (--f->readers == 0)
+		pthread_cond_broadcast(&f->idle);
+	pthread_mutex_unlock(&f->lock);
+	return (ssize_t)(end - (uint64_t)off);
+}
+
+static void cache_copy_out(void *arg, const struct iovec *iov, int cnt)
+{
+	char **p = arg;
+
+	for (int i = 0; i < cnt; i++) {
+		memcpy(*p, iov[i].iov_base, iov[i].iov_len);
+		*p += iov[i].iov_len;
+	}
+}
+
+ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+	ssize_t n = 0;
+
+	while (!f->bypass && done < len) {
+		char *p = (char *)buf + done;
+
+		n = cache_file_read_iov(f, len - done, off + (off_t)done, cache_copy_out, &p);
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	if (f->bypass || n == -ENOTSUP) {
+		n = cache_file_read_through(f, (char *)buf + done, len - done, off + (off_t)done);
+		return n < 0 ? n : (ssize_t)done + n;
+	}
+	return n < 0 ? n : (ssize_t)done;
 }
 
 int cache_file_fd(struct cache_file *f)
@@ -1017,14 +1407,22 @@ void cache_file_close(struct cache_file *f)
 	atomic_store(&f->closing, true);
 	cache_file_unqueue(f);
 	pthread_mutex_lock(&f->lock);
-	while (f->pending > 0)
+	while (f->pending > 0 || f->readers > 0)
 		pthread_cond_wait(&f->idle, &f->lock);
 	pthread_mutex_unlock(&f->lock);
 	if (f->map)
 		cache_file_make_durable(f);
 	if (f->ro_fd >= 0)
 		close(f->ro_fd);
+	while (f->runs) {		/* no reader and no fetch is left */
+		struct cache_run *r = f->runs;
+
+		f->runs = r->next;
+		cache_run_free(f, r);
+	}
+	cache_bufs_trim(f->c);
 	cache_file_detach(f);
+	pthread_cond_destroy(&f->run_cond);
 	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

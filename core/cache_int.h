@@ -20,8 +20,16 @@
 #define CACHE_RA_CHUNK		4			/* blocks per background fetch */
 #define CACHE_SEQ_SLACK		(1u << 20)		/* reordered reads still count as sequential */
 #define CACHE_RUN_MAX		4			/* blocks per fetch call at most */
-#define CACHE_SPARE_BUFS	8			/* fetch buffers kept for reuse */
+#define CACHE_SPARE_BUFS	24			/* fetch buffers kept for reuse while reading */
+#define CACHE_SPARE_IDLE	2			/* ... and once no file has hot runs */
 #define CACHE_THREADS		4			/* background fetchers per struct cache */
+#define CACHE_WRITERS		2			/* background writers of hot runs */
+#define CACHE_HOT_RUNS		16			/* fetched runs one open file keeps in memory */
+#define CACHE_HOT_BUDGET	(256ull << 20)		/* bytes of such runs per struct cache, */
+							/* at most an eighth of max_bytes */
+#define CACHE_DIO_ALIGN		4096			/* O_DIRECT alignment: buffers, offsets, lengths */
+#define CACHE_BUF_ALIGN		(2u << 20)		/* fetch buffers: a huge page */
+#define CACHE_SEG_MAX		18			/* pieces of one read: 16 MiB at most */
 #define CACHE_KEY_MAX		65536
 #define CACHE_HASH_LEN		64			/* hex SHA-256 */
 #define CACHE_TMP_AGE		3600			/* seconds before a stray temp file goes */
@@ -45,6 +53,14 @@ struct cache_task {
 	uint64_t b0, b1;			/* blocks to read ahead */
 };
 
+/* A hot run to write, with a descriptor holding the OFD locks of its blocks. */
+struct cache_write {
+	struct cache_write *next;
+	struct cache_file *f;
+	struct cache_run *r;
+	int lock_fd;
+};
+
 struct cache {
 	char *dir;
 	uint64_t max_bytes;
@@ -58,8 +74,34 @@ struct cache {
 	pthread_cond_t qcond;
 	struct cache_task *head, *tail;		/* guarded by qlock */
 	bool stopping;				/* guarded by qlock */
+	pthread_t writers[CACHE_WRITERS];
+	int n_writers;
+	pthread_cond_t wcond;
+	struct cache_write *whead, *wtail;	/* guarded by qlock */
 	void *spare[CACHE_SPARE_BUFS];		/* guarded by qlock: fetch buffers to reuse */
 	int n_spare;
+	atomic_uint_fast64_t hot_bytes;		/* held by hot runs, all files */
+	uint64_t hot_budget;			/* the most hot_bytes may be */
+	atomic_bool no_dio;			/* the folder refused O_DIRECT once */
+};
+
+enum cache_run_state { CACHE_RUN_FETCHING, CACHE_RUN_READY, CACHE_RUN_FAILED };
+
+/*
+ * A hot run: blocks [b0, b1) as fetched, kept in memory so readers of this
+ * process are answered from it while (and after) it is written to the data
+ * file, which it is with O_DIRECT: a first read fills no page cache of the
+ * data file.  Guarded by its file's lock.
+ */
+struct cache_run {
+	struct cache_run *next;
+	uint64_t b0, b1;
+	unsigned char *buf;			/* CACHE_DIO_ALIGN-aligned */
+	size_t len;				/* bytes of the object in it */
+	size_t used;				/* bytes readers took from it */
+	int refs;				/* readers replying from buf now */
+	enum cache_run_state state;
+	bool written;				/* the write is over (done or failed) */
 };
 
 struct cache_file {
@@ -73,17 +115,23 @@ struct cache_file {
 	char hash[CACHE_HASH_LEN + 1];
 	int map_fd;				/* holds flock(LOCK_SH): the pin */
 	int data_fd;				/* O_RDWR */
+	int dio_fd;				/* the same, O_WRONLY | O_DIRECT; -1 if refused */
 	unsigned char *data_map;		/* the data file, PROT_READ; NULL if empty */
 	unsigned char *map;			/* the whole map file, MAP_SHARED */
 	size_t map_len, hdr_len;
 	atomic_bool closing;
+	atomic_bool write_failed;		/* a hot run's write failed: logged once */
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	/* guarded by lock */
 	uint64_t next_off;			/* where a sequential read continues */
 	uint64_t window;			/* read-ahead bytes */
 	uint64_t ra_end;			/* read-ahead issued up to here */
-	int pending;				/* queued or running read-ahead tasks */
+	int pending;				/* queued or running read-ahead tasks and writes */
+	int readers;				/* in cache_file_read_iov after its lookup */
+	struct cache_run *runs;			/* hot runs, oldest first */
+	int n_runs;
+	pthread_cond_t run_cond;		/* a run stopped fetching */
 	int ro_fd;				/* for cache_file_fd, -1 until complete */
 };
 

@@ -152,6 +152,14 @@ static ssize_t fs_job_fetch(void *arg, void *buf, size_t len, off_t off)
 	return backend_pread(arg, buf, len, off);
 }
 
+/* Fetching is all a job's prefetch wants: the bytes are not needed here. */
+static void fs_job_ignore(void *arg, const struct iovec *iov, int cnt)
+{
+	(void)arg;
+	(void)iov;
+	(void)cnt;
+}
+
 /* Reads file @path of @be whole through the shared cache. */
 static int fs_job_fetch_file(struct fs *fs, struct backend *be, const char *path,
 			     uint64_t *bytes)
@@ -160,7 +168,6 @@ static int fs_job_fetch_file(struct fs *fs, struct backend *be, const char *path
 	struct backend_file *bf;
 	struct cache_file *cf = NULL;
 	struct stat st;
-	const void *p;
 	ssize_t n = 0;
 	int ret = backend_open(&bf, be, path, O_RDONLY | BE_O_TRUST);
 
@@ -173,7 +180,7 @@ static int fs_job_fetch_file(struct fs *fs, struct backend *be, const char *path
 		ret = cache_file_open(fs->cache, &cf, key, (uint64_t)st.st_size, &be->stats.cache,
 				      fs_job_fetch, bf);
 	for (off_t off = 0; ret >= 0 && off < st.st_size; off += n) {
-		n = cache_file_read_map(cf, FSJ_FETCH_CHUNK, off, &p);
+		n = cache_file_read_iov(cf, FSJ_FETCH_CHUNK, off, fs_job_ignore, NULL);
 		if (n == -ENOTSUP) {	/* too big for the cache: nothing to keep */
 			ret = 0;
 			break;

@@ -804,22 +804,25 @@ static char *fs_thread_buf(size_t size)
 	return b->data;
 }
 
+static void fs_reply_pieces(void *arg, const struct iovec *iov, int cnt)
+{
+	fuse_reply_iov(arg, iov, cnt);
+}
+
 /*
- * Answers a read of a remote file straight from the disk cache's mapping of
- * it: the kernel copies the reply from the cache's page cache, with no
- * pread in between.  Returns false to read the usual way.
+ * Answers a read of a remote file straight from the disk cache: from the
+ * blocks just fetched, still in memory, or from the cache's mapping of the
+ * data file; the kernel copies the reply from there, with no copy in
+ * between.  Returns false to read the usual way.
  */
 static bool fs_read_cached(fuse_req_t req, struct fs_file *f, size_t size, off_t off)
 {
-	const void *ptr = NULL;
-	ssize_t n = cache_file_read_map(f->cf, size, off, &ptr);
+	ssize_t n = cache_file_read_iov(f->cf, size, off, fs_reply_pieces, req);
 
 	if (n == -ENOTSUP)
 		return false;
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, ptr, (size_t)n);
 	return true;
 }
 

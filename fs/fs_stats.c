@@ -66,6 +66,7 @@ static void fs_stats_cache(FILE *out, struct cache *c)
 	fprintf(out, "cache.evictions %llu\n", (unsigned long long)info.evictions);
 	fprintf(out, "cache.evicted_bytes %llu\n", (unsigned long long)info.evicted_bytes);
 	fprintf(out, "cache.bypassed %llu\n", (unsigned long long)info.bypassed);
+	fprintf(out, "cache.memory_bytes %llu\n", (unsigned long long)info.memory_bytes);
 }
 
 int fs_stats_content(struct fs *fs, char **buf, size_t *len)

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct cache;
 struct cache_file;
@@ -43,6 +44,7 @@ struct cache_info {
 	uint64_t evictions;		/* objects this process evicted */
 	uint64_t evicted_bytes;
 	uint64_t bypassed;		/* opens too large to cache, read directly */
+	uint64_t memory_bytes;		/* fetched blocks held in memory for readers now */
 };
 
 /*
@@ -88,13 +90,21 @@ int cache_file_open(struct cache *c, struct cache_file **out, const char *key, u
  */
 ssize_t cache_file_read(struct cache_file *f, void *buf, size_t len, off_t off);
 /*
- * Like cache_file_read, without the copy: makes the bytes present and
- * points *@ptr at them in a read-only mapping of the cache's data file,
- * valid until close.  Returns their count, 0 at the end, or -ENOTSUP when
- * this open must be read with cache_file_read (an object that bypasses the
- * cache, a full local disk), or another -errno.
+ * Receives the bytes of a read as pieces in order (@cnt 0 at the end of the
+ * object); they stay valid only until it returns.
  */
-ssize_t cache_file_read_map(struct cache_file *f, size_t len, off_t off, const void **ptr);
+typedef void cache_use_fn(void *arg, const struct iovec *iov, int cnt);
+/*
+ * Like cache_file_read, without a copy: makes the bytes present and hands
+ * them to @use, once, as pieces of the blocks fetched last (kept in memory
+ * for this process's readers) or of a read-only mapping of the cache's data
+ * file.  At most 16 MiB per call.  Returns their count, 0 at the end (@use
+ * is still called), or -ENOTSUP when this open must be read with
+ * cache_file_read (an object that bypasses the cache, a full local disk),
+ * or another -errno (@use is not called).
+ */
+ssize_t cache_file_read_iov(struct cache_file *f, size_t len, off_t off, cache_use_fn *use,
+			    void *arg);
 /*
  * The data file when every block is present, else -1: a read-only
  * descriptor whose content is exactly the object (size and bytes), for FUSE

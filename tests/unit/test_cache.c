@@ -511,32 +511,179 @@ static void test_cache_fd_is_given_only_once_complete(void **state)
 	cache_destroy(c);
 }
 
-static void test_cache_read_map_points_at_the_right_bytes(void **state)
+/* What cache_file_read_iov handed over: the bytes joined, and how. */
+struct got {
+	unsigned char buf[16 * MiB + 2];
+	size_t n;
+	int calls, pieces;
+};
+
+static void got_use(void *arg, const struct iovec *iov, int n_iov)
 {
-	struct fake fk = { .seed = 65, .size = 5 * MiB + 123 };
+	struct got *g = arg;
+
+	g->calls++;
+	g->pieces += n_iov;
+	for (int i = 0; i < n_iov; i++) {
+		memcpy(g->buf + g->n, iov[i].iov_base, iov[i].iov_len);
+		g->n += iov[i].iov_len;
+	}
+}
+
+static ssize_t read_iov(struct cache_file *f, struct got *g, size_t len, uint64_t off)
+{
+	g->n = 0;
+	g->calls = g->pieces = 0;
+	return cache_file_read_iov(f, len, (off_t)off, got_use, g);
+}
+
+static void test_cache_read_iov_hands_over_the_right_bytes(void **state)
+{
+	struct fake fk = { .seed = 65, .size = 9 * MiB + 123 };
 	struct cache_stats st = { 0 };
+	struct got *g = malloc(sizeof(*g));
 	struct cache_file *f;
-	const void *p = NULL;
 	struct cache *c;
 
 	(void)state;
 	counts_reset();
 	assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
 	assert_int_equal(cache_file_open(c, &f, "s\nmap\nv1", fk.size, &st, fake_fetch, &fk), 0);
-	/* a cold read fetches, then points into the mapping */
-	assert_int_equal(cache_file_read_map(f, 300000, 2 * MiB + 7, &p), 300000);
-	assert_int_equal(check(&fk, p, 300000, 2 * MiB + 7), 0);
-	/* the last bytes: a short count */
-	assert_int_equal(cache_file_read_map(f, MiB, fk.size - 100, &p), 100);
-	assert_int_equal(check(&fk, p, 100, fk.size - 100), 0);
-	assert_int_equal(cache_file_read_map(f, MiB, fk.size, &p), 0);
+	/* a cold read fetches, then hands the bytes over once */
+	assert_int_equal(read_iov(f, g, 300000, 2 * MiB + 7), 300000);
+	assert_int_equal(g->calls, 1);
+	assert_int_equal(g->n, 300000);
+	assert_int_equal(check(&fk, g->buf, 300000, 2 * MiB + 7), 0);
+	/* across the end of one fetched run into the next, and over 16 MiB: cut to 16 */
+	assert_int_equal(read_iov(f, g, 2 * MiB, 3 * MiB + MiB / 2), 2 * MiB);
+	assert_int_equal(check(&fk, g->buf, 2 * MiB, 3 * MiB + MiB / 2), 0);
+	assert_int_equal(read_iov(f, g, 20 * MiB, 1), fk.size - 1);
+	assert_int_equal(check(&fk, g->buf, g->n, 1), 0);
+	/* the last bytes: a short count; at the end: 0, and @use still called */
+	assert_int_equal(read_iov(f, g, MiB, fk.size - 100), 100);
+	assert_int_equal(check(&fk, g->buf, 100, fk.size - 100), 0);
+	assert_int_equal(read_iov(f, g, MiB, fk.size), 0);
+	assert_int_equal(g->calls, 1);
+	assert_int_equal(g->pieces, 0);
 	cache_file_close(f);
-	/* too large for the cache: read through, never mapped */
+	/* too large for the cache: read through, never handed over */
 	assert_int_equal(cache_file_open(c, &f, "s\nbig\nv1", 200 * MiB, &st, fake_fetch, &fk),
 			 0);
-	assert_int_equal(cache_file_read_map(f, 4096, 0, &p), -ENOTSUP);
+	assert_int_equal(read_iov(f, g, 4096, 0), -ENOTSUP);
+	assert_int_equal(g->calls, 0);
 	cache_file_close(f);
 	cache_destroy(c);
+	free(g);
+}
+
+/*
+ * A first read is answered from the fetched blocks in memory, which are
+ * written to the data file meanwhile (O_DIRECT where the folder allows it)
+ * and let go once read: memory stays bounded and is all given back at
+ * close, and what was written is the object, read back by a new open
+ * without a fetch and from the data file itself.
+ */
+static void test_cache_fetched_blocks_are_held_briefly_and_written(void **state)
+{
+	struct fake fk = { .seed = 66, .size = 96 * MiB + 5 };
+	struct cache_stats st = { 0 };
+	struct got *g = malloc(sizeof(*g));
+	struct cache_info info;
+	uint64_t peak = 0;
+	struct cache_file *f;
+	struct cache *c;
+	glob_t gl;
+	char pat[300];
+	int fd;
+
+	(void)state;
+	counts_reset();
+	assert_int_equal(cache_create(&c, dir, 1024 * MiB), 0);
+	assert_int_equal(cache_file_open(c, &f, "s\nhot\nv1", fk.size, &st, fake_fetch, &fk), 0);
+	for (uint64_t off = 0; off < fk.size; off += g->n) {
+		assert_true(read_iov(f, g, MiB, off) > 0);
+		assert_int_equal(check(&fk, g->buf, g->n, off), 0);
+		cache_get_info(c, &info);
+		peak = info.memory_bytes > peak ? info.memory_bytes : peak;
+	}
+	assert_true(peak > 0);
+	assert_true(peak <= 16 * 4 * MiB);	/* CACHE_HOT_RUNS runs of 4 MiB */
+	cache_file_close(f);
+	cache_get_info(c, &info);
+	assert_int_equal(info.memory_bytes, 0);
+	assert_int_equal(atomic_load(&cnt->bytes), fk.size);
+
+	assert_int_equal(cache_file_open(c, &f, "s\nhot\nv1", fk.size, &st, fake_fetch, &fk), 0);
+	assert_int_equal(read_all(f, &fk, 1000 * 1000, 0), 0);
+	fd = cache_file_fd(f);
+	assert_true(fd >= 0);
+	cache_file_close(f);
+	assert_int_equal(atomic_load(&cnt->bytes), fk.size);
+	snprintf(pat, sizeof(pat), "%s/objects/*/*.data", dir);
+	assert_int_equal(glob(pat, 0, NULL, &gl), 0);
+	assert_int_equal(gl.gl_pathc, 1);
+	fd = open(gl.gl_pathv[0], O_RDONLY);
+	globfree(&gl);
+	assert_true(fd >= 0);
+	for (uint64_t off = 0; off < fk.size; off += MiB) {
+		ssize_t n = pread(fd, g->buf, MiB, (off_t)off);
+
+		assert_true(n > 0);
+		assert_int_equal(check(&fk, g->buf, (size_t)n, off), 0);
+	}
+	close(fd);
+	cache_destroy(c);
+	free(g);
+}
+
+/*
+ * Past its memory budget (an eighth of the cache's size here) the cache
+ * writes fetched blocks through the page cache and answers from there:
+ * the same bytes, the same single fetch per block, and a failed fetch
+ * still fails the read and is tried again by the next.
+ */
+static void test_cache_reads_past_the_memory_budget_are_the_same(void **state)
+{
+	struct fake fk = { .seed = 67, .size = 15 * MiB + 77 };
+	struct cache_stats st = { 0 };
+	unsigned char *buf = malloc(MiB);
+	struct cache_info info;
+	struct cache_file *f;
+	struct cache *c;
+
+	(void)state;
+	counts_reset();
+	assert_int_equal(cache_create(&c, dir, 64 * MiB), 0);
+	assert_int_equal(cache_file_open(c, &f, "s\nbudget\nv1", fk.size, &st, fake_fetch, &fk),
+			 0);
+	for (uint64_t off = 0; off < fk.size; off += MiB) {
+		ssize_t n = cache_file_read(f, buf, MiB, (off_t)off);
+
+		assert_true(n > 0);
+		assert_int_equal(check(&fk, buf, (size_t)n, off), 0);
+		cache_get_info(c, &info);
+		assert_true(info.memory_bytes <= 8 * MiB);
+	}
+	cache_file_close(f);
+	for (unsigned int b = 0; b <= fk.size / MiB; b++)
+		assert_int_equal(atomic_load(&cnt->block[b]), 1);
+
+	counts_reset();
+	assert_int_equal(cache_file_open(c, &f, "s\nbudget\nv2", fk.size, &st, fake_fetch, &fk),
+			 0);
+	atomic_store(&fk.fail, EIO);
+	assert_int_equal(cache_file_read(f, buf, MiB, 9 * MiB), -EIO);
+	atomic_store(&fk.fail, 0);
+	assert_int_equal(read_all(f, &fk, MiB, 0), 0);
+	cache_file_close(f);
+	assert_int_equal(cache_file_open(c, &f, "s\nbudget\nv2", fk.size, &st, fake_fetch, &fk),
+			 0);
+	counts_reset();
+	assert_int_equal(read_all(f, &fk, 300000, 0), 0);
+	assert_int_equal(atomic_load(&cnt->calls), 0);
+	cache_file_close(f);
+	cache_destroy(c);
+	free(buf);
 }
 
 static void test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it(void **state)
@@ -630,7 +777,9 @@ int main(void)
 		T(test_cache_object_open_in_another_process_is_not_evicted),
 		T(test_cache_too_large_objects_bypass),
 		T(test_cache_fd_is_given_only_once_complete),
-	T(test_cache_read_map_points_at_the_right_bytes),
+		T(test_cache_read_iov_hands_over_the_right_bytes),
+		T(test_cache_fetched_blocks_are_held_briefly_and_written),
+		T(test_cache_reads_past_the_memory_budget_are_the_same),
 		T(test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it),
 		T(test_cache_fetch_error_is_returned_and_retry_succeeds),
 		T(test_cache_map_with_garbage_is_ignored),
