@@ -9,7 +9,9 @@
  *
  * A reader opens one cache_file per open of a remote file and reads through
  * it; a block that is missing is fetched through the caller's fetch function
- * (the backend's pread), written to the cache, then served.  Read-ahead is
+ * (the backend's pread) and served from memory while it is written to the
+ * cache behind the reader (up to a bounded amount; past it, written first
+ * and served from the cache's page cache).  Read-ahead is
  * adaptive: it starts small, doubles while reads stay sequential, and drops
  * back on a seek; read-ahead fetches run in the background.  A block that
  * several threads or processes miss at once is fetched once.

@@ -150,6 +150,22 @@ free_port() {
 	done
 }
 
+# run_order RUN WAY...: the ways in the order repetition RUN takes them:
+# as given in odd repetitions, reversed in even ones.  On this VM a read from
+# the disk right after drop_caches is fast or slow by its place among the
+# disk reads of a repetition (docs/benchmarks.md, "Cache reads and their
+# place"), so each way takes both kinds of place.
+run_order() {
+	local run=$1 out="" w
+	shift
+	if [ $((run % 2)) -eq 1 ]; then
+		echo "$*"
+		return
+	fi
+	for w in "$@"; do out="$w $out"; done
+	echo "$out"
+}
+
 drop_caches() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches

@@ -51,8 +51,9 @@
 #                served from mlfs's disk cache;
 #   disk read    mlfs-local, measured the same way: mount, read, unmount,
 #                drop_caches, mount, cat; direct: drop_caches, cat.
-# The ways take turns within each repetition, and every timed step starts
-# with the 640 MiB pre-touch of bench_lib.sh (docs/benchmarks.md, "Memory on
+# The ways take turns within each repetition (in reverse in even ones: see
+# run_order in bench_lib.sh), and every timed step starts with the 640 MiB
+# pre-touch of bench_lib.sh (docs/benchmarks.md, "Memory on
 # this VM").  In the first repetition each read is compared with the
 # original bytes (cmp, not timed; nfs-cp and smbclient copy once more into a
 # tmpfs file for that), every listing must show 5,000 files, and each cache
@@ -305,7 +306,8 @@ WAYS=${BENCH_WAYS:-nfs-cp nfs-cat smbclient mlfs-nfs mlfs-smb mlfs-local direct 
 t_start=${EPOCHREALTIME/./}
 for run in $(seq "$RUNS"); do
 	echo "$bench: repetition $run of $RUNS" >&2
-	for way in $WAYS; do
+	# shellcheck disable=SC2086
+	for way in $(run_order "$run" $WAYS); do
 		way_failed "$way" || measure "$way"
 	done
 done

@@ -37,8 +37,9 @@
 #                cache, not from the page cache;
 #   disk read    mlfs-local, measured the same way: mount, unmount,
 #                drop_caches, mount, cat; direct: drop_caches, cat.
-# The ways take turns within each repetition, so a noisy neighbour spreads
-# over all of them, and every timed step starts with a "pre-touch" (640 MiB
+# The ways take turns within each repetition (in reverse in even ones: see
+# run_order in bench_lib.sh), so a noisy neighbour spreads over all of them,
+# and every timed step starts with a "pre-touch" (640 MiB
 # written to the tmpfs and deleted: see bench_lib.sh and docs/benchmarks.md;
 # a first read through mlfs fills two page caches, the FUSE file's and the
 # disk cache file's, 512 MiB of fresh pages).
@@ -281,7 +282,8 @@ fi
 t_start=${EPOCHREALTIME/./}
 for run in $(seq "$RUNS"); do
 	echo "$bench: repetition $run of $RUNS" >&2
-	for way in $WAYS; do
+	# shellcheck disable=SC2086
+	for way in $(run_order "$run" $WAYS); do
 		way_failed "$way" || measure "$way"
 	done
 done

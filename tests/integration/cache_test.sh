@@ -88,6 +88,15 @@ fetched=$(( $(stat_of mnt datastore.web.cache_bytes_fetched) +
 	    $(stat_of mnt2 datastore.web.cache_bytes_fetched) ))
 same "between them the two processes fetched each byte once" $((24 << 20)) "$fetched"
 same "nginx sent each byte of the file once" $((24 << 20)) "$(sent /big.bin)"
+# What a first read fetched is held in memory only while it is read and
+# written (O_DIRECT) to the cache: given back once the readers closed.
+held() { echo $(($(stat_of mnt cache.memory_bytes) + $(stat_of mnt2 cache.memory_bytes))); }
+for _ in $(seq 1 50); do
+	[ "$(held)" -eq 0 ] && break
+	sleep 0.1
+done
+same "the fetched blocks held in memory are given back after the reads" 0 "$(held)"
+same "the cache's data file holds the file's bytes" "$want" "$(cat cache/objects/*/*.data | sha256sum)"
 
 # --- the next job: a restart reads from the disk cache
 "$MLFS" umount "$T_DIR/mnt2"
