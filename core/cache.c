@@ -44,13 +44,14 @@
  *    temporary files a crash left behind.
  * Objects over a quarter of max_bytes bypass the cache (read through fetch).
  *
- * Hot runs: the blocks one fetch brings are kept in memory (a hot run) and
- * this process's readers are answered from them at once; a writer thread
- * writes them with O_DIRECT (no copy into a page cache nobody reads), marks
- * them and only then lets go of their OFD locks, through a duplicate of the
- * fetch's descriptor.  A run goes once read whole and written; a file keeps
- * at most CACHE_HOT_RUNS, the process hot_budget bytes, and a fetch past
- * those is written through the page cache.  Blocks on disk are answered from
+ * Hot runs: the blocks one fetch brings for a file read sequentially are
+ * kept in memory (a hot run) and this process's readers are answered from
+ * them at once; a writer thread writes them with O_DIRECT (no copy into a
+ * page cache nobody reads), marks them and only then lets go of their OFD
+ * locks, through a duplicate of the fetch's descriptor.  A run goes once
+ * read whole and written; a file keeps at most CACHE_HOT_RUNS, the process
+ * hot_budget bytes, and a fetch past those, or for a reader that seeks, is
+ * written through the page cache.  Blocks on disk are answered from
  * a read-only mapping of the data file, MADV_RANDOM, after a readahead(2) of
  * exactly them: the kernel never reads holes of blocks being written, which
  * an O_DIRECT write could leave stale in the page cache.
@@ -605,6 +606,17 @@ static void cache_run_written(struct cache_file *f, struct cache_run *r)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* Whether @f is being read sequentially: its read-ahead window has grown. */
+static bool cache_file_streaming(struct cache_file *f)
+{
+	bool ret;
+
+	pthread_mutex_lock(&f->lock);
+	ret = f->window > CACHE_RA_MIN;
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
 /* The hot run holding block @b, the oldest if several, or NULL.  f->lock held. */
 static struct cache_run *cache_run_find(struct cache_file *f, uint64_t b)
 {
@@ -739,11 +751,12 @@ static bool cache_write_queue(struct cache_file *f, struct cache_run *r, int fd)
 /*
  * Fetches blocks [b0, b1) (at most CACHE_RUN_MAX), whose OFD locks the
  * caller holds on @fd and which it found missing, writes them and marks
- * them present.  The fetched bytes become a hot run while there is room
- * for one: this process's readers are answered from it at once, and a
- * writer writes it and lets go of the locks (returns 1).  Else they are
- * written here, through the page cache, where readers will find them
- * (returns 0; the caller unlocks).  Or -errno.
+ * them present.  For a file read sequentially the fetched bytes become a
+ * hot run while there is room for one: this process's readers are answered
+ * from it at once, and a writer writes it and lets go of the locks (returns
+ * 1).  Else they are written here, through the page cache, where readers
+ * will find them (returns 0; the caller unlocks): a random reader finds what
+ * it fetched there again, as it would not after O_DIRECT.  Or -errno.
  */
 static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b1)
 {
@@ -755,7 +768,7 @@ static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b
 
 	if ((uint64_t)off + len > f->size)
 		len = (size_t)(f->size - (uint64_t)off);
-	r = cache_run_begin(f, b0, b1, len);
+	r = cache_file_streaming(f) ? cache_run_begin(f, b0, b1, len) : NULL;
 	buf = r ? r->buf : cache_buf_get(f->c);
 	if (!buf)
 		return -ENOMEM;

@@ -636,6 +636,31 @@ static void test_cache_fetched_blocks_are_held_briefly_and_written(void **state)
 	free(g);
 }
 
+/* Reads that seek keep nothing in memory: what they fetch is in the page cache. */
+static void test_cache_random_reads_hold_no_memory(void **state)
+{
+	static const uint64_t offs[] = { 0, 5 * MiB, 2 * MiB, 7 * MiB + 3, 4 * MiB + 100, MiB };
+	struct fake fk = { .seed = 68, .size = 9 * MiB };
+	struct cache_stats st = { 0 };
+	unsigned char *buf = malloc(64 * 1024);
+	struct cache_info info;
+	struct cache_file *f;
+	struct cache *c;
+
+	(void)state;
+	assert_int_equal(cache_create(&c, dir, 1024 * MiB), 0);
+	assert_int_equal(cache_file_open(c, &f, "s\nseeks\nv1", fk.size, &st, fake_fetch, &fk), 0);
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		assert_int_equal(cache_file_read(f, buf, 64 * 1024, (off_t)offs[i]), 64 * 1024);
+		assert_int_equal(check(&fk, buf, 64 * 1024, offs[i]), 0);
+		cache_get_info(c, &info);
+		assert_int_equal(info.memory_bytes, 0);
+	}
+	cache_file_close(f);
+	cache_destroy(c);
+	free(buf);
+}
+
 /*
  * Past its memory budget (an eighth of the cache's size here) the cache
  * writes fetched blocks through the page cache and answers from there:
@@ -779,6 +804,7 @@ int main(void)
 		T(test_cache_fd_is_given_only_once_complete),
 		T(test_cache_read_iov_hands_over_the_right_bytes),
 		T(test_cache_fetched_blocks_are_held_briefly_and_written),
+		T(test_cache_random_reads_hold_no_memory),
 		T(test_cache_reads_past_the_memory_budget_are_the_same),
 		T(test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it),
 		T(test_cache_fetch_error_is_returned_and_retry_succeeds),
