@@ -545,6 +545,18 @@ static void cache_runs_trim(struct cache_file *f)
 	}
 }
 
+/* Counts @len more bytes of hot runs if the budget has room for them. */
+static bool cache_hot_reserve(struct cache *c, size_t len)
+{
+	uint_fast64_t held = atomic_load(&c->hot_bytes);
+
+	do {
+		if (held + len > c->hot_budget)
+			return false;
+	} while (!atomic_compare_exchange_weak(&c->hot_bytes, &held, held + len));
+	return true;
+}
+
 /*
  * Starts a hot run for fetching blocks [b0, b1), @len bytes, or returns
  * NULL when the process holds its budget of them or the file its count:
@@ -557,10 +569,8 @@ static struct cache_run *cache_run_begin(struct cache_file *f, uint64_t b0, uint
 	struct cache *c = f->c;
 	struct cache_run *r, **p;
 
-	if (atomic_fetch_add(&c->hot_bytes, len) + len > c->hot_budget) {
-		atomic_fetch_sub(&c->hot_bytes, len);
+	if (!cache_hot_reserve(c, len))
 		return NULL;
-	}
 	r = calloc(1, sizeof(*r));
 	if (r)
 		*r = (struct cache_run){ .b0 = b0, .b1 = b1, .len = len,
@@ -706,6 +716,9 @@ static void *cache_writer(void *arg)
 		if (!w)
 			return NULL;
 		cache_write_run(w->f, w->r, w->lock_fd);
+		pthread_mutex_lock(&w->f->lock);
+		w->f->writes--;
+		pthread_mutex_unlock(&w->f->lock);
 		cache_task_done(w->f);
 		free(w);
 	}
@@ -737,6 +750,7 @@ static bool cache_write_queue(struct cache_file *f, struct cache_run *r, int fd)
 		return false;
 	}
 	f->pending++;
+	f->writes++;
 	if (c->wtail)
 		c->wtail->next = w;
 	else
@@ -894,7 +908,7 @@ static int cache_file_fill(struct cache_file *f, uint64_t b0, uint64_t b1, bool 
 static void cache_task_done(struct cache_file *f)
 {
 	pthread_mutex_lock(&f->lock);
-	if (--f->pending == 0)
+	if (--f->pending == 0 || f->writes == 0)
 		pthread_cond_broadcast(&f->idle);
 	pthread_mutex_unlock(&f->lock);
 }
@@ -1378,6 +1392,8 @@ int cache_file_fd(struct cache_file *f)
 	if (f->bypass)
 		return -1;
 	pthread_mutex_lock(&f->lock);
+	while (f->ro_fd < 0 && f->writes > 0 && !cache_file_complete(f))
+		pthread_cond_wait(&f->idle, &f->lock);	/* blocks read, still being written */
 	if (f->ro_fd < 0 && cache_file_complete(f)) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->data_fd);
 		f->ro_fd = open(path, O_RDONLY | O_CLOEXEC);

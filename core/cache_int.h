@@ -128,6 +128,7 @@ struct cache_file {
 	uint64_t window;			/* read-ahead bytes */
 	uint64_t ra_end;			/* read-ahead issued up to here */
 	int pending;				/* queued or running read-ahead tasks and writes */
+	int writes;				/* of those, hot runs queued or being written */
 	int readers;				/* in cache_file_read_iov after its lookup */
 	struct cache_run *runs;			/* hot runs, oldest first */
 	int n_runs;

@@ -108,7 +108,8 @@ typedef void cache_use_fn(void *arg, const struct iovec *iov, int cnt);
 ssize_t cache_file_read_iov(struct cache_file *f, size_t len, off_t off, cache_use_fn *use,
 			    void *arg);
 /*
- * The data file when every block is present, else -1: a read-only
+ * The data file when every block is present (after the writes of blocks
+ * this open fetched, if any are under way), else -1: a read-only
  * descriptor whose content is exactly the object (size and bytes), for FUSE
  * passthrough.  Borrowed, valid until close.
  */
