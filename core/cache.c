@@ -663,12 +663,11 @@ static ssize_t cache_write_data(struct cache_file *f, const void *buf, size_t le
 	return n < 0 ? n : (ssize_t)len;
 }
 
-/* Marks blocks [b0, b1), @len bytes, written.  Adds nothing to the usage counter. */
-static void cache_mark_written(struct cache_file *f, uint64_t b0, uint64_t b1, size_t len)
+/* Marks blocks [b0, b1) written.  Adds nothing to the usage counter. */
+static void cache_mark_written(struct cache_file *f, uint64_t b0, uint64_t b1)
 {
 	for (uint64_t b = b0; b < b1; b++)
 		__atomic_store_n(&f->map[f->hdr_len + b], 1, __ATOMIC_RELEASE);
-	atomic_fetch_add(&f->stats->bytes_fetched, len);
 }
 
 static void cache_task_done(struct cache_file *f);
@@ -686,7 +685,7 @@ static void cache_write_run(struct cache_file *f, struct cache_run *r, int lock_
 	ssize_t n = cache_write_data(f, r->buf, r->len, off, true);
 
 	if (n >= 0) {
-		cache_mark_written(f, r->b0, r->b1, r->len);
+		cache_mark_written(f, r->b0, r->b1);
 		cache_usage_add(f->c, r->len);
 	} else {
 		if (!atomic_exchange(&f->write_failed, true))
@@ -789,6 +788,8 @@ static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b
 	n = cache_fetch_all(f, buf, len, off);
 	if (n >= 0 && (size_t)n != len)
 		n = -EIO;			/* the object is shorter than its size */
+	if (n >= 0)
+		atomic_fetch_add(&f->stats->bytes_fetched, len);
 	if (r) {
 		cache_run_fetched(f, r, n >= 0);	/* frees r if the fetch failed */
 		if (n < 0)
@@ -799,7 +800,7 @@ static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b
 	if (n >= 0)
 		n = cache_write_data(f, buf, len, off, r != NULL);
 	if (n >= 0)
-		cache_mark_written(f, b0, b1, len);
+		cache_mark_written(f, b0, b1);
 	if (r)
 		cache_run_written(f, r);
 	else

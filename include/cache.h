@@ -36,7 +36,7 @@ struct cache_stats {
 	atomic_uint_fast64_t hits;		/* reads served wholly from the cache */
 	atomic_uint_fast64_t misses;		/* reads that waited for a fetch */
 	atomic_uint_fast64_t bytes_hit;		/* bytes of reads served from the cache */
-	atomic_uint_fast64_t bytes_fetched;	/* bytes fetched and stored */
+	atomic_uint_fast64_t bytes_fetched;	/* bytes fetched from the remote for the cache */
 };
 
 /* Counters of the whole cache, as seen by this process. */
