@@ -389,11 +389,6 @@ static int cache_file_attach(struct cache_file *f, const char *key)
 		return errno == ENOENT ? -EAGAIN : -errno;
 	if (fstat(f->data_fd, &st) < 0 || (uint64_t)st.st_size != f->size)
 		return -EAGAIN;
-	/* For writing hot runs; a folder that refuses O_DIRECT gets plain writes. */
-	if (!atomic_load(&f->c->no_dio)) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->data_fd);
-		f->dio_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	}
 	/* Read-only, for cache_file_read_iov; the file never shrinks while pinned. */
 	f->data_map = f->size ? mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->data_fd, 0) : NULL;
 	if (f->data_map == MAP_FAILED)
@@ -638,6 +633,36 @@ static struct cache_run *cache_run_find(struct cache_file *f, uint64_t b)
 
 /* ---- fetching ---- */
 
+static void cache_dio_refused(struct cache *c)
+{
+	if (!atomic_exchange(&c->no_dio, true))
+		log_warn("cache: %s: O_DIRECT writes refused, using the page cache", c->dir);
+}
+
+/*
+ * The data file opened O_DIRECT, for writing hot runs, opened at the first
+ * such write (a file never read sequentially needs none); -1 once the
+ * folder refused O_DIRECT.  Borrowed, valid until close.
+ */
+static int cache_dio_fd(struct cache_file *f)
+{
+	char path[64];
+	int fd;
+
+	if (atomic_load(&f->c->no_dio))
+		return -1;
+	pthread_mutex_lock(&f->lock);
+	if (f->dio_fd < 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->data_fd);
+		f->dio_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		if (f->dio_fd < 0 && errno == EINVAL)
+			cache_dio_refused(f->c);
+	}
+	fd = f->dio_fd;
+	pthread_mutex_unlock(&f->lock);
+	return fd;
+}
+
 /*
  * Writes a fetched run to the data file: with O_DIRECT when @direct (its
  * readers here are answered from memory, so copying it into the page cache
@@ -647,13 +672,12 @@ static struct cache_run *cache_run_find(struct cache_file *f, uint64_t b)
 static ssize_t cache_write_data(struct cache_file *f, const void *buf, size_t len, off_t off,
 				bool direct)
 {
-	size_t al = direct && f->dio_fd >= 0 ? len & ~(size_t)(CACHE_DIO_ALIGN - 1) : 0;
-	ssize_t n = al ? cache_pwrite_all(f->dio_fd, buf, al, off) : 0;
+	int dio_fd = direct ? cache_dio_fd(f) : -1;
+	size_t al = dio_fd >= 0 ? len & ~(size_t)(CACHE_DIO_ALIGN - 1) : 0;
+	ssize_t n = al ? cache_pwrite_all(dio_fd, buf, al, off) : 0;
 
 	if (n == -EINVAL) {		/* refused after all: not again, and write it plainly */
-		if (!atomic_exchange(&f->c->no_dio, true))
-			log_warn("cache: %s: O_DIRECT writes refused, using the page cache",
-				 f->c->dir);
+		cache_dio_refused(f->c);
 		al = 0;
 		n = 0;
 	}

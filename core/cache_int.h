@@ -82,7 +82,7 @@ struct cache {
 	int n_spare;
 	atomic_uint_fast64_t hot_bytes;		/* held by hot runs, all files */
 	uint64_t hot_budget;			/* the most hot_bytes may be */
-	atomic_bool no_dio;			/* the folder refused O_DIRECT once */
+	atomic_bool no_dio;			/* the folder refused O_DIRECT once: not again */
 };
 
 enum cache_run_state { CACHE_RUN_FETCHING, CACHE_RUN_READY, CACHE_RUN_FAILED };
@@ -115,7 +115,7 @@ struct cache_file {
 	char hash[CACHE_HASH_LEN + 1];
 	int map_fd;				/* holds flock(LOCK_SH): the pin */
 	int data_fd;				/* O_RDWR */
-	int dio_fd;				/* the same, O_WRONLY | O_DIRECT; -1 if refused */
+	int dio_fd;				/* the same, O_WRONLY | O_DIRECT; -1 until needed */
 	unsigned char *data_map;		/* the data file, PROT_READ; NULL if empty */
 	unsigned char *map;			/* the whole map file, MAP_SHARED */
 	size_t map_len, hdr_len;
