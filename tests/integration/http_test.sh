@@ -85,6 +85,7 @@ sleep 6	# past the listing cache: attributes now come from HEAD
 same "a HEAD after the cache expired tells a folder" "directory" "$(stat -c %F "$D/web/sub/deeper")"
 same "a HEAD gives the size" "$(stat -c %s "$W/big.bin")" "$(stat -c %s "$D/webjson/big.bin")"
 same "a HEAD gives the mtime" "$(stat -c %Y "$W/small.txt")" "$(stat -c %Y "$D/web/small.txt")"
+same "the I/O size is the cache's block, as S3's" "1048576" "$(stat -c %o "$D/web/small.txt")"
 
 # --- reads
 same "a 20 MiB file reads whole and intact (HTML)" "$(sha "$W/big.bin")" "$(sha "$D/web/big.bin")"
