@@ -198,18 +198,49 @@ drop_way() {
 
 # Times step $2 ("first", "cache", ...) of way $1 with command $3... after a
 # pre-touch; appends the microseconds to $scratch/res-WAY-STEP and the time
-# to $line, or leaves the way out if the command fails.
+# to $line, or leaves the way out if the command fails.  For the step the
+# caller names in $cpu_step it also appends, to $scratch/cpu-WAY, the CPU
+# milliseconds the step cost: the caller's cpu_now WAY prints three tick
+# counts (server, daemon, and this shell's reaped children: the reader).
 step() {
-	local way=$1 name=$2 t
+	local way=$1 name=$2 t c0=""
 	shift 2
 
 	pretouch_mem
+	[ "$name" != "${cpu_step:-}" ] || c0=$(cpu_now "$way")
 	if ! t=$(time_us "$@"); then
 		drop_way "$way" "$name failed after $(us_to_s "$t") s"
 		return 1
 	fi
 	echo "$t" >>"$scratch/res-$way-$name"
 	line="$line $(printf '%s %.3f s ' "$name" "$(us_to_s "$t")")"
+	[ -z "$c0" ] || echo "$c0 $(cpu_now "$way")" | awk -v hz="$(getconf CLK_TCK)" \
+		'{ for (i = 1; i <= 3; i++) printf "%d ", ($(i + 3) - $i) * 1000 / hz; print "" }' \
+		>>"$scratch/cpu-$way"
+}
+
+# Clock ticks of user and system time process $1 has used (its threads
+# included; with $2 = children, those of its children it has waited for);
+# 0 once it is gone.
+ticks() {
+	local v
+	# Field 2, the command name in brackets, may hold spaces: cut it off.
+	v=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null |
+		awk -v c="${2:-}" '{ print c == "children" ? $14 + $15 : $12 + $13 }')
+	echo "${v:-0}"
+}
+
+# The $2th percentile, in seconds, of the microsecond values in file $1
+# (nearest rank).
+quantile_s() {
+	sort -n "$1" | awk -v q="$2" '{ v[NR] = $1 }
+		END { i = int((NR - 1) * q / 100) + 1; printf "%.6f", v[i] / 1e6 }'
+}
+
+# Median of column $2 of the numbers in file $1.
+median_col() {
+	awk -v c="$2" '{ print $c }' "$1" | sort -n | awk '{ v[NR] = $1 }
+		END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # MiB/s of reading $FILE_SIZE bytes in $1 seconds.
@@ -232,6 +263,21 @@ bar() {
 	v=$(verdict "$r" "$barv" "$strict")
 	[ "$v" = PASS ] || nfail=$((nfail + 1))
 	printf '  %-46s %6s  (bar %-2s %-4s) %s\n' "$name" "$r" "$op" "$barv" "$v"
+}
+
+# bar_value NAME RATIO BAR: a ratio worked out by the caller, checked and
+# counted like bar's (n/a when RATIO is empty).
+bar_value() {
+	local name=$1 r=$2 barv=$3 v
+	nbars=$((nbars + 1))
+	if [ -z "$r" ]; then
+		printf '  %-46s %6s  (bar >= %-4s) n/a\n' "$name" - "$barv"
+		nna=$((nna + 1))
+		return
+	fi
+	v=$(verdict "$r" "$barv")
+	[ "$v" = PASS ] || nfail=$((nfail + 1))
+	printf '  %-46s %6s  (bar >= %-4s) %s\n' "$name" "$r" "$barv" "$v"
 }
 
 # info NAME A.STEP B.STEP: the same ratio, printed without a bar (nothing
