@@ -86,6 +86,8 @@ struct exec_run {
 	char cgroup[256];		/* memory cgroup folder, "" = none */
 	char cluster_id[64];		/* the cluster's id for it (Slurm: "123", "123_4"); "" = none */
 	unsigned int restarts;		/* times the cluster requeued it, as last seen */
+	bool requeue;			/* submitted for the cluster to requeue (Slurm --requeue):
+					 * set again by the scheduler before an adopt */
 };
 
 enum exec_end {

@@ -432,7 +432,8 @@ static int exec_slurm_submit(struct executor *ex, const struct exec_start *w, si
 			snprintf(r->cluster_id, sizeof(r->cluster_id), "%s_%u", id, w[i].worker);
 		else
 			snprintf(r->cluster_id, sizeof(r->cluster_id), "%s", id);
-		if (!exec_slurm_track(es, r->cluster_id, w[0].spec && w[0].spec->retry_count > 0))
+		r->requeue = w[0].spec && w[0].spec->retry_count > 0;	/* the script's --requeue */
+		if (!exec_slurm_track(es, r->cluster_id, r->requeue))
 			ret = -ENOMEM;
 	}
 	pthread_mutex_unlock(&es->lock);
@@ -715,7 +716,11 @@ static int exec_slurm_signal(struct executor *ex, struct exec_run *run, int sig)
 	return 0;
 }
 
-/* A new daemon takes over a worker by its Slurm id: the next refresh says where it stands. */
+/*
+ * A new daemon takes over a worker by its Slurm id: the next refresh says
+ * where it stands.  run->requeue says whether a PREEMPTED job is Slurm's to
+ * run again or has ended.
+ */
 static int exec_slurm_adopt(struct executor *ex, struct exec_run *run, struct exec_result *res)
 {
 	struct exec_slurm *es = exec_slurm_of(ex);
@@ -726,7 +731,7 @@ static int exec_slurm_adopt(struct executor *ex, struct exec_run *run, struct ex
 	if (!run->cluster_id[0])
 		return -EINVAL;
 	pthread_mutex_lock(&es->lock);
-	if (!exec_slurm_track(es, run->cluster_id, false))
+	if (!exec_slurm_track(es, run->cluster_id, run->requeue))
 		ret = -ENOMEM;
 	pthread_mutex_unlock(&es->lock);
 	return ret;

@@ -1466,6 +1466,7 @@ void sched_run_adopt(struct sched *s)
 			if (!w->running)
 				continue;
 			w->run.pidfd = -1;
+			w->run.requeue = j->spec->retry_count > 0;	/* not kept in the status file */
 			snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
 			if (!sched_cluster(s))
 				sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);

@@ -3,7 +3,8 @@
  * `scontrol -o show node` parsing, whether a request could ever fit, the
  * GPU types asked for, Slurm's pending reasons in words, and the batch
  * script and sbatch command line for single workers, arrays and task roles
- * (each script also goes through `bash -n`).
+ * (each script also goes through `bash -n`), and what a PREEMPTED job means
+ * to a daemon that adopted it, with a stand-in `squeue` in [slurm] bin_dir.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "config.h"
+#include "exec.h"
 #include "exec_slurm_int.h"
 #include "spec.h"
 
@@ -315,6 +318,49 @@ static void test_script_refused(void **state)
 	assert_string_equal(why, "workers 1 and 2 differ in shape: not one array");
 }
 
+/*
+ * A worker adopted after a restart of mlfs keeps its --requeue: Slurm's
+ * PREEMPTED then means "queued again", and without it, "ended".  (Adoption
+ * used to forget it, and a preempted job with retries counted as lost.)
+ */
+static void test_adopt_keeps_requeue(void **state)
+{
+	char dir[] = "/tmp/mlfs-squeue-XXXXXX", path[sizeof(dir) + 16];
+	struct mlfs_config cfg = { .slurm = { .poll_interval = 5 } };
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	cfg.slurm.bin_dir = dir;
+	snprintf(path, sizeof(path), "%s/squeue", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\necho '4242|PREEMPTED|None|0|'\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+	for (int requeue = 0; requeue <= 1; requeue++) {
+		struct exec_run run = { .pidfd = -1, .requeue = requeue };
+		struct exec_result res;
+		struct executor *ex;
+
+		snprintf(run.cluster_id, sizeof(run.cluster_id), "4242");
+		snprintf(run.exit_path, sizeof(run.exit_path), "%s/exit.1", dir);	/* none */
+		assert_int_equal(exec_slurm_ops.create(&ex, &cfg), 0);
+		assert_int_equal(exec_slurm_ops.adopt(ex, &run, &res), 0);
+		exec_slurm_ops.refresh(ex);
+		if (requeue) {
+			assert_int_equal(exec_slurm_ops.poll(ex, &run, &res), EXEC_PENDING);
+		} else {
+			assert_int_equal(exec_slurm_ops.poll(ex, &run, &res), 1);
+			assert_int_equal(res.how, EXEC_LOST);
+			assert_non_null(strstr(res.why, "ended PREEMPTED"));
+		}
+		exec_slurm_ops.destroy(ex);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +370,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_script_array, sfx_setup, sfx_teardown),
 		cmocka_unit_test_setup_teardown(test_script_gang, sfx_setup, sfx_teardown),
 		cmocka_unit_test_setup_teardown(test_script_refused, sfx_setup, sfx_teardown),
+		cmocka_unit_test(test_adopt_keeps_requeue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
