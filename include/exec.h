@@ -117,7 +117,11 @@ struct exec_ops {
 	void (*destroy)(struct executor *ex);
 	/* Starts a worker; fills @run.  Returns 0 or a negated errno. */
 	int (*start)(struct executor *ex, const struct exec_start *w, struct exec_run *run);
-	/* Sends @sig to the worker's process group. */
+	/*
+	 * Sends @sig to the worker's process group.  A cluster executor may
+	 * only queue it (slurm: scancel is a round trip to the controller, and
+	 * the scheduler calls this with its lock held); it is sent in order.
+	 */
 	int (*signal)(struct executor *ex, struct exec_run *run, int sig);
 	/*
 	 * 0 while the worker runs, 1 once it ended (then @res says how and the

@@ -26,6 +26,12 @@
  * GPU gres and features) are read at the first fits() and again at most
  * every EXEC_SLURM_NODES_S seconds, to tell a request no node could ever
  * hold.
+ *
+ * signal() only queues its scancel: the scheduler calls it with its lock
+ * held, and scancel is a round trip to slurmctld.  One thread sends the
+ * queue in order, as few scancel calls as it can (consecutive requests of
+ * the same kind share one), and destroy() sends what is left before it
+ * returns.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -54,6 +60,7 @@
 #define EXEC_SLURM_CMD_S	60	/* a Slurm command that takes longer is killed */
 #define EXEC_SLURM_NODES_S	60	/* how long the node list is trusted */
 #define EXEC_SLURM_OUT_MAX	(64 * 1024 * 1024)
+#define EXEC_SLURM_KILL_IDS	128	/* job ids one scancel is given at most */
 
 /* One Slurm job (or array task) in flight, as the last squeue saw it. */
 struct exec_slurm_job {
@@ -67,10 +74,21 @@ struct exec_slurm_job {
 	unsigned int refs;		/* runs watching it: a gang's workers share one job */
 };
 
+/* A scancel signal() queued: the id, and the signal for the batch shell ("" = cancel the job). */
+struct exec_slurm_kill {
+	struct exec_slurm_kill *next;
+	char id[64];
+	char signame[8];
+};
+
 struct exec_slurm {
 	struct executor base;		/* first */
 	const struct mlfs_config *cfg;
 	pthread_mutex_t lock;
+	pthread_cond_t kcond;		/* the queue below has work, or stopping */
+	struct exec_slurm_kill *kq, **kq_tail;	/* guarded by lock */
+	pthread_t killer;		/* sends the queue; started at the first signal() */
+	bool killer_started, stopping;
 	struct exec_slurm_job *jobs;	/* guarded by lock */
 	size_t n_jobs, cap_jobs;
 	long long snap_ns;		/* CLOCK_MONOTONIC of the last good snapshot; 0 = none */
@@ -684,34 +702,105 @@ static int exec_slurm_poll(struct executor *ex, struct exec_run *run, struct exe
 	return 1;
 }
 
+/* Sends @n queued requests of one kind, from @k on, in one scancel. */
+static void exec_slurm_scancel(struct exec_slurm *es, const struct exec_slurm_kill *k, size_t n)
+{
+	char *argv[EXEC_SLURM_KILL_IDS + 6], err[512], signame[8];
+	size_t argc = 0;
+	int ret;
+
+	snprintf(signame, sizeof(signame), "%s", k->signame);
+	argv[argc++] = "scancel";
+	if (*signame) {
+		argv[argc++] = "-b";
+		argv[argc++] = "-s";
+		argv[argc++] = signame;
+	}
+	for (size_t i = 0; i < n; i++, k = k->next)
+		argv[argc++] = (char *)k->id;
+	argv[argc] = NULL;
+	ret = exec_slurm_cmd(es, argv, 0, 0, NULL, 0, NULL, err, sizeof(err));
+	if (ret != 0)
+		log_warn("slurm: scancel%s%s %s%s: %s", *signame ? " -b -s " : "", signame, argv[argc - n],
+			 n > 1 ? " and others" : "", ret < 0 ? strerror(-ret) : err);
+}
+
+/* The thread that sends what signal() queued, in order, until stopping and all is sent. */
+static void *exec_slurm_killer(void *arg)
+{
+	struct exec_slurm *es = arg;
+
+	pthread_mutex_lock(&es->lock);
+	for (;;) {
+		struct exec_slurm_kill *batch, *k;
+
+		while (!es->kq && !es->stopping)
+			pthread_cond_wait(&es->kcond, &es->lock);
+		if (!es->kq)
+			break;
+		batch = es->kq;
+		es->kq = NULL;
+		es->kq_tail = &es->kq;
+		pthread_mutex_unlock(&es->lock);
+		while ((k = batch)) {
+			const struct exec_slurm_kill *e = k;
+			size_t n = 1;
+
+			while (n < EXEC_SLURM_KILL_IDS && e->next && strcmp(e->next->signame, k->signame) == 0) {
+				e = e->next;
+				n++;
+			}
+			exec_slurm_scancel(es, k, n);
+			batch = e->next;
+			for (size_t i = 0; i < n; i++) {
+				struct exec_slurm_kill *next = k->next;
+
+				free(k);
+				k = next;
+			}
+		}
+		pthread_mutex_lock(&es->lock);
+	}
+	pthread_mutex_unlock(&es->lock);
+	return NULL;
+}
+
 /*
  * TERM goes to the batch shell alone, as USR2 (scancel -b -s USR2): its
  * trap stops the command and still unmounts and uploads the view.  KILL,
- * or any signal to a job still pending, cancels the whole job.
+ * or any signal to a job still pending, cancels the whole job.  Queued for
+ * the killer thread (see the top of this file); sent here, in this thread,
+ * only when that thread cannot be started.
  */
 static int exec_slurm_signal(struct executor *ex, struct exec_run *run, int sig)
 {
 	struct exec_slurm *es = exec_slurm_of(ex);
+	struct exec_slurm_kill *k = calloc(1, sizeof(*k));
 	struct exec_slurm_job *j;
-	char err[512], signame[16];
-	bool running;
-	int ret;
+	bool running, queued = false;
 
+	if (!k)
+		return -ENOMEM;
+	snprintf(k->id, sizeof(k->id), "%s", run->cluster_id);
 	pthread_mutex_lock(&es->lock);
 	j = exec_slurm_find(es, run->cluster_id);
 	running = j && j->seen && (strcmp(j->state, "RUNNING") == 0 || strcmp(j->state, "CONFIGURING") == 0);
-	pthread_mutex_unlock(&es->lock);
 	/* the script tells mlfs's stops (USR2) from Slurm's own (TERM) */
-	snprintf(signame, sizeof(signame), "%s", sig == SIGTERM ? "USR2" : sig == SIGINT ? "INT" : "KILL");
 	if (running && sig != SIGKILL)
-		ret = exec_slurm_cmd(es, (char *[]){ "scancel", "-b", "-s", signame, run->cluster_id, NULL },
-				     0, 0, NULL, 0, NULL, err, sizeof(err));
-	else
-		ret = exec_slurm_cmd(es, (char *[]){ "scancel", run->cluster_id, NULL }, 0, 0, NULL, 0,
-				     NULL, err, sizeof(err));
-	if (ret != 0) {
-		log_warn("slurm: scancel %s: %s", run->cluster_id, ret < 0 ? strerror(-ret) : err);
-		return ret < 0 ? ret : -ESRCH;
+		snprintf(k->signame, sizeof(k->signame), "%s", sig == SIGTERM ? "USR2" : sig == SIGINT ? "INT" : "KILL");
+	if (!es->killer_started && !es->stopping &&
+	    pthread_create(&es->killer, NULL, exec_slurm_killer, es) == 0)
+		es->killer_started = true;
+	if (es->killer_started && !es->stopping) {
+		*es->kq_tail = k;
+		es->kq_tail = &k->next;
+		pthread_cond_signal(&es->kcond);
+		queued = true;
+	}
+	pthread_mutex_unlock(&es->lock);
+	if (!queued) {
+		exec_slurm_scancel(es, k, 1);
+		free(k);
 	}
 	return 0;
 }
@@ -803,6 +892,8 @@ static int exec_slurm_create(struct executor **out, const struct mlfs_config *cf
 	es->base.ops = &exec_slurm_ops;
 	es->cfg = cfg;
 	pthread_mutex_init(&es->lock, NULL);
+	pthread_cond_init(&es->kcond, NULL);
+	es->kq_tail = &es->kq;
 	*out = &es->base;
 	return 0;
 }
@@ -813,8 +904,15 @@ static void exec_slurm_destroy(struct executor *ex)
 
 	if (!es)
 		return;
+	pthread_mutex_lock(&es->lock);
+	es->stopping = true;		/* the killer sends what is queued, then ends */
+	pthread_cond_signal(&es->kcond);
+	pthread_mutex_unlock(&es->lock);
+	if (es->killer_started)
+		pthread_join(es->killer, NULL);
 	exec_slurm_nodes_free(es->nodes, es->n_nodes);
 	free(es->jobs);
+	pthread_cond_destroy(&es->kcond);
 	pthread_mutex_destroy(&es->lock);
 	free(es);
 }

@@ -3,18 +3,21 @@
  * `scontrol -o show node` parsing, whether a request could ever fit, the
  * GPU types asked for, Slurm's pending reasons in words, and the batch
  * script and sbatch command line for single workers, arrays and task roles
- * (each script also goes through `bash -n`), and what a PREEMPTED job means
- * to a daemon that adopted it, with a stand-in `squeue` in [slurm] bin_dir.
+ * (each script also goes through `bash -n`); with stand-in `squeue` and
+ * `scancel` scripts in [slurm] bin_dir, what a PREEMPTED job means to a
+ * daemon that adopted it, and signals that never wait for scancel.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -361,6 +364,86 @@ static void test_adopt_keeps_requeue(void **state)
 	rmdir(dir);
 }
 
+/* Writes @text as the executable @dir/@name. */
+static void write_tool(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * signal() returns at once although scancel takes 0.3 s (the scheduler
+ * calls it with its lock held), and destroy() still sends everything, in
+ * order: cancels of pending jobs (consecutive ones may share a call), then
+ * USR2 to the batch shell of a running one.
+ */
+static void test_signal_does_not_wait_for_scancel(void **state)
+{
+	char dir[] = "/tmp/mlfs-scancel-XXXXXX", tool[256], log[64], text[4096], *a, *b, *c;
+	struct mlfs_config cfg = { .slurm = { .poll_interval = 5 } };
+	struct exec_run p1 = { .pidfd = -1 }, p2 = { .pidfd = -1 }, r = { .pidfd = -1 };
+	struct exec_result res;
+	struct executor *ex;
+	double t0;
+	size_t n;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	cfg.slurm.bin_dir = dir;
+	snprintf(log, sizeof(log), "%s/scancel.log", dir);
+	write_tool(dir, "squeue", "#!/bin/sh\necho '7003|RUNNING|None|0|'\n");
+	snprintf(tool, sizeof(tool), "#!/bin/sh\nsleep 0.3\necho \"$*\" >>%s\n", log);
+	write_tool(dir, "scancel", tool);
+	snprintf(p1.cluster_id, sizeof(p1.cluster_id), "7001");
+	snprintf(p2.cluster_id, sizeof(p2.cluster_id), "7002");
+	snprintf(r.cluster_id, sizeof(r.cluster_id), "7003");
+	assert_int_equal(exec_slurm_ops.create(&ex, &cfg), 0);
+	assert_int_equal(exec_slurm_ops.adopt(ex, &r, &res), 0);
+	exec_slurm_ops.refresh(ex);			/* 7003 is RUNNING */
+	t0 = now_s();
+	assert_int_equal(exec_slurm_ops.signal(ex, &p1, SIGKILL), 0);
+	assert_int_equal(exec_slurm_ops.signal(ex, &p2, SIGTERM), 0);
+	assert_int_equal(exec_slurm_ops.signal(ex, &r, SIGTERM), 0);
+	assert_true(now_s() - t0 < 0.25);
+	exec_slurm_ops.destroy(ex);
+	f = fopen(log, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	a = strstr(text, "7001");
+	b = strstr(text, "7002");
+	c = strstr(text, "-b -s USR2 7003\n");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_true(a < b && b < c);
+	assert_null(strstr(text, "-s KILL"));		/* KILL cancels the whole job */
+	assert_int_equal(strlen(c), strlen("-b -s USR2 7003\n"));	/* sent last */
+	unlink(log);
+	snprintf(tool, sizeof(tool), "%s/scancel", dir);
+	unlink(tool);
+	snprintf(tool, sizeof(tool), "%s/squeue", dir);
+	unlink(tool);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +454,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_script_gang, sfx_setup, sfx_teardown),
 		cmocka_unit_test_setup_teardown(test_script_refused, sfx_setup, sfx_teardown),
 		cmocka_unit_test(test_adopt_keeps_requeue),
+		cmocka_unit_test(test_signal_does_not_wait_for_scancel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
