@@ -88,6 +88,7 @@ struct exec_run {
 	unsigned int restarts;		/* times the cluster requeued it, as last seen */
 	bool requeue;			/* submitted for the cluster to requeue (Slurm --requeue):
 					 * set again by the scheduler before an adopt */
+	long long exit_looked_ns;	/* slurm: the snapshot its exit file was last looked for in */
 };
 
 enum exec_end {

@@ -655,6 +655,7 @@ static int exec_slurm_poll(struct executor *ex, struct exec_run *run, struct exe
 	char state[32] = "", reason[96] = "";
 	bool seen = false, known, requeue = false;
 	unsigned int restarts = 0;
+	long long snap = 0;
 
 	*res = (struct exec_result){ .how = EXEC_LOST, .upload = -1 };
 	pthread_mutex_lock(&es->lock);
@@ -671,6 +672,7 @@ static int exec_slurm_poll(struct executor *ex, struct exec_run *run, struct exe
 		snprintf(reason, sizeof(reason), "%s", j->reason);
 		restarts = j->restarts;
 		requeue = j->requeue;
+		snap = es->snap_ns;
 	}
 	pthread_mutex_unlock(&es->lock);
 	if (!known)
@@ -690,7 +692,15 @@ static int exec_slurm_poll(struct executor *ex, struct exec_run *run, struct exe
 		return EXEC_PENDING;
 	}
 	if (seen && !exec_slurm_terminal(state) && strcmp(state, "PREEMPTED") != 0) {
-		/* the script writes the exit file last: a gang's task may end before the job */
+		/*
+		 * The script writes the exit file last: a gang's task may end
+		 * before the job.  Looked for once a snapshot, not at every pass
+		 * of the scheduler (each submission makes one): on a shared
+		 * state_dir that is an NFS lookup per running job.
+		 */
+		if (run->exit_looked_ns == snap)
+			return 0;
+		run->exit_looked_ns = snap;
 		if (!exec_local_read_exit(run->exit_path, res))
 			return 0;
 	} else if (!exec_local_read_exit(run->exit_path, res)) {

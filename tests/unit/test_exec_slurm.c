@@ -444,6 +444,47 @@ static void test_signal_does_not_wait_for_scancel(void **state)
 	rmdir(dir);
 }
 
+/*
+ * A running job's exit file (a gang's task that ended before its job) is
+ * looked for once a snapshot, not at every poll: the scheduler polls at
+ * each of its passes, and every submission makes one.
+ */
+static void test_exit_file_once_a_snapshot(void **state)
+{
+	char dir[] = "/tmp/mlfs-squeue-XXXXXX", path[4096];
+	struct mlfs_config cfg = { .slurm = { .poll_interval = 1 } };
+	struct exec_run run = { .pidfd = -1 };
+	struct exec_result res;
+	struct executor *ex;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	cfg.slurm.bin_dir = dir;
+	write_tool(dir, "squeue", "#!/bin/sh\necho '7100|RUNNING|None|0|'\n");
+	snprintf(run.cluster_id, sizeof(run.cluster_id), "7100");
+	snprintf(run.exit_path, sizeof(run.exit_path), "%s/exit.1", dir);
+	assert_int_equal(exec_slurm_ops.create(&ex, &cfg), 0);
+	assert_int_equal(exec_slurm_ops.adopt(ex, &run, &res), 0);
+	exec_slurm_ops.refresh(ex);
+	assert_int_equal(exec_slurm_ops.poll(ex, &run, &res), 0);	/* running, no exit file */
+	f = fopen(run.exit_path, "w");
+	assert_non_null(f);
+	fputs("exited 3\nupload 0\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(exec_slurm_ops.poll(ex, &run, &res), 0);	/* same snapshot: not looked */
+	usleep(1100 * 1000);
+	exec_slurm_ops.refresh(ex);					/* poll_interval later */
+	assert_int_equal(exec_slurm_ops.poll(ex, &run, &res), 1);
+	assert_int_equal(res.how, EXEC_EXITED);
+	assert_int_equal(res.code, 3);
+	exec_slurm_ops.destroy(ex);
+	unlink(run.exit_path);
+	snprintf(path, sizeof(path), "%s/squeue", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +496,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_script_refused, sfx_setup, sfx_teardown),
 		cmocka_unit_test(test_adopt_keeps_requeue),
 		cmocka_unit_test(test_signal_does_not_wait_for_scancel),
+		cmocka_unit_test(test_exit_file_once_a_snapshot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
