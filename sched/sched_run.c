@@ -424,40 +424,28 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 		return;
 	}
 	w->run = l->run;
+	w->running = true;
+	w->staging_in_failed = w->upload_failed = false;
+	w->term_sent = false;
+	w->kill_at_ns = 0;
+	s->started_any = true;
 	if (sched_cluster(s)) {
 		/* in the cluster's queue: the attempt starts when the cluster runs it */
-		w->running = true;
 		w->pending = true;
 		w->wait_why[0] = '\0';
 		w->end_why[0] = '\0';
 		snprintf(w->cluster_id, sizeof(w->cluster_id), "%s", w->run.cluster_id);
 		w->phase = SCHED_PHASE_NONE;
-		w->staging_in_failed = w->upload_failed = false;
-		w->term_sent = false;
-		w->kill_at_ns = 0;
-		s->started_any = true;
 		sched_event(j, "worker %u: attempt %u submitted to Slurm as job %s", w->n, w->n_attempts,
 			    w->run.cluster_id);
-		if (j->cancelled) {
-			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
-			w->term_sent = true;
-			w->kill_at_ns = sched_mono_ns() + SCHED_KILL_GRACE * 1000000000LL;
-		}
-		sched_run_update(s, j);
-		sched_store_status(j);
-		return;
+	} else {
+		w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
+		w->state = SCHED_RUNNING;
+		w->phase = l->st.view_argv ? SCHED_PHASE_STAGING_IN : SCHED_PHASE_NONE;
+		sched_event(j, "worker %u: attempt %u started, pid %d, GPUs [%s]", w->n, w->n_attempts,
+			    (int)w->run.pid, sched_gpu_list(w, gpus, sizeof(gpus)));
 	}
-	w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
-	w->running = true;
-	w->state = SCHED_RUNNING;
-	w->phase = l->st.view_argv ? SCHED_PHASE_STAGING_IN : SCHED_PHASE_NONE;
-	w->staging_in_failed = w->upload_failed = false;
-	w->term_sent = false;
-	w->kill_at_ns = 0;
-	s->started_any = true;
-	sched_event(j, "worker %u: attempt %u started, pid %d, GPUs [%s]", w->n, w->n_attempts,
-		    (int)w->run.pid, sched_gpu_list(w, gpus, sizeof(gpus)));
-	if (j->cancelled) {
+	if (j->cancelled) {		/* cancelled while it was being started */
 		s->ex->ops->signal(s->ex, &w->run, SIGTERM);
 		w->term_sent = true;
 		w->kill_at_ns = sched_mono_ns() + SCHED_KILL_GRACE * 1000000000LL;
