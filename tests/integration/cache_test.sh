@@ -5,7 +5,8 @@
 # not just our counters); a restart reads from the cache with no GET; a file
 # fully cached is handed to the kernel (passthrough); a file changed on the
 # server is read fresh; the cache stays under cache_size; a daemon killed
-# with SIGKILL mid-read leaves a cache that still serves right bytes.
+# with SIGKILL mid-read leaves a cache that still serves right bytes; a
+# cache folder that refuses O_DIRECT (ramfs) gets plain writes, said once.
 # Usage: cache_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$1
@@ -17,16 +18,17 @@ cd "$T_DIR" || exit 1
 PORT=$(free_port)
 MOUNT2_PID=
 t_cleanup() {
-	for m in "$T_DIR/mnt" "$T_DIR/mnt2"; do
+	for m in "$T_DIR/mnt" "$T_DIR/mnt2" "$T_DIR/mnt3"; do
 		fusermount3 -u "$m" 2>/dev/null
 	done
+	mountpoint -q "$T_DIR/ramcache" && umount "$T_DIR/ramcache"
 	[ -n "$MOUNT2_PID" ] && wait "$MOUNT2_PID" 2>/dev/null
 	MOUNT2_PID=
 	"$SCRIPTS/server-nginx.sh" stop "$T_DIR/http" >/dev/null 2>&1
 }
 trap t_cleanup EXIT
 
-mkdir -p http/www/small mnt mnt2
+mkdir -p http/www/small mnt mnt2 mnt3 ramcache
 head -c $((24 << 20)) /dev/urandom >http/www/big.bin
 head -c $((24 << 20)) /dev/urandom >http/www/other.bin
 for i in 1 2 3 4 5 6; do
@@ -164,6 +166,29 @@ same "the most recently read file is still cached" 0 \
 	"$(clear_log; echo 3 >/proc/sys/vm/drop_caches
 	   cat mnt/datastores/web/small/f6.bin >/dev/null; sent /small/f6.bin)"
 unmount_fg "$T_DIR/mnt"
+
+# --- a cache folder that refuses O_DIRECT: ramfs (tmpfs and ext4 take it)
+if mount -t ramfs ramfs "$T_DIR/ramcache" 2>/dev/null; then
+	sed 's|^cache_dir = cache$|cache_dir = ramcache/c|; s|^state_dir = state$|state_dir = state3|' \
+		a.conf >ram.conf
+	mount_fg ram.conf "$T_DIR/mnt3" || { not_ok "mount came up"; t_finish; exit 1; }
+	clear_log
+	same "a first read into a cache that refuses O_DIRECT is right" "$want" \
+		"$(sha256sum <mnt3/datastores/web/big.bin)"
+	same "... the refusal is logged once" 1 \
+		"$(grep -c 'O_DIRECT writes refused, using the page cache' "$T_DIR/mount.mnt3.log")"
+	same "... and the cache's data file holds the file's bytes" "$want" \
+		"$(cat ramcache/c/objects/*/*.data | sha256sum)"
+	unmount_fg "$T_DIR/mnt3"
+	clear_log
+	mount_fg ram.conf "$T_DIR/mnt3" || { not_ok "mount came up"; t_finish; exit 1; }
+	same "... which a restart reads with no byte sent by nginx" "$want:0" \
+		"$(sha256sum <mnt3/datastores/web/big.bin):$(sent /big.bin)"
+	unmount_fg "$T_DIR/mnt3"
+	umount "$T_DIR/ramcache"
+else
+	echo "# skip: no ramfs here (a folder that refuses O_DIRECT)"
+fi
 
 trap - EXIT
 t_finish
