@@ -963,11 +963,11 @@ static void *cache_worker(void *arg)
 	}
 }
 
-/* Queues read-ahead of blocks [b0, b1).  Called with f->lock held. */
 /*
- * The read-ahead threads start with the first read-ahead, not with the
- * cache: a daemon forks (fuse_daemonize) after making its cache, and
- * threads made before a fork are not in the child.  Called with qlock held.
+ * The read-ahead and writer threads start with the first read-ahead or hot
+ * run, not with the cache: a daemon forks (fuse_daemonize) after making its
+ * cache, and threads made before a fork are not in the child.  Called with
+ * qlock held.
  */
 static int cache_start_threads(struct cache *c)
 {
@@ -986,6 +986,7 @@ static int cache_start_threads(struct cache *c)
 	return 0;
 }
 
+/* Queues read-ahead of blocks [b0, b1).  Called with f->lock held. */
 static void cache_file_queue(struct cache_file *f, uint64_t b0, uint64_t b1)
 {
 	struct cache *c = f->c;

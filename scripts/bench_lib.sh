@@ -114,11 +114,7 @@ time_us() {
 us_to_s() { awk -v u="$1" 'BEGIN { printf "%.6f", u / 1e6 }'; }
 
 # Median, in seconds, of the microsecond values in file $1.
-median_s() {
-	sort -n "$1" | awk '{ v[NR] = $1 }
-		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		      printf "%.6f", m / 1e6 }'
-}
+median_s() { awk -v m="$(median_col "$1" 1)" 'BEGIN { printf "%.6f", m / 1e6 }'; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
@@ -240,7 +236,7 @@ quantile_s() {
 # Median of column $2 of the numbers in file $1.
 median_col() {
 	awk -v c="$2" '{ print $c }' "$1" | sort -n | awk '{ v[NR] = $1 }
-		END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		END { printf "%.10g\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # MiB/s of reading $FILE_SIZE bytes in $1 seconds.
