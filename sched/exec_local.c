@@ -975,6 +975,7 @@ bool exec_local_read_exit(const char *path, struct exec_result *res)
 	res->code = 0;
 	res->staging_in_failed = false;
 	res->upload = -1;
+	res->why[0] = '\0';
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);

@@ -189,9 +189,11 @@ static void test_exec_exit_status_is_reported(void **state)
 	struct exec_start w = fx_req(f, "exit 3");
 	struct exec_result res;
 
+	memset(&res, 'x', sizeof(res));	/* what a caller's stack may hold */
 	fx_run(f, &w, &res);
 	assert_int_equal(res.how, EXEC_EXITED);
 	assert_int_equal(res.code, 3);
+	assert_string_equal(res.why, "");	/* no words of its own: the job's reason adds none */
 }
 
 static void test_exec_death_by_signal_is_reported(void **state)
