@@ -908,7 +908,32 @@ static void sched_fail_text(const struct sched_job *j, const struct sched_worker
 }
 
 /*
- * OpenPAI's end rules for a job with roles: minFailedTaskCount failed tasks
+ * Why @role's @failed tasks failed the job, in its format's words: OpenPAI
+ * counts them against minFailedTaskCount; a Kibernetika task fails at its
+ * first failed replica (min_failed 1), which the reason names.
+ */
+static void sched_role_fail_text(const struct sched_job *j, const struct spec_role *role,
+				 size_t failed, char *buf, size_t len)
+{
+	char first[400] = "";
+
+	if (j->spec->format != SPEC_KIBERNETIKA) {
+		snprintf(buf, len, "task role %s: %zu task(s) failed, minFailedTaskCount is %ld",
+			 role->name, failed, role->min_failed);
+		return;
+	}
+	for (size_t i = role->first; i < role->first + role->n && i < j->n_workers; i++)
+		if (j->workers[i].state == SCHED_FAILED) {
+			sched_fail_text(j, &j->workers[i], first, sizeof(first));
+			break;
+		}
+	snprintf(buf, len, "resource %s: %s; a task fails at its first failed replica",
+		 role->name, first);
+}
+
+/*
+ * OpenPAI's end rules for a job with roles, which Kibernetika's follows
+ * with min_failed 1: minFailedTaskCount failed tasks
  * of a role fail the job, minSucceededTaskCount succeeded ones succeed it,
  * and either stops the tasks still running.  Returns true when decided now.
  */
@@ -926,8 +951,7 @@ static bool sched_role_verdict(struct sched_job *j)
 		}
 		if (role->min_failed >= 1 && failed >= (size_t)role->min_failed) {
 			j->verdict = SCHED_FAILED;
-			snprintf(why, sizeof(why), "task role %s: %zu task(s) failed, minFailedTaskCount is %ld",
-				 role->name, failed, role->min_failed);
+			sched_role_fail_text(j, role, failed, why, sizeof(why));
 		} else if (role->min_succeeded >= 1 && ok >= (size_t)role->min_succeeded) {
 			j->verdict = SCHED_SUCCEEDED;
 			snprintf(why, sizeof(why), "task role %s: %zu task(s) succeeded, "
@@ -961,7 +985,6 @@ static void sched_stop_rest(struct sched *s, struct sched_job *j)
 	}
 }
 
-/* The final state of a job whose workers all ended. */
 /*
  * A gang job that failed starts again whole, all its workers at once, while
  * retry_count allows (OpenPAI's retryCount, Kibernetika's maxRestartCount
@@ -990,25 +1013,48 @@ static bool sched_gang_retry(struct sched *s, struct sched_job *j, const char *w
 	return true;
 }
 
+/*
+ * The end rule of a job whose workers all ended with no verdict taken early
+ * (sched_role_verdict): a job without roles (native, GPULab) fails when any
+ * worker failed; a job with roles (OpenPAI, Kibernetika) whose min counts
+ * did not end it fails only when every worker failed, whatever its counts
+ * left out.  True when the job fails, with the reason in @why.
+ */
+static bool sched_end_failed(const struct sched_job *j, size_t failed,
+			     const struct sched_worker *first_failed, char *why, size_t len)
+{
+	char first[400];
+
+	if (!failed || (j->spec->n_roles && failed < j->n_workers))
+		return false;
+	if (!j->spec->n_roles) {
+		sched_fail_text(j, first_failed, why, len);
+		return true;
+	}
+	sched_fail_text(j, first_failed, first, sizeof(first));
+	snprintf(why, len, "all %zu task(s) failed; the first: %s", failed, first);
+	return true;
+}
+
+/* The final state of a job whose workers all ended. */
 static void sched_job_final(struct sched *s, struct sched_job *j, size_t failed,
 			    const struct sched_worker *first_failed)
 {
 	char why[512];
+	bool fails;
 
 	sched_job_ports_release(s, j);
 	if (j->stopping && j->verdict == SCHED_FAILED && sched_gang_retry(s, j, j->verdict_reason))
 		return;
-	if (failed && !j->spec->n_roles && !j->stopping && !j->cancelled) {
-		sched_fail_text(j, first_failed, why, sizeof(why));
-		if (sched_gang_retry(s, j, why))
-			return;
-	}
+	fails = !j->stopping && !j->cancelled &&
+		sched_end_failed(j, failed, first_failed, why, sizeof(why));
+	if (fails && sched_gang_retry(s, j, why))
+		return;
 	if (j->cancelled) {
 		sched_set_state(s, j, SCHED_CANCELLED, "cancelled through ctl");
 	} else if (j->stopping) {
 		sched_set_state(s, j, j->verdict, "%s", j->verdict_reason ? j->verdict_reason : "");
-	} else if (failed && !j->spec->n_roles) {
-		sched_fail_text(j, first_failed, why, sizeof(why));
+	} else if (fails) {
 		sched_set_state(s, j, SCHED_FAILED, "%s", why);
 	} else if (failed) {
 		sched_set_state(s, j, SCHED_SUCCEEDED, "all %zu task(s) completed; %zu failed, "

@@ -39,6 +39,12 @@
  *   so retry_count = maxRestartCount (the largest over the resources: a
  *   gang is retried whole).  Always (restart after success too) cannot be
  *   honoured by a batch job: listed as ignored, run as OnFailure.
+ * - The task's end: it fails once any replica has failed with its restarts
+ *   spent, and the replicas still running are stopped, as a Kubernetes job
+ *   of the task would end (the platform's task turns Failed when one of its
+ *   pods does); it succeeds once every replica exited 0.  So each role has
+ *   min_failed 1 and min_succeeded null (OpenPAI's terms, which the
+ *   scheduler applies to every format with roles).
  * - port: each replica gets one free port from the node (a spec_port
  *   "cluster-port"), so replicas on one node do not collide.
  * - timeoutMinutes (deprecated by the platform; the documented "Timeout:
@@ -725,7 +731,7 @@ static void spec_kb_build(struct spec_kb *k)
 		struct spec_role *role = &s->roles[s->n_roles++];
 
 		*role = (struct spec_role){ .name = strdup(r->name), .first = s->n_workers,
-					    .n = (size_t)r->replicas, .min_failed = -1,
+					    .n = (size_t)r->replicas, .min_failed = 1,
 					    .min_succeeded = -1 };
 		if (!role->name)
 			k->c->nomem = true;

@@ -3,7 +3,8 @@
 # (the documentation's TensorFlow job as printed, two roles printing their
 # PAI_* variables, ports, gang start, minFailed/minSucceededTaskCount),
 # GPULab (HelloWorld as printed, GPULAB_* variables), Kibernetika (YAML,
-# REPLICA_INDEX and <RESOURCE>_NODES), and mlfs check on each.
+# REPLICA_INDEX and <RESOURCE>_NODES, the documented template whose command
+# fails ends FAILED), a job whose every task failed, and mlfs check on each.
 # Usage: formats_test.sh MLFS
 set -u
 MLFS=$1
@@ -118,7 +119,7 @@ cat >"$J/toobig.json" <<'SPEC'
 SPEC
 same "a gang bigger than the node says so" \
 	"never satisfiable here: its 2 workers start together and need 4 GPUs at once, node has 2" \
-	"$(cat "$J/toobig/reason")"
+	"$(job_reason "$J/toobig")"
 echo cancel >"$J/toobig/ctl"
 
 # --- minSucceededTaskCount and minFailedTaskCount end a job early
@@ -225,6 +226,45 @@ same "every replica sees the same PS_NODES" "$(var kbjob 1 PS_NODES)" "$(var kbj
 same "GPU_COUNT" 0 "$(var kbjob 2 GPU_COUNT)"
 check "BUILD_ID is set" test -n "$(var kbjob 2 BUILD_ID)"
 same "1500m is two CPUs" 2 "$(json "$J/kbjob/spec.json" "d['workers'][1]['resources']['cpu_count']")"
+
+# --- Kibernetika: the documentation's execution template (its page prints it without
+# indentation; restored here), whose command fails on this node (no example.py): the task
+# is FAILED, never SUCCEEDED
+cat >kbseed.yaml <<'SPEC'
+name: example
+resources:
+- workDir: $SRC_DIR
+  command: python example.py --parameter_name {{ .parameter_value }}
+  default_volume_mapping: true
+  images:
+    cpu: kuberlab/tensorflow:cpu-36-1.7.0-full
+    gpu: kuberlab/tensorflow:gpu-36-1.7.0-full
+  name: worker
+  replicas: 1
+  resources:
+    limits:
+      cpu: "1"
+      memory: 8Gi
+    requests:
+      cpu: 100m
+      memory: 64Mi
+  restartPolicy: Never
+SPEC
+check "cp of Kibernetika's documented template submits it" cp kbseed.yaml "$J/"
+check "its failing command fails the task" wait_state example FAILED 150
+reason=$(cat "$J/example/reason")
+check "... the reason names the failed replica: $reason" grep -qE \
+	'^resource worker: worker 1 exited [0-9]+ after 1 attempt\(s\); a task fails at its first failed replica' \
+	"$J/example/reason"
+
+# --- OpenPAI: every task failed, minFailedTaskCount null: FAILED all the same
+cat >"$J/allfail.json" <<'SPEC'
+{"jobName": "allfail", "taskRoles": [
+  {"name": "a", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 128, "gpuNumber": 0, "command": "exit 4",
+   "minFailedTaskCount": null}]}
+SPEC
+check "an OpenPAI job whose every task failed is FAILED" wait_state allfail FAILED 150
+check "... says so" grep -q '^all 2 task(s) failed; the first: worker [12] exited 4' "$J/allfail/reason"
 
 # --- a bad spec of each format names its field
 printf '{"jobName": "x", "taskRoles": [{"name": "a", "taskNumber": 0, "cpuNumber": 1, "memoryMB": 100, "gpuNumber": 0, "command": "x"}]}\n' >pai-bad.json

@@ -53,6 +53,19 @@ same() {
 	fi
 }
 
+# has TEXT PART: whether TEXT holds PART.
+has() { [[ $1 == *"$2"* ]]; }
+
+# job_reason JOBDIR: the job's reason once the scheduler has looked at it (5 s
+# at most): a spec is accepted before the scheduler's thread places it.
+job_reason() {
+	for _ in $(seq 1 50); do
+		[ "$(cat "$1/reason" 2>/dev/null)" != "waiting for the scheduler" ] && break
+		sleep 0.1
+	done
+	cat "$1/reason" 2>/dev/null
+}
+
 # sha FILE: the SHA-256 of FILE, hex only.
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 

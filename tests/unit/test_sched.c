@@ -30,6 +30,7 @@
 #include "config.h"
 #include "exec_fake.h"
 #include "scheduler.h"
+#include "seed_specs.h"
 #include "sched_int.h"
 
 /* ---- the fixture ---- */
@@ -294,20 +295,25 @@ static bool got_signal(const char *job, int sig)
 }
 
 /*
- * Ends worker 1 of @job.  A job shows RUNNING from the moment its worker is
+ * Ends @worker of @job.  A job shows RUNNING from the moment its worker is
  * placed, a moment before the executor's start runs: wait for the start.
  */
-static void end_worker(const char *job, enum exec_end how, int code)
+static void end_nth_worker(const char *job, unsigned int worker, enum exec_end how, int code)
 {
 	struct timespec pause = { 0, 10 * 1000 * 1000 };
 	int ret = -ENOENT;
 
 	for (int i = 0; i < 500 && ret == -ENOENT; i++) {
-		ret = exec_fake_end(job, 1, how, code);
+		ret = exec_fake_end(job, worker, how, code);
 		if (ret == -ENOENT)
 			nanosleep(&pause, NULL);
 	}
 	assert_int_equal(ret, 0);
+}
+
+static void end_worker(const char *job, enum exec_end how, int code)
+{
+	end_nth_worker(job, 1, how, code);
 }
 
 /* ---- placement ---- */
@@ -957,6 +963,102 @@ static void test_sched_retry_attempts_are_on_disk_while_the_next_one_runs(void *
 	assert_int_equal(exec_fake_n_started(), 2);
 }
 
+/* ---- the end rule of each format (docs/jobs.md, "How a job ends") ---- */
+
+static void end_nth(const char *job, unsigned int worker, int code)
+{
+	end_nth_worker(job, worker, EXEC_EXITED, code);
+}
+
+static void test_sched_end_native_job_fails_when_one_worker_failed(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, "{\"name\": \"nat\", \"workers\": [{\"command\": \"a\"}, {\"command\": \"b\"}]}");
+	end_nth("nat", 2, 0);
+	end_nth("nat", 1, 2);
+	WAIT_UNTIL(state_is(fx, "nat", "FAILED"));
+	assert_true(reason_has(fx, "nat", "worker 1 exited 2 after 1 attempt(s)"));
+}
+
+static void test_sched_end_gpulab_job_fails_when_its_worker_failed(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, "{\"name\": \"gl\", \"request\": {\"resources\": {\"gpus\": 0, \"cpus\": 1, "
+		   "\"cpuMemoryGb\": 1}, \"docker\": {\"command\": \"false\"}}}");
+	end_nth("gl", 1, 1);
+	WAIT_UNTIL(state_is(fx, "gl", "FAILED"));
+	assert_true(reason_has(fx, "gl", "worker 1 exited 1 after 1 attempt(s)"));
+}
+
+static void test_sched_end_kibernetika_seed_task_whose_command_fails_is_failed(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, SEED_KIBERNETIKA_TEMPLATE);
+	end_nth("example", 1, 1);
+	WAIT_UNTIL(state_is(fx, "example", "FAILED"));
+	assert_true(reason_has(fx, "example", "resource worker: worker 1 exited 1 after 1 attempt(s); "
+			       "a task fails at its first failed replica"));
+}
+
+/*
+ * One failed replica of two fails the task and stops the other; with
+ * maxRestartCount 1 the task runs once more, whole, and fails for good at
+ * the next failure.
+ */
+static void test_sched_end_kibernetika_first_failed_replica_fails_once_restarts_are_spent(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, "name: kb2\nresources:\n- name: w\n  replicas: 2\n  command: x\n"
+		   "  maxRestartCount: 1\n");
+	end_nth("kb2", 1, 3);
+	WAIT_UNTIL(started("kb2", 1, 2) && started("kb2", 2, 2));
+	assert_true(events_have(fx, "kb2", "resource w: worker 1 exited 3"));
+	end_nth("kb2", 2, 4);
+	WAIT_UNTIL(state_is(fx, "kb2", "FAILED"));
+	assert_true(reason_has(fx, "kb2", "resource w: worker 2 exited 4"));
+	assert_true(render_is(fx, "kb2", 1, "state", "CANCELLED") ||
+		    render_is(fx, "kb2", 1, "state", "FAILED"));
+}
+
+/* OpenPAI task role with minFailedTaskCount null and two tasks. */
+#define PAI_NULL_MIN(name) \
+	"{\"jobName\": \"" name "\", \"taskRoles\": [{\"name\": \"a\", \"taskNumber\": 2, " \
+	"\"cpuNumber\": 1, \"memoryMB\": 128, \"gpuNumber\": 0, \"command\": \"x\", " \
+	"\"minFailedTaskCount\": null}]}"
+
+static void test_sched_end_openpai_null_min_failed_succeeds_with_one_failure(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, PAI_NULL_MIN("pai1"));
+	end_nth("pai1", 1, 1);
+	end_nth("pai1", 2, 0);
+	WAIT_UNTIL(state_is(fx, "pai1", "SUCCEEDED"));
+	assert_true(reason_has(fx, "pai1", "all 2 task(s) completed; 1 failed, which no "
+			       "minFailedTaskCount counts"));
+}
+
+static void test_sched_end_openpai_job_whose_every_task_failed_is_failed(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	submit(fx, PAI_NULL_MIN("pai2"));
+	end_nth("pai2", 1, 1);
+	end_nth("pai2", 2, 5);
+	WAIT_UNTIL(state_is(fx, "pai2", "FAILED"));
+	assert_true(reason_has(fx, "pai2", "all 2 task(s) failed; the first: worker 1 exited 1"));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -996,6 +1098,12 @@ int main(void)
 		T(test_sched_restart_starts_a_queued_job_later),
 		T(test_sched_restart_when_adopt_fails_treats_the_worker_as_lost),
 		T(test_sched_retry_attempts_are_on_disk_while_the_next_one_runs),
+		T(test_sched_end_native_job_fails_when_one_worker_failed),
+		T(test_sched_end_gpulab_job_fails_when_its_worker_failed),
+		T(test_sched_end_kibernetika_seed_task_whose_command_fails_is_failed),
+		T(test_sched_end_kibernetika_first_failed_replica_fails_once_restarts_are_spent),
+		T(test_sched_end_openpai_null_min_failed_succeeds_with_one_failure),
+		T(test_sched_end_openpai_job_whose_every_task_failed_is_failed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

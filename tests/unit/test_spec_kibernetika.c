@@ -27,6 +27,7 @@
 #include "json_pos.h"
 #include "spec.h"
 #include "spec_check.h"
+#include "seed_specs.h"
 #include "spec_int.h"
 
 /* ---- helpers ---- */
@@ -80,26 +81,7 @@ static void env_collect(void *arg, const char *name, const char *value)
 
 /* ---- the documentation's execution template ---- */
 
-/* The seed page's template, its YAML indentation restored. */
-static const char seed_template[] =
-	"name: example\n"
-	"resources:\n"
-	"- workDir: $SRC_DIR\n"
-	"  command: python example.py --parameter_name {{ .parameter_value }}\n"
-	"  default_volume_mapping: true\n"
-	"  images:\n"
-	"    cpu: kuberlab/tensorflow:cpu-36-1.7.0-full\n"
-	"    gpu: kuberlab/tensorflow:gpu-36-1.7.0-full\n"
-	"  name: worker\n"
-	"  replicas: 1\n"
-	"  resources:\n"
-	"    limits:\n"
-	"      cpu: \"1\"\n"
-	"      memory: 8Gi\n"
-	"    requests:\n"
-	"      cpu: 100m\n"
-	"      memory: 64Mi\n"
-	"  restartPolicy: Never\n";
+static const char seed_template[] = SEED_KIBERNETIKA_TEMPLATE;
 
 static void test_kibernetika_seed_template_maps_field_by_field(void **state)
 {
@@ -115,7 +97,7 @@ static void test_kibernetika_seed_template_maps_field_by_field(void **state)
 	assert_string_equal(s->roles[0].name, "worker");
 	assert_int_equal(s->roles[0].first, 0);
 	assert_int_equal(s->roles[0].n, 1);
-	assert_int_equal(s->roles[0].min_failed, -1);
+	assert_int_equal(s->roles[0].min_failed, 1);	/* one failed replica fails the task */
 	assert_int_equal(s->roles[0].min_succeeded, -1);
 	w = &s->workers[0];
 	assert_string_equal(w->command, "python example.py --parameter_name {{ .parameter_value }}");
