@@ -171,12 +171,16 @@ int be_s3_open_write(struct be_s3_file *f, int flags)
 
 /* ---- the resume token (be_s3.h says its format) ---- */
 
-/* The value of the line "NAME=VALUE" at *p, its length in *len; *p moves past the line. */
+/*
+ * The value of the line "NAME=VALUE" at *p, its length in *len (0 when the
+ * line is not there, and NULL returned); *p moves past the line.
+ */
 static const char *be_s3_token_value(const char **p, const char *name, size_t *len)
 {
 	size_t n = strlen(name);
 	const char *v;
 
+	*len = 0;
 	if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
 		return NULL;
 	v = *p + n + 1;

@@ -416,8 +416,7 @@ static int json_pos_next(const char **path, struct json_pos_comp *c, bool first)
 	}
 	if (!first && *s++ != '.')
 		return -ENOENT;
-	c->key = s;
-	c->key_len = (uint32_t)strcspn(s, ".[");
+	*c = (struct json_pos_comp){ .key = s, .key_len = (uint32_t)strcspn(s, ".[") };
 	*path = s + c->key_len;
 	return 1;
 }

@@ -84,7 +84,7 @@ cd "$(dirname "$0")/.."
 bench=bench_remote
 
 bench_start "it mounts a tmpfs and drops the page cache"
-cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLFS_WERROR=ON >/dev/null
 cmake --build build/bench -j"$(nproc)" >/dev/null
 MLFS=$PWD/build/bench/mlfs
 

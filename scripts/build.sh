@@ -10,5 +10,6 @@ fuzz) flags="-DMLFS_FUZZ=ON -DMLFS_TESTS=OFF -DCMAKE_C_COMPILER=clang" ;;	# test
 *) echo "usage: build.sh [plain|asan|fuzz]" >&2; exit 2 ;;
 esac
 # shellcheck disable=SC2086
-cmake -S . -B "build/$variant" $flags >/dev/null
+# Warnings are errors in every build of the project's own (MLFS_WERROR, off for others).
+cmake -S . -B "build/$variant" $flags -DMLFS_WERROR=ON >/dev/null
 cmake --build "build/$variant" -j "$(nproc)" >/dev/null

@@ -2,7 +2,8 @@
 # test.sh - installs what is needed, builds mlfs twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and runs every test in both:
 # the cmocka unit tests and the integration tests through real mounts; then
-# fuzzes every parser of outside input for a minute (scripts/fuzz.sh).
+# fuzzes every parser of outside input for a minute (scripts/fuzz.sh), and
+# builds every build type with gcc and clang (scripts/build_matrix.sh).
 # Needs root and /dev/fuse.  Ends with one "N passed, N failed" line.
 set -u
 cd "$(dirname "$0")/.."
@@ -33,19 +34,29 @@ for variant in plain asan; do
 	passed=$((passed + total - nfail))
 	failed=$((failed + nfail))
 done
+# step NAME LOG COMMAND...: runs a step that ends with "N passed, N failed",
+# shows its output and adds its counts.  (Into a file, then shown: a tee to
+# /dev/stderr would reopen, and truncate, a log file.)
+step() {
+	local name=$1 log=$2 last
+	shift 2
+	echo "=== $name"
+	"$@" >"$log" 2>&1
+	cat "$log"
+	last=$(tail -1 "$log")
+	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+	else
+		echo "$name printed no summary"
+		failed=$((failed + 1))
+	fi
+}
 # A minute of fuzzing (tests/fuzz, libFuzzer under ASan and UBSan): every
 # parser of outside input for 10 s each, replaying the kept corpus first.
-echo "=== fuzz"
-# (into a file, then shown: a tee to /dev/stderr would reopen, and truncate, a log file)
-scripts/fuzz.sh 10 --seed 1 >build/fuzz.log 2>&1
-cat build/fuzz.log
-fuzz=$(tail -1 build/fuzz.log)
-if [[ $fuzz =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-	passed=$((passed + BASH_REMATCH[1]))
-	failed=$((failed + BASH_REMATCH[2]))
-else
-	echo "fuzz.sh printed no summary"
-	failed=$((failed + 1))
-fi
+step fuzz build/fuzz.log scripts/fuzz.sh 10 --seed 1
+# The builds a packager or a user would make (gcc and clang, every build
+# type, Debian's hardening flags), warnings as errors.
+step "build matrix" build/matrix.log scripts/build_matrix.sh
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

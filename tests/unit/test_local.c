@@ -59,11 +59,11 @@ static int setup(void **state)
 	fputs("secret", f);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/esc", root);
-	symlink(outside, path);
+	assert_int_equal(symlink(outside, path), 0);
 	snprintf(path, sizeof(path), "%s/up", root);
-	symlink("..", path);
+	assert_int_equal(symlink("..", path), 0);
 	snprintf(path, sizeof(path), "%s/lnkdir", root);
-	symlink("sub", path);
+	assert_int_equal(symlink("sub", path), 0);
 	kv[0] = (struct config_kv){ .key = "type", .value = "local", .line = 2 };
 	kv[1] = (struct config_kv){ .key = "root", .value = root, .line = 3 };
 	ds = (struct datastore_config){

@@ -1,0 +1,50 @@
+#!/bin/bash
+# build_matrix.sh - builds mlfs and its tests the ways a packager or a user
+# would, each with warnings as errors (-DMLFS_WERROR=ON), so a warning any
+# of them shows fails here first: with gcc and with clang, every CMake build
+# type (Debug, Release, RelWithDebInfo, MinSizeRel), and Debian's own flags
+# (dpkg-buildflags with hardening=+all: -O2, -fstack-protector-strong,
+# -D_FORTIFY_SOURCE=2, -Werror=format-security, PIE, relro and bindnow;
+# CMAKE_BUILD_TYPE=None, as debhelper configures a CMake package).
+#
+# Each build goes to build/matrix/<compiler>-<type>, its output to a .log
+# beside it.  Prints one line per build and a summary "N passed, N failed";
+# exits non-zero when one failed.  scripts/test.sh runs it.
+set -u
+cd "$(dirname "$0")/.."
+out=build/matrix
+mkdir -p "$out"
+passed=0
+failed=0
+
+# build_one NAME CC TYPE [CFLAGS [LDFLAGS]]
+build_one() {
+	local name=$1 cc=$2 type=$3 cflags=${4:-} ldflags=${5:-} dir=$out/$1
+	local start=$SECONDS
+	rm -rf "$dir"
+	if CFLAGS=$cflags LDFLAGS=$ldflags cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" \
+		-DCMAKE_BUILD_TYPE="$type" -DMLFS_WERROR=ON >"$dir.log" 2>&1 &&
+		cmake --build "$dir" -j "$(nproc)" >>"$dir.log" 2>&1; then
+		passed=$((passed + 1))
+		echo "ok - $name builds ($((SECONDS - start)) s)"
+		rm -rf "$dir"		# only the log is kept
+	else
+		failed=$((failed + 1))
+		echo "not ok - $name: $(grep -m1 -E 'error|Error' "$dir.log")"
+		grep -E 'error:|warning:' "$dir.log" | head -10 | sed 's/^/#   /'
+	fi
+}
+
+deb_flags() {
+	DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1"
+}
+
+for cc in gcc clang; do
+	for type in Debug Release RelWithDebInfo MinSizeRel; do
+		build_one "$cc-$type" "$cc" "$type"
+	done
+	build_one "$cc-debian" "$cc" None "$(deb_flags CFLAGS) $(deb_flags CPPFLAGS)" \
+		"$(deb_flags LDFLAGS)"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
