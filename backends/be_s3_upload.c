@@ -6,7 +6,8 @@
  * writers so stat sees the staged size, and uploaded when it has changed
  * since the last upload: one PUT below 8 MiB, else a multipart upload
  * whose parts (at most 3,964, at least 8 MiB each) go up from a few threads
- * at once, aborted when any part or the completion fails.
+ * at once, aborted when any part or the completion fails.  A completion
+ * counts only once a HEAD finds the object at its full size.
  *
  * The upload runs from flush and fsync, never from release, so close(2)
  * reports its failure; release only warns when changes were never
@@ -499,6 +500,33 @@ static int be_s3_mpu_send(struct be_s3_mpu *u)
 	return atomic_load(&u->error);
 }
 
+/* Whether @key is already an object of @size bytes (a "done" token: saved, then a crash). */
+static bool be_s3_upload_is_there(struct be_s3 *s3, const char *key, uint64_t size)
+{
+	struct be_s3_obj o;
+	char etag[BE_S3_ETAG_MAX];
+
+	return be_s3_head(s3, key, &o, etag, sizeof(etag)) == 0 && !o.is_dir &&
+	       (uint64_t)o.size == size;
+}
+
+/*
+ * After the server said @u is complete: a HEAD must find the object whole
+ * (its size), else the upload is not done (-EIO) and stays resumable.  So an
+ * upload is never called safe, nor a sync ends 0, on the word of a server
+ * that answers before it serves the object, or never does.  One request per
+ * multipart upload.
+ */
+static int be_s3_mpu_check(struct be_s3_mpu *u)
+{
+	if (be_s3_upload_is_there(u->s3, u->key, u->t.size))
+		return 0;
+	log_err("datastore %s: upload of %s: the server said multipart upload %.40s is complete, "
+		"but it does not serve an object of %" PRIu64 " bytes there", u->s3->base.name,
+		u->key, u->t.upload_id, u->t.size);
+	return -EIO;
+}
+
 /* Starts @u unless it has an id already, sends the parts it lacks, completes it. */
 static int be_s3_mpu_run(struct be_s3_mpu *u)
 {
@@ -508,6 +536,8 @@ static int be_s3_mpu_run(struct be_s3_mpu *u)
 		ret = be_s3_mpu_send(u);
 	if (ret == 0)
 		ret = be_s3_mpu_complete(u);
+	if (ret == 0)
+		ret = be_s3_mpu_check(u);
 	return ret;
 }
 
@@ -611,16 +641,6 @@ int be_s3_upload(struct be_s3_file *f)
 }
 
 /* ---- the ops table's upload: a local file, resumable ---- */
-
-/* Whether @key is already an object of @size bytes (a "done" token: saved, then a crash). */
-static bool be_s3_upload_is_there(struct be_s3 *s3, const char *key, uint64_t size)
-{
-	struct be_s3_obj o;
-	char etag[BE_S3_ETAG_MAX];
-
-	return be_s3_head(s3, key, &o, etag, sizeof(etag)) == 0 && !o.is_dir &&
-	       (uint64_t)o.size == size;
-}
 
 int be_s3_upload_fd(struct backend *be, const char *path, int fd, uint64_t size,
 		    const struct backend_upload *u)

@@ -266,6 +266,42 @@ in_log() {
 }
 
 # Reads and writes through a mount, bounded: a hung mount fails a check, not the run.
+# s3_get S3URL FILE: awscli's copy of an object, tried up to 3 times (a
+# bounded wait for a slow server); on failure prints awscli's own words and
+# what a HEAD says of the object, so a failure says why.
+s3_get() {
+	local try
+	rm -f "$2"
+	for try in 1 2 3; do
+		aws s3 cp --only-show-errors "$1" "$2" >"$T_DIR/s3_get.err" 2>&1 && return 0
+		echo "# aws s3 cp $1 failed (try $try): $(tr '\n' ' ' <"$T_DIR/s3_get.err" | cut -c1-400)"
+		sleep 2
+	done
+	echo "# HEAD $1: $(aws s3api head-object --bucket "$(echo "$1" | cut -d/ -f3)" \
+		--key "$(echo "$1" | cut -d/ -f4-)" 2>&1 | tr '\n' ' ' | cut -c1-400)"
+	return 1
+}
+# s3_same S3URL FILE: awscli's copy of the object (in got.bin, removed after)
+# is FILE, byte for byte.  awscli is tried up to 3 times (a bounded wait for
+# a slow server); a failure prints its own words and what a HEAD of the
+# object says, so the test says why.
+s3_same() {
+	local try bucket=${1#s3://}
+	bucket=${bucket%%/*}
+	rm -f got.bin
+	for try in 1 2 3; do
+		if aws s3 cp --only-show-errors "$1" got.bin 2>&1; then
+			cmp got.bin "$2"
+			try=$?
+			rm -f got.bin
+			return "$try"
+		fi
+		echo "aws s3 cp $1 failed (try $try)"
+		sleep 2
+	done
+	echo "HEAD: $(aws s3api head-object --bucket "$bucket" --key "${1#s3://"$bucket"/}" 2>&1)"
+	return 1
+}
 mcat() { timeout 20 cat "$@" 2>&1; }
 mls() { timeout 20 ls "$@" 2>&1 | xargs; }
 msha() { timeout 60 sha256sum "$1" 2>&1 | cut -d' ' -f1; }
@@ -440,9 +476,8 @@ if view_up p1 plain.json 1; then
 	same "archive false: mlfs umount exits 0" 0 "$UMOUNT_STATUS"
 	same "plain objects, no zip" "plain/big.bin plain/sub/note.txt" \
 		"$(aws s3 ls --recursive s3://outbkt/plain/ | awk '{print $4}' | sort | xargs)"
-	rm -f got.bin
-	aws s3 cp --quiet s3://outbkt/plain/big.bin got.bin
-	check "the 20 MiB object is byte-identical (aws s3 cp + cmp)" cmp got.bin plain20.bin
+	check "the 20 MiB object is byte-identical (aws s3 cp + cmp)" \
+		s3_same s3://outbkt/plain/big.bin plain20.bin
 	same "the nested object reads back" "plain note" "$(aws s3 cp s3://outbkt/plain/sub/note.txt - 2>&1)"
 else
 	not_ok "the plain-output view came up"
@@ -579,11 +614,9 @@ if view_up h1 huge.json 1; then
 		"$(grep -c 'Stored part ' resume-run.log)"
 	same "... all into the same multipart upload" $((PARTS - listed)) \
 		"$(grep -c "Stored part [0-9]* of $upid " resume-run.log)"
-	rm -f got.bin
-	aws s3 cp --quiet s3://outbkt/huge/huge.bin got.bin
-	check "the 300 MiB object is byte-identical (aws s3 cp + cmp)" cmp got.bin huge.bin
+	check "the 300 MiB object is byte-identical (aws s3 cp + cmp)" s3_same s3://outbkt/huge/huge.bin huge.bin
 	check "... and the staged files are gone" test ! -e "$staged/files"
-	rm -f got.bin huge.bin
+	rm -f huge.bin
 else
 	not_ok "the 300 MiB view came up"
 fi

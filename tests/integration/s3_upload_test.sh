@@ -4,7 +4,8 @@
 # and cross-checked with awscli: one PUT below 8 MiB; 100 MiB in 13 parts;
 # a run killed after 3 saved parts, then resumed: only the 10 missing parts
 # go up, into the same upload; a save that fails, or a part the server
-# keeps failing, leaves the upload resumable (never aborted); tokens that are garbage, of another size, "done", or name an
+# keeps failing, leaves the upload resumable (never aborted), as does a
+# completion the server answers 200 but does not keep (a HEAD checks); tokens that are garbage, of another size, "done", or name an
 # upload S3 no longer knows (404 NoSuchUpload on a part, then on the
 # completion).  s3rver never answers NoSuchUpload (it accepts parts of any
 # id), so those two go through a small proxy that answers for one id as S3
@@ -45,14 +46,18 @@ LOG=$T_DIR/s3/s3rver.log
 # The proxy: forwards every request to s3rver as it came (the Host header
 # too, so SigV4 signatures still hold), and logs it, but answers 404
 # NoSuchUpload, as S3 does, to any request for the upload id
-# "stale-upload", and 500 to the part named in the file fail-part while
-# that file exists.
+# "stale-upload", 500 to the part named in the file fail-part while that
+# file exists, and, while the file lie-complete exists, 200 to a
+# completion that it never passes on (a server that says "complete" and
+# does not serve the object).
 cat >proxy.py <<'PY'
 import http.client, http.server, os, sys
 
 UPSTREAM = int(sys.argv[2])
 GONE = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>'
         b'<Message>The specified upload does not exist.</Message></Error>')
+DONE = (b'<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUploadResult>'
+        b'<ETag>"0123456789abcdef0123456789abcdef-13"</ETag></CompleteMultipartUploadResult>')
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection"}
 
 class Proxy(http.server.BaseHTTPRequestHandler):
@@ -61,6 +66,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
+    def answer(self, status, body):
+        self.send_response_only(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def forward(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
@@ -68,17 +80,11 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if os.path.exists("fail-part"):
             with open("fail-part") as f:
                 if "partNumber=%s&" % f.read().strip() in self.path:
-                    self.send_response_only(500)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
+                    return self.answer(500, b"")
+        if os.path.exists("lie-complete") and self.command == "POST" and "uploadId=" in self.path:
+            return self.answer(200, DONE)
         if "uploadId=stale-upload" in self.path:
-            self.send_response_only(404)
-            self.send_header("Content-Type", "application/xml")
-            self.send_header("Content-Length", str(len(GONE)))
-            self.end_headers()
-            self.wfile.write(GONE)
-            return
+            return self.answer(404, GONE)
         up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
         up.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
         for name, value in self.headers.items():
@@ -240,6 +246,23 @@ same "once the server is well, the next run resumes it" 0 "$RC"
 same "... sending the $left parts not saved, into the same upload" "$left $left" \
 	"$(parts_sent) $(parts_sent_to "$id")"
 check "... byte for byte" same_object out/netfail.bin big.bin
+
+# --- a completion the server answers 200 but does not keep: not done, and resumable
+rm -f tok
+touch lie-complete
+up viaproxy big.bin out/lied.bin tok
+rm -f lie-complete
+same "a completion the server does not keep fails the upload" "upload: -5 (Input/output error)" \
+	"$(grep '^upload:' run.out)"
+check "... saying the object is not served whole" \
+	grep -q "is complete, but it does not serve an object of $((100 * MIB)) bytes there" run.err
+same "... the token keeps all 13 parts (resumable, not 'done')" 13 "$(token_parts tok)"
+id=$(token_id tok)
+up viaproxy big.bin out/lied.bin tok
+same "once the server keeps it, the next run completes the same upload" 0 "$RC"
+same "... sending no part again" 0 "$(parts_sent)"
+same "... completing upload $id" 1 "$(grep -c "Stored object" run.log)"
+check "... byte for byte" same_object out/lied.bin big.bin
 
 # --- tokens that cannot be resumed: start afresh
 printf 'not a token\n' >tok
