@@ -10,6 +10,14 @@
  * with the *at() calls that do not follow it.  A symlink is shown as a
  * symlink; the kernel resolves it on the client like any other.
  *
+ * Special files (FIFOs, sockets, devices) are made with mknodat beneath the
+ * root like everything else, owned by the asker as every new entry is.
+ *
+ * Modes are final when they get here (the kernel applied the asker's
+ * umask), so a thread that creates runs with a umask of its own, 0: it
+ * unshares its filesystem attributes once (CLONE_FS), and the process's
+ * umask stays as it is for everything else the daemon makes.
+ *
  * Threading: no shared mutable state besides the root descriptor, which is
  * read-only after create; every call opens and closes its own descriptors.
  * Needs Linux 5.6 (openat2).
@@ -22,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -118,8 +128,9 @@ static void be_local_close_parent(struct be_local *lb, int fd)
 /* What a call on a last component needs besides the parent and the name. */
 struct be_local_args {
 	mode_t mode;
+	dev_t rdev;				/* mknod */
 	const char *target;			/* symlink */
-	const struct backend_cred *cred;	/* mkdir, symlink */
+	const struct backend_cred *cred;	/* mkdir, symlink, mknod */
 	struct stat *st;			/* getattr */
 	char *buf;				/* readlink */
 	size_t size;
@@ -300,6 +311,22 @@ static int be_local_open(struct backend_file **out, struct backend *be, const ch
 	return be_local_file_new(out, be, fd);
 }
 
+/*
+ * Makes this thread's umask 0, leaving the process's alone: the mode a
+ * creating call is given is the one the entry must get.  The thread
+ * unshares its filesystem attributes the first time; where that is
+ * refused, the process's umask applies.
+ */
+static void be_local_exact_modes(void)
+{
+	static __thread bool unshared;
+
+	if (!unshared)
+		unshared = unshare(CLONE_FS) == 0;
+	if (unshared)
+		umask(0);
+}
+
 /* Gives a new entry the asker's owner (as root only; a user's mount owns what it makes). */
 static void be_local_set_owner(int pfd, const char *name, const struct backend_cred *cred)
 {
@@ -327,6 +354,7 @@ static int be_local_create_file(struct backend_file **out, struct backend *be, c
 	if (pfd < 0)
 		return pfd;
 	flags = (flags & ~O_NOCTTY) | O_NOFOLLOW | O_CLOEXEC;
+	be_local_exact_modes();
 	fd = openat(pfd, name, flags | O_CREAT | O_EXCL, mode);
 	if (fd >= 0)
 		be_local_set_owner(pfd, name, cred);
@@ -395,6 +423,7 @@ static int be_local_readlink(struct backend *be, const char *path, char *buf, si
 
 static int be_local_do_mkdir(int pfd, const char *name, struct be_local_args *a)
 {
+	be_local_exact_modes();
 	if (mkdirat(pfd, name, a->mode) < 0)
 		return be_local_errno();
 	be_local_set_owner(pfd, name, a->cred);
@@ -423,6 +452,23 @@ static int be_local_symlink(struct backend *be, const char *target, const char *
 	struct be_local_args a = { .target = target, .cred = cred };
 
 	return be_local_at(be, path, be_local_do_symlink, &a);
+}
+
+static int be_local_do_mknod(int pfd, const char *name, struct be_local_args *a)
+{
+	be_local_exact_modes();
+	if (mknodat(pfd, name, a->mode, a->rdev) < 0)
+		return be_local_errno();
+	be_local_set_owner(pfd, name, a->cred);
+	return 0;
+}
+
+static int be_local_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+			  const struct backend_cred *cred)
+{
+	struct be_local_args a = { .mode = mode, .rdev = rdev, .cred = cred };
+
+	return be_local_at(be, path, be_local_do_mknod, &a);
 }
 
 static int be_local_do_unlink(int pfd, const char *name, struct be_local_args *a)
@@ -585,4 +631,5 @@ const struct backend_ops be_local_ops = {
 	.rename = be_local_rename,
 	.setattr = be_local_setattr,
 	.local_fd = be_local_fd,
+	.mknod = be_local_mknod,
 };

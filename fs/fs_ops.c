@@ -416,9 +416,25 @@ static struct backend_cred fs_cred(fuse_req_t req)
 	return (struct backend_cred){ .uid = ctx->uid, .gid = ctx->gid };
 }
 
-/* Makes a folder, or a symlink to @target when it is not NULL, and replies with its entry. */
-static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		    const char *target)
+/* What fs_make makes: a folder, a symlink to @target, or a special file (@rdev). */
+struct fs_new {
+	mode_t mode;		/* with its type: S_IFDIR, S_IFLNK, S_IFIFO, ... */
+	dev_t rdev;
+	const char *target;
+};
+
+static int fs_make_backend(struct backend *be, const char *path, const struct fs_new *w,
+			   const struct backend_cred *cred)
+{
+	if (S_ISDIR(w->mode))
+		return backend_mkdir(be, path, w->mode & 07777, cred);
+	if (S_ISLNK(w->mode))
+		return backend_symlink(be, w->target, path, cred);
+	return backend_mknod(be, path, w->mode, w->rdev, cred);
+}
+
+/* Makes what @w says at @name in @parent and replies with its entry. */
+static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, const struct fs_new *w)
 {
 	struct node *p = fs_req_node(req, parent);
 	struct backend_cred cred = fs_cred(req);
@@ -426,8 +442,7 @@ static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 	int ret = fs_new_path(fs_of(req), p, name, &path);
 
 	if (ret == 0)
-		ret = target ? backend_symlink(p->view->be, target, path, &cred)
-			     : backend_mkdir(p->view->be, path, mode, &cred);
+		ret = fs_make_backend(p->view->be, path, w, &cred);
 	if (ret == 0)
 		fs_reply_made(req, p, name, path);
 	else
@@ -437,12 +452,29 @@ static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 
 static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	fs_make(req, parent, name, mode, NULL);
+	struct fs_new w = { .mode = S_IFDIR | (mode & 07777) };
+
+	fs_make(req, parent, name, &w);
 }
 
 static void fs_ops_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
-	fs_make(req, parent, name, 0, target);
+	struct fs_new w = { .mode = S_IFLNK | 0777, .target = target };
+
+	fs_make(req, parent, name, &w);
+}
+
+/*
+ * FIFOs, sockets (bind(2) of a unix socket makes one) and devices.  The
+ * kernel serves a FIFO's or a socket's I/O itself; only the node is kept by
+ * the backend.  A regular file made by mknod(2) comes as CREATE.
+ */
+static void fs_ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			 dev_t rdev)
+{
+	struct fs_new w = { .mode = mode, .rdev = rdev };
+
+	fs_make(req, parent, name, &w);
 }
 
 static void fs_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -1375,6 +1407,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.setattr = fs_ops_setattr,
 	.readlink = fs_ops_readlink,
 	.mkdir = fs_ops_mkdir,
+	.mknod = fs_ops_mknod,
 	.unlink = fs_ops_unlink,
 	.rmdir = fs_ops_rmdir,
 	.symlink = fs_ops_symlink,
