@@ -327,8 +327,44 @@ static void be_local_exact_modes(void)
 		umask(0);
 }
 
-/* Gives a new entry the asker's owner (as root only; a user's mount owns what it makes). */
-static void be_local_set_owner(int pfd, const char *name, const struct backend_cred *cred)
+/* chmod of what @fd (open, or O_PATH) is, never of a symlink it might name. */
+static int be_local_chmod_fd(int fd, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return chmod(proc, mode & 07777) < 0 ? be_local_errno() : 0;
+}
+
+/*
+ * Puts back the setuid and setgid bits of @mode that the chown of a new
+ * entry cleared (the kernel clears them on chown; a user's own create
+ * keeps them, as far as the kernel's checks before the call let it).
+ * Through @fd when the entry is open, else through an O_PATH descriptor
+ * that is no symlink.
+ */
+static void be_local_keep_setid(int pfd, const char *name, int fd, mode_t mode)
+{
+	int pathfd = fd >= 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		fd = pathfd;
+	if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode) &&
+	    (st.st_mode & 07777) != (mode & 07777))
+		be_local_chmod_fd(fd, mode);
+	if (pathfd >= 0)
+		close(pathfd);
+}
+
+/*
+ * Gives a new entry the asker's owner (as root only; a user's mount owns
+ * what it makes).  @fd is the entry open, or -1; @mode its permission bits
+ * when they hold setuid or setgid bits to keep (0 for folders and links,
+ * whose chown clears none).
+ */
+static void be_local_set_owner(int pfd, const char *name, int fd, mode_t mode,
+			       const struct backend_cred *cred)
 {
 	struct stat parent;
 	gid_t gid = cred->gid;
@@ -341,6 +377,8 @@ static void be_local_set_owner(int pfd, const char *name, const struct backend_c
 		return;
 	if (fchownat(pfd, name, cred->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 		errno = 0;	/* created all the same; the owner stays root */
+	else if (mode & (S_ISUID | S_ISGID))
+		be_local_keep_setid(pfd, name, fd, mode);
 }
 
 static int be_local_create_file(struct backend_file **out, struct backend *be, const char *path,
@@ -357,7 +395,7 @@ static int be_local_create_file(struct backend_file **out, struct backend *be, c
 	be_local_exact_modes();
 	fd = openat(pfd, name, flags | O_CREAT | O_EXCL, mode);
 	if (fd >= 0)
-		be_local_set_owner(pfd, name, cred);
+		be_local_set_owner(pfd, name, fd, mode, cred);
 	else if (errno == EEXIST && !(flags & O_EXCL))
 		fd = openat(pfd, name, flags & ~O_CREAT);
 	if (fd < 0)
@@ -426,7 +464,7 @@ static int be_local_do_mkdir(int pfd, const char *name, struct be_local_args *a)
 	be_local_exact_modes();
 	if (mkdirat(pfd, name, a->mode) < 0)
 		return be_local_errno();
-	be_local_set_owner(pfd, name, a->cred);
+	be_local_set_owner(pfd, name, -1, 0, a->cred);
 	return 0;
 }
 
@@ -442,7 +480,7 @@ static int be_local_do_symlink(int pfd, const char *name, struct be_local_args *
 {
 	if (symlinkat(a->target, pfd, name) < 0)
 		return be_local_errno();
-	be_local_set_owner(pfd, name, a->cred);
+	be_local_set_owner(pfd, name, -1, 0, a->cred);
 	return 0;
 }
 
@@ -459,7 +497,7 @@ static int be_local_do_mknod(int pfd, const char *name, struct be_local_args *a)
 	be_local_exact_modes();
 	if (mknodat(pfd, name, a->mode, a->rdev) < 0)
 		return be_local_errno();
-	be_local_set_owner(pfd, name, a->cred);
+	be_local_set_owner(pfd, name, -1, a->mode, a->cred);
 	return 0;
 }
 
@@ -534,15 +572,15 @@ static int be_local_link(struct backend *be, const char *from, const char *to)
  */
 static int be_local_setattr_fd(int fd, int is_link, const struct stat *st, unsigned int to_set)
 {
-	char proc[64];
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+	int ret;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (to_set & BE_SET_MODE) {
 		if (is_link)
 			return -EOPNOTSUPP;
-		if (chmod(proc, st->st_mode & 07777) < 0)
-			return be_local_errno();
+		ret = be_local_chmod_fd(fd, st->st_mode);
+		if (ret < 0)
+			return ret;
 	}
 	if ((to_set & (BE_SET_UID | BE_SET_GID)) &&
 	    fchownat(fd, "", (to_set & BE_SET_UID) ? st->st_uid : (uid_t)-1,

@@ -283,6 +283,27 @@ static void test_local_mknod_never_reaches_through_a_symlink(void **state)
 	assert_int_equal(lstat_rel("sub/p", &st), -1);
 }
 
+/* chown of a new entry to its maker clears setuid and setgid; they are put back. */
+static void test_local_new_entries_keep_setuid_and_setgid(void **state)
+{
+	struct backend_cred cred = { .uid = 65534, .gid = 65534 };
+	struct backend_file *f;
+	struct stat st;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(backend_create_file(&f, be, "suid", O_RDWR, 04755, &cred), 0);
+	backend_release(f);
+	assert_int_equal(lstat_rel("suid", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 04755);
+	assert_int_equal(st.st_uid, 65534);
+	assert_int_equal(backend_mknod(be, "sgid-fifo", S_IFIFO | 02770, 0, &cred), 0);
+	assert_int_equal(lstat_rel("sgid-fifo", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 02770);
+	assert_int_equal(st.st_gid, 65534);
+}
+
 static void test_local_validate_names_the_missing_root(void **state)
 {
 	struct config_kv bad[2] = {
@@ -320,6 +341,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_mknod_never_reaches_through_a_symlink,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_new_entries_keep_setuid_and_setgid, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_local_validate_names_the_missing_root, setup,
 						teardown),
 	};
