@@ -101,21 +101,25 @@ static struct fs_dir *fs_dir_of(struct fuse_file_info *fi)
 	return (struct fs_dir *)(uintptr_t)fi->fh;
 }
 
-/* Records that @n changed through the mount (readdirplus must not serve it stale). */
-static void fs_changed(struct fs *fs, struct node *n)
-{
-	atomic_store(&n->changed, atomic_fetch_add(&fs->gen, 1) + 1);
-}
-
 static double fs_timeout(const struct node *n)
 {
 	return n->kind == NODE_BACKEND ? n->view->timeout : FS_VIRTUAL_TIMEOUT;
 }
 
 /*
- * How long the kernel may trust @st.  A file with several hard links in a
- * datastore is several nodes here (nodes are paths), so a write through one
- * name must not leave a stale size cached under another: never cache it.
+ * How long the kernel may trust @st.
+ *
+ * A file with several hard links in a datastore is several nodes here
+ * (nodes are paths), so several inodes to the kernel, each with its own
+ * cached attributes.  Rather than tracking which nodes show one backend
+ * inode, such a file is never attribute-cached: a change through one name
+ * (chmod, chown, utimens, truncate, a write, through the daemon or a
+ * passthrough descriptor) is seen at once under every other, since each
+ * stat asks the backend.  The one change that turns a cached file into one
+ * with two names, link, drops the source's cached attributes
+ * (fs_ops_link); unlink and rename over a name only lower a count the other
+ * names already never cache.  Changes behind the mount's back are seen
+ * within the view's timeout.
  */
 static double fs_attr_timeout(const struct node *n, const struct stat *st)
 {
@@ -123,6 +127,17 @@ static double fs_attr_timeout(const struct node *n, const struct stat *st)
 	    st->st_nlink > 1)
 		return 0.0;
 	return fs_timeout(n);
+}
+
+/*
+ * Makes the kernel ask again for @n's attributes.  Only the attributes, no
+ * page: without writeback caching the kernel then never blocks, so this may
+ * be called from inside any request (libfuse's notify_inval_inode rules).
+ */
+static void fs_inval_attr(struct fs *fs, struct node *n)
+{
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_nodeid(fs, n), -1, 0);
 }
 
 /* 0 when things may be made or changed inside @dir, else the negated errno. */
@@ -350,7 +365,7 @@ static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	if (ret == 0 && flags)
 		ret = backend_setattr(n->view->be, path, bf, attr, flags);
 	free(path);
-	fs_changed(fs, n);
+	fs_node_changed(fs, n);
 	if (ret == 0 && (flags & BE_SET_SIZE))
 		fs_forget_cached(fs, n);
 	if (ret == 0)
@@ -405,7 +420,7 @@ static void fs_reply_made(fuse_req_t req, struct node *parent, const char *name,
 	struct stat st;
 	int ret = backend_getattr(parent->view->be, path, &st);
 
-	fs_changed(fs, parent);
+	fs_node_changed(fs, parent);
 	fs_reply_child(req, fs, parent, name, ret, &st);
 }
 
@@ -491,10 +506,12 @@ static void fs_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, co
 		ret = fs_node_path(fs, n, NULL, &from);
 	if (ret == 0)
 		ret = backend_link(p->view->be, from, to);
-	if (ret == 0)
+	if (ret == 0) {
+		fs_inval_attr(fs, n);	/* cached with one link, it has two now */
 		fs_reply_made(req, p, newname, to);
-	else
+	} else {
 		fuse_reply_err(req, -ret);
+	}
 	free(from);
 	free(to);
 }
@@ -515,7 +532,7 @@ static void fs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int i
 		ret = is_dir ? backend_rmdir(p->view->be, path) : backend_unlink(p->view->be, path);
 	if (ret == 0)
 		fs_node_unlinked(fs, p, name);
-	fs_changed(fs, p);
+	fs_node_changed(fs, p);
 	free(path);
 	fuse_reply_err(req, -ret);
 }
@@ -552,8 +569,8 @@ static void fs_ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, f
 		ret = backend_rename(p->view->be, from, to, flags);
 	if (ret == 0)
 		ret = fs_node_renamed(fs, p, name, np, newname, flags);
-	fs_changed(fs, p);
-	fs_changed(fs, np);
+	fs_node_changed(fs, p);
+	fs_node_changed(fs, np);
 	free(from);
 	free(to);
 	fuse_reply_err(req, -ret);
@@ -791,7 +808,7 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	if (f->backing_id > 0)
 		atomic_fetch_add(&p->view->be->stats.passthrough_opens, 1);
 	fs_keep_cache(fs, f->node, &e.attr);
-	fs_changed(fs, p);
+	fs_node_changed(fs, p);
 	fs_node_attr(f->node, &e.attr);
 	e.ino = fs_nodeid(fs, f->node);
 	e.entry_timeout = fs_timeout(f->node);
@@ -920,7 +937,7 @@ static void fs_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 		return;
 	}
 	f->written = true;
-	fs_changed(fs_of(req), f->node);
+	fs_node_changed(fs_of(req), f->node);
 	fuse_reply_write(req, (size_t)n);
 }
 
