@@ -582,7 +582,7 @@ static int be_local_setattr_fd(int fd, int is_link, const struct stat *st, unsig
 		if (ret < 0)
 			return ret;
 	}
-	if ((to_set & (BE_SET_UID | BE_SET_GID)) &&
+	if ((to_set & (BE_SET_UID | BE_SET_GID | BE_SET_CTIME)) &&
 	    fchownat(fd, "", (to_set & BE_SET_UID) ? st->st_uid : (uid_t)-1,
 		     (to_set & BE_SET_GID) ? st->st_gid : (gid_t)-1,
 		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)

@@ -362,8 +362,8 @@ static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		ret = fs_node_path(fs, n, NULL, &path);
 	if (ret == -ENOENT && bf)
 		ret = 0;	/* unlinked but open: changed through the handle */
-	if (ret == 0 && flags)
-		ret = backend_setattr(n->view->be, path, bf, attr, flags);
+	if (ret == 0)	/* nothing to change is chown(f, -1, -1): the change time still is */
+		ret = backend_setattr(n->view->be, path, bf, attr, flags ? flags : BE_SET_CTIME);
 	free(path);
 	fs_node_changed(fs, n);
 	if (ret == 0 && (flags & BE_SET_SIZE))

@@ -59,6 +59,7 @@
 #define BE_SET_MTIME		(1u << 5)
 #define BE_SET_ATIME_NOW	(1u << 6)
 #define BE_SET_MTIME_NOW	(1u << 7)
+#define BE_SET_CTIME		(1u << 8)	/* nothing else: chown(f, -1, -1) marks the change time */
 
 struct backend_stats {
 	atomic_uint_fast64_t bytes_read;
@@ -409,6 +410,8 @@ static inline int backend_rename(struct backend *be, const char *from, const cha
 static inline int backend_setattr(struct backend *be, const char *path, struct backend_file *f,
 				  const struct stat *st, unsigned int to_set)
 {
+	if (to_set == BE_SET_CTIME && !be->ops->setattr)
+		return 0;	/* no change, and no change time to mark */
 	return BACKEND_META_CALL(be, setattr, path, f, st, to_set);
 }
 

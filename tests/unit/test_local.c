@@ -304,6 +304,24 @@ static void test_local_new_entries_keep_setuid_and_setgid(void **state)
 	assert_int_equal(st.st_gid, 65534);
 }
 
+/* Nothing to change but the change time: chown(f, -1, -1). */
+static void test_local_setattr_marks_the_change_time(void **state)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	struct stat before, after, none = { 0 };
+
+	(void)state;
+	assert_int_equal(lstat_rel("a.txt", &before), 0);
+	nanosleep(&pause, NULL);
+	assert_int_equal(backend_setattr(be, "a.txt", NULL, &none, BE_SET_CTIME), 0);
+	assert_int_equal(lstat_rel("a.txt", &after), 0);
+	assert_true(after.st_ctim.tv_sec > before.st_ctim.tv_sec ||
+		    (after.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+		     after.st_ctim.tv_nsec > before.st_ctim.tv_nsec));
+	assert_int_equal(after.st_uid, before.st_uid);
+	assert_int_equal(after.st_mode, before.st_mode);
+}
+
 static void test_local_validate_names_the_missing_root(void **state)
 {
 	struct config_kv bad[2] = {
@@ -342,6 +360,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_local_mknod_never_reaches_through_a_symlink,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_new_entries_keep_setuid_and_setgid, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_local_setattr_marks_the_change_time, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_local_validate_names_the_missing_root, setup,
 						teardown),
