@@ -740,6 +740,8 @@ static void calls_utimens(void)
 
 static void calls_perm_as_owner(void)
 {
+	DO(chmod("w/own-root-group", 02755));	/* not in the group: setgid is dropped */
+	calls_stat("w/own-root-group");
 	calls_write_file("w/own", "own");
 	DO(chmod("w/own", 0700));
 	DO(chmod("w/own", 02755));
@@ -786,6 +788,8 @@ static void calls_perm(void)
 	calls_tmark();
 	DO(chmod("w/setid-all", 06777));
 	calls_stat("w/setid-all");
+	calls_write_file("w/own-root-group", "u1's, group 0");
+	DO(chown("w/own-root-group", U1, 0));
 	AS_U1(calls_perm_as_owner);
 	AS_U2(calls_perm_as_other);
 	DO(chmod("w/own", 04755));
