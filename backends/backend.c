@@ -266,7 +266,7 @@ int backend_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
 	if (ret != -ENOTSUP)
 		return backend_count(be, ret);
 	if (!atomic_exchange(&be->mknod_refused, true))
-		log_warn("datastore %s: a %s datastore cannot hold special files (FIFOs, sockets, "
-			 "devices): making one answers EPERM", be->name, be->ops->scheme);
+		log_warn("datastore %s (%s): special files (FIFOs, sockets, devices) cannot be "
+			 "made there; mknod answers EPERM", be->name, be->ops->scheme);
 	return backend_count(be, -EPERM);
 }
