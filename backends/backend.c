@@ -9,6 +9,8 @@
  * with backend_register(), behind the same contract as the real ones.
  *
  * The registry is filled before any thread starts and only read after.
+ * The one wrapper that logs (backend_mknod) lives here too, so the inline
+ * ones in backend.h need no log.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "log.h"
 #include "path.h"
 #include "be_archive.h"
 #include "be_http.h"
@@ -247,4 +250,23 @@ void backend_destroy(struct backend *be)
 		return;
 	free(be->name);
 	be->ops->destroy(be);
+}
+
+int backend_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+		  const struct backend_cred *cred)
+{
+	int ret = -ENOTSUP;
+
+	if (!(be->ops->caps & BE_CAP_WRITE))
+		return -EROFS;
+	if (be->ops->version >= 4 && be->ops->mknod) {
+		atomic_fetch_add(&be->stats.meta_ops, 1);
+		ret = be->ops->mknod(be, path, mode, rdev, cred);
+	}
+	if (ret != -ENOTSUP)
+		return backend_count(be, ret);
+	if (!atomic_exchange(&be->mknod_refused, true))
+		log_warn("datastore %s (%s): special files (FIFOs, sockets, devices) cannot be "
+			 "made there; mknod answers EPERM", be->name, be->ops->scheme);
+	return backend_count(be, -EPERM);
 }

@@ -10,6 +10,14 @@
  * with the *at() calls that do not follow it.  A symlink is shown as a
  * symlink; the kernel resolves it on the client like any other.
  *
+ * Special files (FIFOs, sockets, devices) are made with mknodat beneath the
+ * root like everything else, owned by the asker as every new entry is.
+ *
+ * Modes are final when they get here (the kernel applied the asker's
+ * umask), so a thread that creates runs with a umask of its own, 0: it
+ * unshares its filesystem attributes once (CLONE_FS), and the process's
+ * umask stays as it is for everything else the daemon makes.
+ *
  * Threading: no shared mutable state besides the root descriptor, which is
  * read-only after create; every call opens and closes its own descriptors.
  * Needs Linux 5.6 (openat2).
@@ -22,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -118,8 +128,9 @@ static void be_local_close_parent(struct be_local *lb, int fd)
 /* What a call on a last component needs besides the parent and the name. */
 struct be_local_args {
 	mode_t mode;
+	dev_t rdev;				/* mknod */
 	const char *target;			/* symlink */
-	const struct backend_cred *cred;	/* mkdir, symlink */
+	const struct backend_cred *cred;	/* mkdir, symlink, mknod */
 	struct stat *st;			/* getattr */
 	char *buf;				/* readlink */
 	size_t size;
@@ -300,8 +311,60 @@ static int be_local_open(struct backend_file **out, struct backend *be, const ch
 	return be_local_file_new(out, be, fd);
 }
 
-/* Gives a new entry the asker's owner (as root only; a user's mount owns what it makes). */
-static void be_local_set_owner(int pfd, const char *name, const struct backend_cred *cred)
+/*
+ * Makes this thread's umask 0, leaving the process's alone: the mode a
+ * creating call is given is the one the entry must get.  The thread
+ * unshares its filesystem attributes the first time; where that is
+ * refused, the process's umask applies.
+ */
+static void be_local_exact_modes(void)
+{
+	static __thread bool unshared;
+
+	if (!unshared)
+		unshared = unshare(CLONE_FS) == 0;
+	if (unshared)
+		umask(0);
+}
+
+/* chmod of what @fd (open, or O_PATH) is, never of a symlink it might name. */
+static int be_local_chmod_fd(int fd, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return chmod(proc, mode & 07777) < 0 ? be_local_errno() : 0;
+}
+
+/*
+ * Puts back the setuid and setgid bits of @mode that the chown of a new
+ * entry cleared (the kernel clears them on chown; a user's own create
+ * keeps them, as far as the kernel's checks before the call let it).
+ * Through @fd when the entry is open, else through an O_PATH descriptor
+ * that is no symlink.
+ */
+static void be_local_keep_setid(int pfd, const char *name, int fd, mode_t mode)
+{
+	int pathfd = fd >= 0 ? -1 : openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		fd = pathfd;
+	if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode) &&
+	    (st.st_mode & 07777) != (mode & 07777))
+		be_local_chmod_fd(fd, mode);
+	if (pathfd >= 0)
+		close(pathfd);
+}
+
+/*
+ * Gives a new entry the asker's owner (as root only; a user's mount owns
+ * what it makes).  @fd is the entry open, or -1; @mode its permission bits
+ * when they hold setuid or setgid bits to keep (0 for folders and links,
+ * whose chown clears none).
+ */
+static void be_local_set_owner(int pfd, const char *name, int fd, mode_t mode,
+			       const struct backend_cred *cred)
 {
 	struct stat parent;
 	gid_t gid = cred->gid;
@@ -314,6 +377,8 @@ static void be_local_set_owner(int pfd, const char *name, const struct backend_c
 		return;
 	if (fchownat(pfd, name, cred->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 		errno = 0;	/* created all the same; the owner stays root */
+	else if (mode & (S_ISUID | S_ISGID))
+		be_local_keep_setid(pfd, name, fd, mode);
 }
 
 static int be_local_create_file(struct backend_file **out, struct backend *be, const char *path,
@@ -327,9 +392,10 @@ static int be_local_create_file(struct backend_file **out, struct backend *be, c
 	if (pfd < 0)
 		return pfd;
 	flags = (flags & ~O_NOCTTY) | O_NOFOLLOW | O_CLOEXEC;
+	be_local_exact_modes();
 	fd = openat(pfd, name, flags | O_CREAT | O_EXCL, mode);
 	if (fd >= 0)
-		be_local_set_owner(pfd, name, cred);
+		be_local_set_owner(pfd, name, fd, mode, cred);
 	else if (errno == EEXIST && !(flags & O_EXCL))
 		fd = openat(pfd, name, flags & ~O_CREAT);
 	if (fd < 0)
@@ -395,9 +461,10 @@ static int be_local_readlink(struct backend *be, const char *path, char *buf, si
 
 static int be_local_do_mkdir(int pfd, const char *name, struct be_local_args *a)
 {
+	be_local_exact_modes();
 	if (mkdirat(pfd, name, a->mode) < 0)
 		return be_local_errno();
-	be_local_set_owner(pfd, name, a->cred);
+	be_local_set_owner(pfd, name, -1, 0, a->cred);
 	return 0;
 }
 
@@ -413,7 +480,7 @@ static int be_local_do_symlink(int pfd, const char *name, struct be_local_args *
 {
 	if (symlinkat(a->target, pfd, name) < 0)
 		return be_local_errno();
-	be_local_set_owner(pfd, name, a->cred);
+	be_local_set_owner(pfd, name, -1, 0, a->cred);
 	return 0;
 }
 
@@ -423,6 +490,23 @@ static int be_local_symlink(struct backend *be, const char *target, const char *
 	struct be_local_args a = { .target = target, .cred = cred };
 
 	return be_local_at(be, path, be_local_do_symlink, &a);
+}
+
+static int be_local_do_mknod(int pfd, const char *name, struct be_local_args *a)
+{
+	be_local_exact_modes();
+	if (mknodat(pfd, name, a->mode, a->rdev) < 0)
+		return be_local_errno();
+	be_local_set_owner(pfd, name, -1, a->mode, a->cred);
+	return 0;
+}
+
+static int be_local_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+			  const struct backend_cred *cred)
+{
+	struct be_local_args a = { .mode = mode, .rdev = rdev, .cred = cred };
+
+	return be_local_at(be, path, be_local_do_mknod, &a);
 }
 
 static int be_local_do_unlink(int pfd, const char *name, struct be_local_args *a)
@@ -488,17 +572,17 @@ static int be_local_link(struct backend *be, const char *from, const char *to)
  */
 static int be_local_setattr_fd(int fd, int is_link, const struct stat *st, unsigned int to_set)
 {
-	char proc[64];
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+	int ret;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (to_set & BE_SET_MODE) {
 		if (is_link)
 			return -EOPNOTSUPP;
-		if (chmod(proc, st->st_mode & 07777) < 0)
-			return be_local_errno();
+		ret = be_local_chmod_fd(fd, st->st_mode);
+		if (ret < 0)
+			return ret;
 	}
-	if ((to_set & (BE_SET_UID | BE_SET_GID)) &&
+	if ((to_set & (BE_SET_UID | BE_SET_GID | BE_SET_CTIME)) &&
 	    fchownat(fd, "", (to_set & BE_SET_UID) ? st->st_uid : (uid_t)-1,
 		     (to_set & BE_SET_GID) ? st->st_gid : (gid_t)-1,
 		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -585,4 +669,5 @@ const struct backend_ops be_local_ops = {
 	.rename = be_local_rename,
 	.setattr = be_local_setattr,
 	.local_fd = be_local_fd,
+	.mknod = be_local_mknod,
 };

@@ -241,8 +241,9 @@ struct be_nfs_args {
 	struct nfs_stat_64 *st;			/* getattr */
 	const char *other;			/* rename, link: the second path; symlink: the target */
 	unsigned int flags;			/* rename */
-	mode_t mode;				/* mkdir */
-	const struct backend_cred *cred;	/* mkdir, symlink */
+	mode_t mode;				/* mkdir, mknod */
+	dev_t rdev;				/* mknod */
+	const struct backend_cred *cred;	/* mkdir, symlink, mknod */
 	char *buf;				/* readlink */
 	size_t size;
 	struct statvfs *sv;			/* statfs */
@@ -636,6 +637,32 @@ static int be_nfs_symlink(struct backend *be, const char *target, const char *pa
 	struct be_nfs_args a = { .other = target, .cred = cred };
 
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_symlink, &a, "symlink");
+}
+
+static int be_nfs_do_mknod(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
+{
+	int ret = nfs_mknod(nfs, path, (int)a->mode, (int)a->rdev);
+
+	if (ret == 0)
+		be_nfs_set_owner(nfs, path, a->cred);
+	return ret;
+}
+
+/*
+ * libnfs 4.0 makes FIFOs, sockets and devices over NFSv3 (MKNOD), only
+ * devices over NFSv4 (CREATE of NF4CHR or NF4BLK): a FIFO or a socket on
+ * a v4 datastore is refused as a type it cannot hold.  Only the
+ * permission bits reach the server (no setuid, setgid or sticky bit).
+ */
+static int be_nfs_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+			const struct backend_cred *cred)
+{
+	struct be_nfs_args a = { .mode = mode, .rdev = rdev, .cred = cred };
+	bool device = S_ISCHR(mode) || S_ISBLK(mode);
+
+	if (!device && (be_nfs(be)->v4 || !(S_ISFIFO(mode) || S_ISSOCK(mode))))
+		return -ENOTSUP;
+	return be_nfs_call(be_nfs(be), path, be_nfs_do_mknod, &a, "mknod");
 }
 
 static int be_nfs_do_unlink(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
@@ -1159,4 +1186,5 @@ const struct backend_ops be_nfs_ops = {
 	.rename = be_nfs_rename,
 	.setattr = be_nfs_setattr,
 	.cache_key = be_nfs_cache_key,
+	.mknod = be_nfs_mknod,
 };

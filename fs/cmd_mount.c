@@ -325,6 +325,7 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 		se = fuse_session_new(&fa, &fs_ops, sizeof(fs_ops), fs);
 	if (!se)
 		goto out_args;		/* libfuse said why */
+	fs->se = se;
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out_session;
 	if (fuse_session_mount(se, a->mountpoint) < 0) {

@@ -33,6 +33,7 @@ enum node_kind {
 
 struct fs;
 struct fs_file;
+struct fuse_session;
 
 /* Makes the content of a virtual file; hands out a malloc'd buffer. */
 typedef int fs_content_fn(struct fs *fs, char **buf, size_t *len);
@@ -96,6 +97,8 @@ struct fs {
 	atomic_uint_fast64_t dir_entries_peak;	/* the most held at once */
 	atomic_uint_fast64_t gen;	/* bumped by every change made through the mount */
 
+	struct fuse_session *se;	/* set before serving: for notifications to the kernel */
+
 	/* FUSE passthrough (fs_passthrough.c) */
 	int pt_fd;			/* the session's /dev/fuse descriptor */
 	atomic_uint_fast64_t pt_init_unique;	/* the INIT request, when it offered passthrough */
@@ -149,6 +152,8 @@ int fs_node_path(struct fs *fs, struct node *n, const char *name, char **out);
 int fs_node_get(struct fs *fs, struct node *parent, const char *name, struct node **out);
 void fs_node_forget(struct fs *fs, struct node *n, uint64_t nlookup);
 void fs_node_unlinked(struct fs *fs, struct node *parent, const char *name);
+/* Records that @n changed through the mount (readdirplus must not serve it stale). */
+void fs_node_changed(struct fs *fs, struct node *n);
 int fs_node_renamed(struct fs *fs, struct node *parent, const char *name,
 		    struct node *newparent, const char *newname, unsigned int flags);
 /* Makes the attributes the kernel sees from the backend's. */

@@ -101,21 +101,25 @@ static struct fs_dir *fs_dir_of(struct fuse_file_info *fi)
 	return (struct fs_dir *)(uintptr_t)fi->fh;
 }
 
-/* Records that @n changed through the mount (readdirplus must not serve it stale). */
-static void fs_changed(struct fs *fs, struct node *n)
-{
-	atomic_store(&n->changed, atomic_fetch_add(&fs->gen, 1) + 1);
-}
-
 static double fs_timeout(const struct node *n)
 {
 	return n->kind == NODE_BACKEND ? n->view->timeout : FS_VIRTUAL_TIMEOUT;
 }
 
 /*
- * How long the kernel may trust @st.  A file with several hard links in a
- * datastore is several nodes here (nodes are paths), so a write through one
- * name must not leave a stale size cached under another: never cache it.
+ * How long the kernel may trust @st.
+ *
+ * A file with several hard links in a datastore is several nodes here
+ * (nodes are paths), so several inodes to the kernel, each with its own
+ * cached attributes.  Rather than tracking which nodes show one backend
+ * inode, such a file is never attribute-cached: a change through one name
+ * (chmod, chown, utimens, truncate, a write, through the daemon or a
+ * passthrough descriptor) is seen at once under every other, since each
+ * stat asks the backend.  The one change that turns a cached file into one
+ * with two names, link, drops the source's cached attributes
+ * (fs_ops_link); unlink and rename over a name only lower a count the other
+ * names already never cache.  Changes behind the mount's back are seen
+ * within the view's timeout.
  */
 static double fs_attr_timeout(const struct node *n, const struct stat *st)
 {
@@ -123,6 +127,17 @@ static double fs_attr_timeout(const struct node *n, const struct stat *st)
 	    st->st_nlink > 1)
 		return 0.0;
 	return fs_timeout(n);
+}
+
+/*
+ * Makes the kernel ask again for @n's attributes.  Only the attributes, no
+ * page: without writeback caching the kernel then never blocks, so this may
+ * be called from inside any request (libfuse's notify_inval_inode rules).
+ */
+static void fs_inval_attr(struct fs *fs, struct node *n)
+{
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_nodeid(fs, n), -1, 0);
 }
 
 /* 0 when things may be made or changed inside @dir, else the negated errno. */
@@ -347,10 +362,10 @@ static void fs_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		ret = fs_node_path(fs, n, NULL, &path);
 	if (ret == -ENOENT && bf)
 		ret = 0;	/* unlinked but open: changed through the handle */
-	if (ret == 0 && flags)
-		ret = backend_setattr(n->view->be, path, bf, attr, flags);
+	if (ret == 0)	/* nothing to change is chown(f, -1, -1): the change time still is */
+		ret = backend_setattr(n->view->be, path, bf, attr, flags ? flags : BE_SET_CTIME);
 	free(path);
-	fs_changed(fs, n);
+	fs_node_changed(fs, n);
 	if (ret == 0 && (flags & BE_SET_SIZE))
 		fs_forget_cached(fs, n);
 	if (ret == 0)
@@ -405,7 +420,7 @@ static void fs_reply_made(fuse_req_t req, struct node *parent, const char *name,
 	struct stat st;
 	int ret = backend_getattr(parent->view->be, path, &st);
 
-	fs_changed(fs, parent);
+	fs_node_changed(fs, parent);
 	fs_reply_child(req, fs, parent, name, ret, &st);
 }
 
@@ -416,9 +431,25 @@ static struct backend_cred fs_cred(fuse_req_t req)
 	return (struct backend_cred){ .uid = ctx->uid, .gid = ctx->gid };
 }
 
-/* Makes a folder, or a symlink to @target when it is not NULL, and replies with its entry. */
-static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		    const char *target)
+/* What fs_make makes: a folder, a symlink to @target, or a special file (@rdev). */
+struct fs_new {
+	mode_t mode;		/* with its type: S_IFDIR, S_IFLNK, S_IFIFO, ... */
+	dev_t rdev;
+	const char *target;
+};
+
+static int fs_make_backend(struct backend *be, const char *path, const struct fs_new *w,
+			   const struct backend_cred *cred)
+{
+	if (S_ISDIR(w->mode))
+		return backend_mkdir(be, path, w->mode & 07777, cred);
+	if (S_ISLNK(w->mode))
+		return backend_symlink(be, w->target, path, cred);
+	return backend_mknod(be, path, w->mode, w->rdev, cred);
+}
+
+/* Makes what @w says at @name in @parent and replies with its entry. */
+static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, const struct fs_new *w)
 {
 	struct node *p = fs_req_node(req, parent);
 	struct backend_cred cred = fs_cred(req);
@@ -426,8 +457,7 @@ static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 	int ret = fs_new_path(fs_of(req), p, name, &path);
 
 	if (ret == 0)
-		ret = target ? backend_symlink(p->view->be, target, path, &cred)
-			     : backend_mkdir(p->view->be, path, mode, &cred);
+		ret = fs_make_backend(p->view->be, path, w, &cred);
 	if (ret == 0)
 		fs_reply_made(req, p, name, path);
 	else
@@ -437,12 +467,29 @@ static void fs_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 
 static void fs_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	fs_make(req, parent, name, mode, NULL);
+	struct fs_new w = { .mode = S_IFDIR | (mode & 07777) };
+
+	fs_make(req, parent, name, &w);
 }
 
 static void fs_ops_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
-	fs_make(req, parent, name, 0, target);
+	struct fs_new w = { .mode = S_IFLNK | 0777, .target = target };
+
+	fs_make(req, parent, name, &w);
+}
+
+/*
+ * FIFOs, sockets (bind(2) of a unix socket makes one) and devices.  The
+ * kernel serves a FIFO's or a socket's I/O itself; only the node is kept by
+ * the backend.  A regular file made by mknod(2) comes as CREATE.
+ */
+static void fs_ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			 dev_t rdev)
+{
+	struct fs_new w = { .mode = mode, .rdev = rdev };
+
+	fs_make(req, parent, name, &w);
 }
 
 static void fs_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -459,10 +506,12 @@ static void fs_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, co
 		ret = fs_node_path(fs, n, NULL, &from);
 	if (ret == 0)
 		ret = backend_link(p->view->be, from, to);
-	if (ret == 0)
+	if (ret == 0) {
+		fs_inval_attr(fs, n);	/* cached with one link, it has two now */
 		fs_reply_made(req, p, newname, to);
-	else
+	} else {
 		fuse_reply_err(req, -ret);
+	}
 	free(from);
 	free(to);
 }
@@ -483,7 +532,7 @@ static void fs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int i
 		ret = is_dir ? backend_rmdir(p->view->be, path) : backend_unlink(p->view->be, path);
 	if (ret == 0)
 		fs_node_unlinked(fs, p, name);
-	fs_changed(fs, p);
+	fs_node_changed(fs, p);
 	free(path);
 	fuse_reply_err(req, -ret);
 }
@@ -520,8 +569,8 @@ static void fs_ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, f
 		ret = backend_rename(p->view->be, from, to, flags);
 	if (ret == 0)
 		ret = fs_node_renamed(fs, p, name, np, newname, flags);
-	fs_changed(fs, p);
-	fs_changed(fs, np);
+	fs_node_changed(fs, p);
+	fs_node_changed(fs, np);
 	free(from);
 	free(to);
 	fuse_reply_err(req, -ret);
@@ -759,7 +808,7 @@ static void fs_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	if (f->backing_id > 0)
 		atomic_fetch_add(&p->view->be->stats.passthrough_opens, 1);
 	fs_keep_cache(fs, f->node, &e.attr);
-	fs_changed(fs, p);
+	fs_node_changed(fs, p);
 	fs_node_attr(f->node, &e.attr);
 	e.ino = fs_nodeid(fs, f->node);
 	e.entry_timeout = fs_timeout(f->node);
@@ -888,7 +937,7 @@ static void fs_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 		return;
 	}
 	f->written = true;
-	fs_changed(fs_of(req), f->node);
+	fs_node_changed(fs_of(req), f->node);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -1375,6 +1424,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.setattr = fs_ops_setattr,
 	.readlink = fs_ops_readlink,
 	.mkdir = fs_ops_mkdir,
+	.mknod = fs_ops_mknod,
 	.unlink = fs_ops_unlink,
 	.rmdir = fs_ops_rmdir,
 	.symlink = fs_ops_symlink,

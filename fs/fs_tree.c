@@ -248,6 +248,11 @@ void fs_node_unlinked(struct fs *fs, struct node *parent, const char *name)
 	pthread_rwlock_unlock(&fs->lock);
 }
 
+void fs_node_changed(struct fs *fs, struct node *n)
+{
+	atomic_store(&n->changed, atomic_fetch_add(&fs->gen, 1) + 1);
+}
+
 /* Moves @n to (newparent, newname).  Called with fs->lock held. */
 static int fs_node_move(struct fs *fs, struct node *n, struct node *newparent,
 			const char *newname)
@@ -265,6 +270,7 @@ static int fs_node_move(struct fs *fs, struct node *n, struct node *newparent,
 		fs_node_put(fs, n->parent);
 	n->parent = newparent;
 	fs_hash_insert(fs, n);
+	fs_node_changed(fs, n);	/* a listing read before holds what had its name */
 	return 0;
 }
 

@@ -28,7 +28,7 @@
 #include "config.h"
 #include "diag.h"
 
-#define BACKEND_OPS_VERSION 3
+#define BACKEND_OPS_VERSION 4
 
 /* Capabilities, in backend_ops.caps. */
 #define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
@@ -59,6 +59,7 @@
 #define BE_SET_MTIME		(1u << 5)
 #define BE_SET_ATIME_NOW	(1u << 6)
 #define BE_SET_MTIME_NOW	(1u << 7)
+#define BE_SET_CTIME		(1u << 8)	/* nothing else: chown(f, -1, -1) marks the change time */
 
 struct backend_stats {
 	atomic_uint_fast64_t bytes_read;
@@ -77,6 +78,7 @@ struct backend {
 	char *name;			/* the datastore's name */
 	unsigned int index;		/* 1.. in config order; 0 is never a backend */
 	struct backend_stats stats;
+	atomic_bool mknod_refused;	/* backend_mknod said once that it cannot */
 };
 
 struct backend_file {
@@ -184,6 +186,19 @@ struct backend_ops {
 	 */
 	int (*upload)(struct backend *be, const char *path, int fd, uint64_t size,
 		      const struct backend_upload *u);
+
+	/* Version 4 from here on. */
+	/*
+	 * Makes the special file @path: a FIFO, a socket, or a character or
+	 * block device numbered @rdev, as @mode's type says, with @mode's
+	 * permission bits as they are (the kernel applied the caller's umask)
+	 * and @cred's owner.  A symlink at @path is never followed.  Returns
+	 * -ENOTSUP for a type this backend cannot hold: the wrapper answers
+	 * -EPERM for it and logs that once per datastore.  Optional: without
+	 * it every type is refused so.
+	 */
+	int (*mknod)(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+		     const struct backend_cred *cred);
 	/* append only; bump BACKEND_OPS_VERSION */
 };
 
@@ -215,6 +230,14 @@ int backend_create(struct backend **out, const struct datastore_config *cfg,
 void backend_destroy(struct backend *be);
 
 /* ---- the wrappers fs/ calls ---- */
+
+/*
+ * backend_ops.mknod, or -EPERM (never -ENOSYS) where the backend cannot
+ * hold that type, said once per datastore in the log; -EROFS for a
+ * backend that cannot write at all, as every change gets.
+ */
+int backend_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+		  const struct backend_cred *cred);
 
 static inline int backend_count(struct backend *be, int ret)
 {
@@ -387,6 +410,8 @@ static inline int backend_rename(struct backend *be, const char *from, const cha
 static inline int backend_setattr(struct backend *be, const char *path, struct backend_file *f,
 				  const struct stat *st, unsigned int to_set)
 {
+	if (to_set == BE_SET_CTIME && !be->ops->setattr)
+		return 0;	/* no change, and no change time to mark */
 	return BACKEND_META_CALL(be, setattr, path, f, st, to_set);
 }
 

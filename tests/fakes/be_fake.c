@@ -19,6 +19,7 @@
 struct be_fake_entry {
 	char *path;
 	bool is_dir;
+	mode_t special;		/* S_IFIFO, S_IFSOCK, ... for a special file, else 0 */
 	char *data;
 	size_t len;
 };
@@ -130,7 +131,7 @@ static void be_fake_stat(const struct be_fake_entry *e, size_t index, struct sta
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = index + 100;
-	st->st_mode = e->is_dir ? S_IFDIR | 0755 : S_IFREG | 0644;
+	st->st_mode = e->is_dir ? S_IFDIR | 0755 : e->special ? e->special : S_IFREG | 0644;
 	st->st_nlink = 1;
 	st->st_size = (off_t)e->len;
 }
@@ -270,6 +271,25 @@ static int be_fake_mkdir(struct backend *be, const char *path, mode_t mode,
 	return ret;
 }
 
+/* A special file: no data, its type and mode as given. */
+static int be_fake_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
+			 const struct backend_cred *cred)
+{
+	struct be_fake *fb = be_fake(be);
+	int ret;
+
+	(void)rdev;
+	(void)cred;
+	pthread_mutex_lock(&fb->lock);
+	ret = be_fake_enter(fb, FAKE_MKNOD);
+	if (!ret)
+		ret = be_fake_find(fb, path) ? -EEXIST : be_fake_add_locked(fb, path, "");
+	if (!ret)
+		fb->ents[fb->n - 1].special = mode;
+	pthread_mutex_unlock(&fb->lock);
+	return ret;
+}
+
 static int be_fake_unlink(struct backend *be, const char *path)
 {
 	struct be_fake *fb = be_fake(be);
@@ -336,4 +356,5 @@ const struct backend_ops be_fake_ops = {
 	.unlink = be_fake_unlink,
 	.rmdir = be_fake_unlink,
 	.rename = be_fake_rename,
+	.mknod = be_fake_mknod,
 };

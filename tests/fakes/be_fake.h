@@ -20,6 +20,7 @@ enum be_fake_op {
 	FAKE_MKDIR,
 	FAKE_UNLINK,
 	FAKE_RENAME,
+	FAKE_MKNOD,
 	FAKE_NOPS
 };
 

@@ -66,6 +66,18 @@ job_reason() {
 	cat "$1/reason" 2>/dev/null
 }
 
+# python3 -c "$SOCKET_PING" PATH: binds a unix socket at PATH, connects to it and
+# sends a word through; exits 0 when it arrived.
+SOCKET_PING='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+c = socket.socket(socket.AF_UNIX)
+c.connect(sys.argv[1])
+a, _ = s.accept()
+c.sendall(b"ping")
+sys.exit(a.recv(4) != b"ping")'
+
 # sha FILE: the SHA-256 of FILE, hex only.
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 

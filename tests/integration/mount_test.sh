@@ -100,6 +100,23 @@ same "the folder has the hard link" "$(stat -c %i data/store/orig)" "$(stat -c %
 check "ln -s" ln -s orig "$S/soft"
 same "readlink" orig "$(readlink "$S/soft")"
 same "cat through a symlink" linked "$(cat "$S/soft")"
+
+# --- special files: the folder holds the node, the kernel does a FIFO's and a socket's I/O.
+# The mount is nodev (libfuse's default), so a device made through it cannot be opened there.
+check "mkfifo in a datastore" mkfifo "$S/fifo"
+same "the folder holds a FIFO" fifo "$(stat -c %F data/store/fifo)"
+(sleep 0.2; echo "through the fifo" >"$S/fifo") &
+writer=$!
+same "a writer and a reader meet through it" "through the fifo" "$(timeout 10 cat "$S/fifo")"
+wait "$writer"
+check "a unix socket in a datastore is bound, connected to and answers" \
+	python3 -c "$SOCKET_PING" "$S/sock"
+same "the folder holds the socket" socket "$(stat -c %F data/store/sock)"
+check "mknod of a device as root" mknod "$S/null" c 1 3
+same "the folder holds it" "character special file 1,3" "$(stat -c '%F %t,%T' data/store/null)"
+fails "the mount is nodev: the device cannot be opened through it" "Permission denied" \
+	sh -c "echo x >'$S/null'"
+check "special files are removed like files" rm "$S/fifo" "$S/sock" "$S/null"
 check "chmod" chmod 640 "$S/orig"
 same "chmod reached the folder" 640 "$(stat -c %a data/store/orig)"
 check "chown as root" chown 65534:65534 "$S/orig"
@@ -184,6 +201,8 @@ as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 fails "another uid cannot read a 0600 file" "Permission denied" as_nobody cat "$S/private"
 same "another uid reads a 0644 file" "changed behind the mount, longer" "$(as_nobody cat "$S/public")"
 fails "another uid cannot write a root folder" "Permission denied" as_nobody touch "$S/nobody-file"
+check "another uid makes a FIFO in a 1777 folder" as_nobody mkfifo -m 0640 "$S/shared/fifo"
+same "it is that uid's, with the mode asked" "65534:65534 640" "$(stat -c '%u:%g %a' data/store/shared/fifo)"
 check "another uid writes into a 1777 folder" as_nobody sh -c "echo mine >'$S/shared/mine'"
 same "the new file belongs to that uid" "65534:65534" "$(stat -c %u:%g data/store/shared/mine)"
 echo "root's" >"$S/shared/rootfile"

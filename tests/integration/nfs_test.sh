@@ -186,6 +186,17 @@ check "ln -s makes a symlink" ln -s a.txt "$L/data/link"
 same "readlink reads it" "a.txt" "$(readlink "$L/data/link")"
 check "df works" df "$L"
 
+# --- special files over NFSv3 (libnfs's MKNOD): the server holds the node, this kernel its I/O
+check "mkfifo makes a FIFO" mkfifo "$L/data/fifo"
+same "the server holds a FIFO" fifo "$(stat -c %F "$E/data/fifo")"
+(sleep 0.2; echo "through nfs" >"$L/data/fifo") &
+writer=$!
+same "a writer and a reader meet through it" "through nfs" "$(timeout 10 cat "$L/data/fifo")"
+wait "$writer"
+check "a unix socket is bound, connected to and answers" python3 -c "$SOCKET_PING" "$L/data/sock"
+same "the server holds the socket" socket "$(stat -c %F "$E/data/sock")"
+check "both are removed" rm "$L/data/fifo" "$L/data/sock"
+
 # --- POSIX checks: NFSv3 through libnfs cannot keep an unlinked or replaced
 # open file alive (no silly rename), has no RENAME_EXCHANGE, sets times to
 # the microsecond and ganesha ignores times on a symlink.

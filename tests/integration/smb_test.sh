@@ -185,6 +185,10 @@ check "rm the file" rm "$B/newdir2/f"
 check "rmdir of the empty folder" rmdir "$B/newdir2"
 check "the folder is gone" bash -c "! test -e '$S/newdir2'"
 fails "symlink is refused" "Operation not permitted" ln -s a.txt "$B/data/link"
+fails "mkfifo is refused with EPERM, not ENOSYS" "Operation not permitted" mkfifo "$B/data/fifo"
+fails "so is binding a unix socket" "Operation not permitted" \
+	python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$B/data/sock')"
+same "the log says it once for the datastore" 1 "$(grep -c "datastore share (smb): special files" "$LOG")"
 
 # --- faults
 fails "wrong password: ls fails with EACCES" "Permission denied" ls "$M/datastores/bad"

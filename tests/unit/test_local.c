@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -228,6 +230,98 @@ static void test_local_namespace_calls(void **state)
 	assert_int_equal(backend_unlink(be, "d/a.txt"), -ENOENT);
 }
 
+/* The real path of @rel beneath the root, stat'ed without following. */
+static int lstat_rel(const char *rel, struct stat *st)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return lstat(path, st);
+}
+
+static void test_local_mknod_makes_special_files_with_exact_modes(void **state)
+{
+	struct backend_cred cred = { .uid = 65534, .gid = 65534 };
+	mode_t old = umask(077);	/* the daemon's own umask never applies */
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(backend_mknod(be, "sub/p", S_IFIFO | 0666, 0, &cred), 0);
+	assert_int_equal(lstat_rel("sub/p", &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0666);
+	assert_int_equal(backend_mknod(be, "sub/s", S_IFSOCK | 0751, 0, &cred), 0);
+	assert_int_equal(lstat_rel("sub/s", &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0751);
+	assert_int_equal(backend_mknod(be, "sub/p", S_IFIFO | 0666, 0, &cred), -EEXIST);
+	assert_int_equal(backend_mknod(be, "esc", S_IFIFO | 0666, 0, &cred), -EEXIST);
+	if (geteuid() == 0) {
+		assert_int_equal(lstat_rel("sub/p", &st), 0);
+		assert_int_equal(st.st_uid, 65534);
+		assert_int_equal(backend_mknod(be, "c", S_IFCHR | 0600, makedev(1, 3), &cred), 0);
+		assert_int_equal(lstat_rel("c", &st), 0);
+		assert_true(S_ISCHR(st.st_mode));
+		assert_int_equal(st.st_rdev, makedev(1, 3));
+	}
+	umask(old);
+}
+
+static void test_local_mknod_never_reaches_through_a_symlink(void **state)
+{
+	struct backend_cred cred = { 0 };
+	struct stat st;
+	char path[512];
+
+	(void)state;
+	assert_int_equal(backend_mknod(be, "esc/p", S_IFIFO | 0644, 0, &cred), -ELOOP);
+	assert_int_equal(backend_mknod(be, "lnkdir/p", S_IFIFO | 0644, 0, &cred), -ELOOP);
+	assert_int_equal(backend_mknod(be, "up/p", S_IFIFO | 0644, 0, &cred), -ELOOP);
+	assert_int_equal(backend_mknod(be, "sub/../p", S_IFIFO | 0644, 0, &cred), -EINVAL);
+	snprintf(path, sizeof(path), "%s/p", outside);
+	assert_int_equal(lstat(path, &st), -1);
+	assert_int_equal(lstat_rel("sub/p", &st), -1);
+}
+
+/* chown of a new entry to its maker clears setuid and setgid; they are put back. */
+static void test_local_new_entries_keep_setuid_and_setgid(void **state)
+{
+	struct backend_cred cred = { .uid = 65534, .gid = 65534 };
+	struct backend_file *f;
+	struct stat st;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(backend_create_file(&f, be, "suid", O_RDWR, 04755, &cred), 0);
+	backend_release(f);
+	assert_int_equal(lstat_rel("suid", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 04755);
+	assert_int_equal(st.st_uid, 65534);
+	assert_int_equal(backend_mknod(be, "sgid-fifo", S_IFIFO | 02770, 0, &cred), 0);
+	assert_int_equal(lstat_rel("sgid-fifo", &st), 0);
+	assert_int_equal(st.st_mode & 07777, 02770);
+	assert_int_equal(st.st_gid, 65534);
+}
+
+/* Nothing to change but the change time: chown(f, -1, -1). */
+static void test_local_setattr_marks_the_change_time(void **state)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	struct stat before, after, none = { 0 };
+
+	(void)state;
+	assert_int_equal(lstat_rel("a.txt", &before), 0);
+	nanosleep(&pause, NULL);
+	assert_int_equal(backend_setattr(be, "a.txt", NULL, &none, BE_SET_CTIME), 0);
+	assert_int_equal(lstat_rel("a.txt", &after), 0);
+	assert_true(after.st_ctim.tv_sec > before.st_ctim.tv_sec ||
+		    (after.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+		     after.st_ctim.tv_nsec > before.st_ctim.tv_nsec));
+	assert_int_equal(after.st_uid, before.st_uid);
+	assert_int_equal(after.st_mode, before.st_mode);
+}
+
 static void test_local_validate_names_the_missing_root(void **state)
 {
 	struct config_kv bad[2] = {
@@ -261,6 +355,14 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_read_write_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_namespace_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_mknod_makes_special_files_with_exact_modes,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_mknod_never_reaches_through_a_symlink,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_new_entries_keep_setuid_and_setgid, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_local_setattr_marks_the_change_time, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_local_validate_names_the_missing_root, setup,
 						teardown),
 	};

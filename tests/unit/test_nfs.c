@@ -168,6 +168,27 @@ static void test_nfs_create_contacts_no_server(void **state)
 	config_free(cfg);
 }
 
+/*
+ * libnfs 4.0 makes no FIFO or socket over NFSv4: refused as EPERM before
+ * any server is asked (ports 1: a server asked would answer EIO).
+ */
+static void test_nfs_v4_refuses_fifos_and_sockets_at_once(void **state)
+{
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = nfs\naddress = 127.0.0.1\n"
+				       "export = /export\n"
+				       "options = version=4&nfsport=1\n");
+	struct backend_cred cred = { 0 };
+	struct backend *be = NULL;
+
+	(void)state;
+	assert_int_equal(backend_create(&be, cfg_check_ds(cfg, "d"), 1), 0);
+	assert_int_equal(backend_mknod(be, "p", S_IFIFO | 0644, 0, &cred), -EPERM);
+	assert_int_equal(backend_mknod(be, "s", S_IFSOCK | 0755, 0, &cred), -EPERM);
+	assert_int_equal(be->stats.meta_ops, 2);	/* asked, never sent */
+	backend_destroy(be);
+	config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +199,7 @@ int main(void)
 		cmocka_unit_test(test_nfs_errno_maps_connection_failures_to_eio),
 		cmocka_unit_test(test_nfs_join_puts_paths_beneath_the_root),
 		cmocka_unit_test(test_nfs_create_contacts_no_server),
+		cmocka_unit_test(test_nfs_v4_refuses_fifos_and_sockets_at_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

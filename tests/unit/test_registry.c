@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -271,9 +272,118 @@ static void test_wrappers_refuse_writes_to_a_read_only_backend(void **state)
 	assert_int_equal(be_fake_add(be, "x", "abc"), 0);
 	assert_int_equal(backend_open(&f, be, "x", O_WRONLY), -EROFS);
 	assert_int_equal(be_fake_calls(be, FAKE_OPEN), 0);
+	assert_int_equal(backend_mknod(be, "p", S_IFIFO | 0644, 0, &(struct backend_cred){ 0 }),
+			 -EROFS);
+	assert_int_equal(be_fake_calls(be, FAKE_MKNOD), 0);
 	assert_int_equal(backend_open(&f, be, "x", O_RDONLY), 0);
 	backend_release(f);
 	backend_destroy(be);
+}
+
+/* Runs @fn with stderr (the log, in a test) going to a file; returns what it wrote. */
+static char *capture_stderr(void (*fn)(void *), void *arg)
+{
+	static char text[4096];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	ssize_t n;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fileno(tmp), text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	fclose(tmp);
+	return text;
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void test_wrappers_make_special_files_through_mknod(void **state)
+{
+	struct backend *be = make_fake("fake");
+	struct backend_cred cred = { 0 };
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(backend_mknod(be, "fifo", S_IFIFO | 0640, 0, &cred), 0);
+	assert_int_equal(backend_mknod(be, "fifo", S_IFIFO | 0640, 0, &cred), -EEXIST);
+	assert_int_equal(be_fake_calls(be, FAKE_MKNOD), 2);
+	assert_int_equal(be->stats.meta_ops, 2);
+	assert_int_equal(backend_getattr(be, "fifo", &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0640);
+	backend_destroy(be);
+}
+
+/* Three special files asked of one datastore; the answers in ->ret (no assert while captured). */
+struct mknod_tries {
+	struct backend *be;
+	int ret[3];
+};
+
+static void mknod_three_times(void *arg)
+{
+	struct mknod_tries *t = arg;
+	struct backend_cred cred = { 0 };
+
+	t->ret[0] = backend_mknod(t->be, "p", S_IFIFO | 0644, 0, &cred);
+	t->ret[1] = backend_mknod(t->be, "s", S_IFSOCK | 0755, 0, &cred);
+	t->ret[2] = backend_mknod(t->be, "d", S_IFCHR | 0600, 0x103, &cred);
+}
+
+/*
+ * The log of three tries on a new datastore of type @scheme; with
+ * @fail_first the backend refuses the first one's type (-ENOTSUP).
+ */
+static const char *mknod_log(const char *scheme, bool fail_first)
+{
+	struct mknod_tries t = { .be = make_fake(scheme) };
+	const char *log;
+
+	if (fail_first)
+		be_fake_fail_next(t.be, FAKE_MKNOD, -ENOTSUP);
+	log = capture_stderr(mknod_three_times, &t);
+	assert_int_equal(t.ret[0], -EPERM);
+	assert_int_equal(t.ret[1], fail_first ? 0 : -EPERM);
+	assert_int_equal(t.ret[2], fail_first ? 0 : -EPERM);
+	assert_int_equal(be_fake_calls(t.be, FAKE_MKNOD), fail_first ? 3 : 0);
+	backend_destroy(t.be);
+	return log;
+}
+
+static void test_wrappers_refuse_special_files_with_eperm_said_once(void **state)
+{
+	static struct backend_ops v3, none;
+	const char *log;
+
+	(void)state;
+	v3 = be_fake_ops;	/* a version-3 table ends before mknod */
+	v3.version = 3;
+	v3.scheme = "fake-v3";
+	none = be_fake_ops;	/* a version-4 table without it */
+	none.mknod = NULL;
+	none.scheme = "fake-nomknod";
+	assert_int_equal(backend_register(&v3), 0);
+	assert_int_equal(backend_register(&none), 0);
+	log = mknod_log("fake-v3", false);
+	assert_int_equal(count_lines(log), 1);
+	assert_non_null(strstr(log, "datastore f (fake-v3): special files"));
+	assert_non_null(strstr(log, "EPERM"));
+	assert_int_equal(count_lines(mknod_log("fake-nomknod", false)), 1);
+	/* a backend that cannot hold one type says -ENOTSUP for it: EPERM too */
+	assert_int_equal(count_lines(mknod_log("fake", true)), 1);
 }
 
 int main(void)
@@ -289,6 +399,8 @@ int main(void)
 		cmocka_unit_test(test_wrappers_count_calls_and_errors),
 		cmocka_unit_test(test_wrappers_answer_for_missing_optional_methods),
 		cmocka_unit_test(test_wrappers_refuse_writes_to_a_read_only_backend),
+		cmocka_unit_test(test_wrappers_make_special_files_through_mknod),
+		cmocka_unit_test(test_wrappers_refuse_special_files_with_eperm_said_once),
 	};
 
 	return cmocka_run_group_tests_name("registry", tests, setup_group, NULL);

@@ -126,8 +126,11 @@ static void test_tree_rename_moves_the_whole_subtree(void **state)
 	assert_int_equal(fs_node_renamed(fs, store, "dir", other, "moved", 0), 0);
 	assert_path(fs, file, NULL, "other/moved/file");
 	/* renamed over an existing name: the old node is detached */
+	uint64_t gen = atomic_load(&fs->gen);
 	assert_int_equal(fs_node_renamed(fs, other, "moved", store, "other", 0), 0);
 	assert_path(fs, file, NULL, "other/file");
+	/* and the moved node counts as changed: a listing read before holds the old one's attributes */
+	assert_true(atomic_load(&dir->changed) > gen);
 	char *path = NULL;
 	assert_int_equal(fs_node_path(fs, other, NULL, &path), -ENOENT);
 	fs_node_forget(fs, file, 1);
