@@ -233,8 +233,8 @@ void backend_destroy(struct backend *be);
 
 /*
  * backend_ops.mknod, or -EPERM (never -ENOSYS) where the backend cannot
- * hold that type, said once per datastore in the log; -EROFS for a
- * backend that cannot write at all, as every change gets.
+ * hold that type, a read-only one (http) included, said once per
+ * datastore in the log.
  */
 int backend_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
 		  const struct backend_cred *cred);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # http_test.sh - the http backend through a real mount over a real nginx
 # (scripts/server-nginx.sh): listings in HTML and JSON, sizes, whole and
-# ranged reads, a single-file dataset URL, ENOENT and EROFS, and faults: a
+# ranged reads, a single-file dataset URL, ENOENT, EROFS, EPERM for mkfifo,
+# and faults: a
 # server that is gone or stalled fails a read with an error within
 # timeout x (retries + 1) plus a little, and a restarted one serves again
 # without a remount.  Usage: http_test.sh MLFS POSIX_CHECK
@@ -124,6 +125,14 @@ fails "overwriting a file is EROFS" "Read-only file system" sh -c "echo x >'$D/w
 fails "mkdir is EROFS" "Read-only file system" mkdir "$D/web/newdir"
 fails "rm is EROFS" "Read-only file system" rm -f "$D/web/small.txt"
 fails "a dataset is read-only too" "Read-only file system" touch "$M/datasets/one/x"
+fails "mkfifo is EPERM (a web server holds no special file), never ENOSYS" \
+	"Operation not permitted" mkfifo "$D/web/fifo"
+fails "so is binding a unix socket" "Operation not permitted" \
+	python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$D/web/sock')"
+same "the log says it once for the datastore" 1 \
+	"$(grep -c "datastore web (http): special files" "$T_DIR/mount.mnt.log")"
+fails "mkfifo in a dataset is EROFS, as every change there" "Read-only file system" \
+	mkfifo "$M/datasets/one/fifo"
 check "df works on a web datastore" df "$D/web"
 
 # --- faults: the server goes away (read files never read before: no cache has them)
