@@ -2,10 +2,9 @@
 # http_test.sh - the http backend through a real mount over a real nginx
 # (scripts/server-nginx.sh): listings in HTML and JSON, sizes, whole and
 # ranged reads, a single-file dataset URL, ENOENT, EROFS, EPERM for mkfifo,
-# and faults: a
-# server that is gone or stalled fails a read with an error within
-# timeout x (retries + 1) plus a little, and a restarted one serves again
-# without a remount.  Usage: http_test.sh MLFS POSIX_CHECK
+# and faults: a server that is gone or stalled fails a read with an error
+# within timeout x (retries + 1) plus a little, and a restarted one serves
+# again without a remount.  Usage: http_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
 POSIX_CHECK=$(readlink -f "$2")	# unused: the backend is read-only; kept for the common interface
