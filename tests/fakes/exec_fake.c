@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec_fake.h"
@@ -43,6 +44,7 @@ static struct {
 	bool ignore_sigterm;
 	int adopt_ret;
 	struct exec_result adopt_res;
+	unsigned int start_delay_ms;
 } fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct executor fake_instance = { .ops = &exec_fake_ops };
@@ -97,6 +99,7 @@ void exec_fake_reset(void)
 	fake.ignore_sigterm = false;
 	fake.adopt_ret = 0;
 	fake.adopt_res = (struct exec_result){ .how = EXEC_LOST };
+	fake.start_delay_ms = 0;
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -115,6 +118,13 @@ void exec_fake_fail_next_starts(unsigned int n, int err)
 	pthread_mutex_lock(&fake.lock);
 	fake.fail_starts = n;
 	fake.fail_err = err;
+	pthread_mutex_unlock(&fake.lock);
+}
+
+void exec_fake_delay_starts(unsigned int ms)
+{
+	pthread_mutex_lock(&fake.lock);
+	fake.start_delay_ms = ms;
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -269,11 +279,17 @@ static int exec_fake_record(const struct exec_start *w, struct exec_run *run)
 
 static int exec_fake_start(struct executor *ex, const struct exec_start *w, struct exec_run *run)
 {
+	struct timespec delay = { 0, 0 };
 	int ret;
 
 	(void)ex;
 	pthread_mutex_lock(&fake.lock);
 	fake.calls[EXEC_FAKE_START]++;
+	delay.tv_sec = fake.start_delay_ms / 1000;
+	delay.tv_nsec = (long)(fake.start_delay_ms % 1000) * 1000000L;
+	pthread_mutex_unlock(&fake.lock);
+	nanosleep(&delay, NULL);	/* a slow launch, the lock not held */
+	pthread_mutex_lock(&fake.lock);
 	if (fake.fail_starts) {
 		fake.fail_starts--;
 		ret = fake.fail_err;
