@@ -147,7 +147,7 @@ struct sched {
 	size_t n_submitters;
 	/* Job folders made ahead by their own thread (sched_spare.c), guarded by spare_lock: */
 	pthread_mutex_t spare_lock;
-	pthread_cond_t spare_cond;		/* one was taken, or stop */
+	pthread_cond_t spare_cond;		/* half were taken, or stop */
 	unsigned int spares[SCHED_SPARES];	/* ready: state_dir/spare/N */
 	size_t n_spares;
 	size_t spare_want;			/* how many to keep ready */

@@ -11,8 +11,10 @@
  * folders made ahead, state_dir/spare/N/ with an empty events and
  * status.json, and acceptance renames one to jobs/NAME: one directory
  * entry, no inode.  The scheduler's pass, under its lock, never makes
- * status.json either.  The thread makes one for each taken, at the disk's
- * pace, whatever the scheduler's thread is busy with.
+ * status.json either.  The thread sleeps until half of them are taken, then
+ * makes them all again at the disk's pace, whatever the scheduler's thread
+ * is busy with: a burst shorter than half the spares never wakes it, so it
+ * takes no CPU from the accepting threads while they need it.
  *
  * They are made on demand: none before the first acceptance (a gateway
  * whose jobs/ is never used makes none), SCHED_SPARES_FIRST then, and twice
@@ -64,20 +66,25 @@ static int sched_spare_make(const struct sched *s, unsigned int n)
 }
 
 /*
- * Makes a spare whenever fewer than wanted are ready.  After a failure (a
- * full disk) it waits for the next one taken before it tries again.
+ * Once no more than half the wanted spares are ready, makes them until all
+ * are.  After a failure (a full disk) it waits to be woken again before it
+ * tries again.
  */
 static void *sched_spare_thread(void *arg)
 {
 	struct sched *s = arg;
-	bool failed = false;
+	bool failed = false, filling = false;
 
 	pthread_mutex_lock(&s->spare_lock);
 	while (!s->spare_stop) {
 		unsigned int n = s->spare_next;
 		int ret;
 
-		if (failed || s->n_spares >= s->spare_want) {
+		if (s->n_spares >= s->spare_want)
+			filling = false;
+		else if (s->n_spares <= s->spare_want / 2)
+			filling = true;
+		if (failed || !filling) {
 			failed = false;
 			pthread_cond_wait(&s->spare_cond, &s->spare_lock);
 			continue;
@@ -166,7 +173,7 @@ int sched_spare_take(struct sched *s, struct sched_job *j)
 {
 	char path[4200];
 	unsigned int n = 0;
-	bool have = false;
+	bool have = false, wake = false;
 
 	if (s->spare_started) {
 		pthread_mutex_lock(&s->spare_lock);
@@ -177,9 +184,11 @@ int sched_spare_take(struct sched *s, struct sched_job *j)
 			s->spare_want = s->spare_want ? 2 * s->spare_want : SCHED_SPARES_FIRST;
 		if (s->spare_want > SCHED_SPARES)
 			s->spare_want = SCHED_SPARES;
-		pthread_cond_signal(&s->spare_cond);
+		wake = s->n_spares <= s->spare_want / 2;
 		pthread_mutex_unlock(&s->spare_lock);
 	}
+	if (wake)	/* after the unlock, so that it does not wake only to wait for it */
+		pthread_cond_signal(&s->spare_cond);
 	if (have) {
 		snprintf(path, sizeof(path), "%s/%u", s->spare_dir, n);
 		if (rename(path, j->dir) == 0)

@@ -900,12 +900,14 @@ static void fx_start_with_spares(struct fx *fx)
 /*
  * Once a spec was accepted, job folders are made ahead: the next job's
  * folder is one of them renamed (acceptance makes no inode while its
- * writer waits in close), with its events, and the one taken is replaced.
+ * writer waits in close), with its events; once half are taken, all are
+ * made again.
  */
 static void test_sched_acceptance_takes_a_folder_made_ahead(void **state)
 {
 	struct fx *fx = *state;
 	ino_t inodes[SCHED_SPARES_FIRST];
+	char name[32], json[256];
 	size_t n;
 
 	fx_start_with_spares(fx);
@@ -913,6 +915,12 @@ static void test_sched_acceptance_takes_a_folder_made_ahead(void **state)
 	submit(fx, CPU_JOB("second"));
 	assert_true(inode_in(inode_of(fx, "state/jobs/second"), inodes, n));
 	assert_true(events_have(fx, "second", "accepted from job.json"));
+	for (int i = 1; i < SCHED_SPARES_FIRST / 2; i++) {
+		snprintf(name, sizeof(name), "more%d", i);
+		snprintf(json, sizeof(json), "{\"name\": \"%s\", \"resources\": {\"cpu_count\": 4},"
+			 " \"workers\": [{\"command\": \"x\"}]}", name);
+		submit(fx, json);
+	}
 	WAIT_UNTIL(spares_ready(fx, NULL, 0) == SCHED_SPARES_FIRST);
 	WAIT_UNTIL(started("second", 1, 1));
 	end_worker("second", EXEC_EXITED, 0);
