@@ -14,9 +14,7 @@
  * status.json either.  The thread sleeps until half of them are taken, then
  * makes them all again at the disk's pace, whatever the scheduler's thread
  * is busy with: a burst shorter than half the spares never wakes it, so it
- * takes no CPU from the accepting threads while they need it.  It runs at
- * nice SCHED_SPARE_NICE, on what CPU the scheduler's thread, the accepting
- * threads and the workers leave.
+ * takes no CPU from the accepting threads while they need it.
  *
  * They are made on demand: none before the first acceptance (a gateway
  * whose jobs/ is never used makes none), SCHED_SPARES_FIRST then, and twice
@@ -38,15 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "log.h"
 #include "sched_int.h"
-
-#define SCHED_SPARE_NICE 10
 
 static const char *const sched_spare_files[] = { "events", "status.json" };
 
@@ -80,8 +75,6 @@ static void *sched_spare_thread(void *arg)
 	struct sched *s = arg;
 	bool failed = false, filling = false;
 
-	/* this thread only: a nice value is a thread's own on Linux */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), SCHED_SPARE_NICE);
 	pthread_mutex_lock(&s->spare_lock);
 	while (!s->spare_stop) {
 		unsigned int n = s->spare_next;
