@@ -28,6 +28,7 @@
 
 #define EXEC_FAKE_MAX_RUNS 256
 #define EXEC_FAKE_FIRST_PID 100000
+#define EXEC_FAKE_HOLD_MAX_S 10	/* a held start goes on by itself after this */
 
 struct exec_fake_rec {
 	struct exec_fake_run pub;
@@ -44,8 +45,9 @@ static struct {
 	bool ignore_sigterm;
 	int adopt_ret;
 	struct exec_result adopt_res;
-	unsigned int start_delay_ms;
-} fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	bool hold_starts;
+	pthread_cond_t released;	/* hold_starts was cleared */
+} fake = { .lock = PTHREAD_MUTEX_INITIALIZER, .released = PTHREAD_COND_INITIALIZER };
 
 static struct executor fake_instance = { .ops = &exec_fake_ops };
 
@@ -99,7 +101,8 @@ void exec_fake_reset(void)
 	fake.ignore_sigterm = false;
 	fake.adopt_ret = 0;
 	fake.adopt_res = (struct exec_result){ .how = EXEC_LOST };
-	fake.start_delay_ms = 0;
+	fake.hold_starts = false;
+	pthread_cond_broadcast(&fake.released);
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -121,10 +124,12 @@ void exec_fake_fail_next_starts(unsigned int n, int err)
 	pthread_mutex_unlock(&fake.lock);
 }
 
-void exec_fake_delay_starts(unsigned int ms)
+void exec_fake_hold_starts(bool hold)
 {
 	pthread_mutex_lock(&fake.lock);
-	fake.start_delay_ms = ms;
+	fake.hold_starts = hold;
+	if (!hold)
+		pthread_cond_broadcast(&fake.released);
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -279,17 +284,17 @@ static int exec_fake_record(const struct exec_start *w, struct exec_run *run)
 
 static int exec_fake_start(struct executor *ex, const struct exec_start *w, struct exec_run *run)
 {
-	struct timespec delay = { 0, 0 };
+	struct timespec until;
 	int ret;
 
 	(void)ex;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += EXEC_FAKE_HOLD_MAX_S;
 	pthread_mutex_lock(&fake.lock);
 	fake.calls[EXEC_FAKE_START]++;
-	delay.tv_sec = fake.start_delay_ms / 1000;
-	delay.tv_nsec = (long)(fake.start_delay_ms % 1000) * 1000000L;
-	pthread_mutex_unlock(&fake.lock);
-	nanosleep(&delay, NULL);	/* a slow launch, the lock not held */
-	pthread_mutex_lock(&fake.lock);
+	while (fake.hold_starts &&
+	       pthread_cond_timedwait(&fake.released, &fake.lock, &until) != ETIMEDOUT)
+		;
 	if (fake.fail_starts) {
 		fake.fail_starts--;
 		ret = fake.fail_err;
