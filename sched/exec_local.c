@@ -28,7 +28,17 @@
  * The daemon is multi-threaded, so the shepherd and the worker (forked
  * children that never exec, or not yet) only make async-signal-safe calls:
  * everything that needs memory is prepared in a struct exec_local_plan
- * before fork(), numbers are formatted by hand, and they end with _exit().
+ * before the fork, numbers are formatted by hand, and they end with _exit().
+ *
+ * Launching must not hold up the daemon's other threads, which accept specs
+ * meanwhile.  So the shepherd is forked with _Fork(), not fork(): glibc's
+ * fork() holds every malloc arena lock and the stdio lock while the kernel
+ * copies the daemon (hundreds of mappings: a millisecond), which stalled
+ * every FUSE thread that allocated, freed or opened a FILE meanwhile, and
+ * the children use neither.  And a worker without a view is started the way
+ * posix_spawn starts a program, sharing the shepherd's memory until its
+ * execve (exec_local_start_worker), instead of copying those mappings once
+ * more only for the execve to drop them.
  *
  * Not done here: deciding when a worker runs (the scheduler), retries,
  * removing exit files or logs (the scheduler owns them).  The executor's
@@ -37,7 +47,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -60,6 +69,7 @@
 #include "log.h"
 
 #define EXEC_LOCAL_CHUNK	(64 * 1024)
+#define EXEC_LOCAL_STACK	(32 * 1024)
 #define EXEC_LOCAL_DRAIN_S	10	/* reading output after the worker ended */
 #define EXEC_LOCAL_CG_V1	"/sys/fs/cgroup/memory/mlfs"
 #define EXEC_LOCAL_CG_V2	"/sys/fs/cgroup/mlfs"
@@ -85,6 +95,9 @@ struct exec_local_plan {
 	char cg_failcnt[320];		/* v1 memory.failcnt, v2 "" */
 	struct logcap log;		/* the shepherd's copy of the output, within log_size */
 	char chunk[EXEC_LOCAL_CHUNK];
+	int worker_out;			/* the worker's end of the output pipe */
+	/* the worker's stack until its execve, when it shares the shepherd's memory */
+	char stack[EXEC_LOCAL_STACK] __attribute__((aligned(16)));
 };
 
 /* The soft RLIMIT_NOFILE before exec_raise_nofile(), for the workers; 0 = untouched. */
@@ -279,7 +292,14 @@ static void exec_local_worker_cgroup(const struct exec_local_plan *p)
 	close(fd);
 }
 
-/* Takes the worker's uid and gid, and no supplementary groups. */
+/*
+ * Takes the worker's uid and gid, and no supplementary groups.  Through
+ * syscall(): glibc's setuid() and the like, in a process it believes has
+ * threads (a copy of the daemon made by _Fork, or one sharing the
+ * shepherd's memory), take its thread-list lock to change every thread's
+ * ids, a lock some thread of the daemon may have held at the fork.  The
+ * worker is one thread: the system calls alone are the whole change.
+ */
 static void exec_local_worker_ids(const struct exec_start *w)
 {
 	char num[24];
@@ -294,11 +314,11 @@ static void exec_local_worker_ids(const struct exec_start *w)
 	}
 	if (w->uid == geteuid() && w->gid == getegid())
 		return;
-	if (setgroups(0, NULL) < 0)
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
 		exec_local_fail("drop supplementary groups", NULL, errno);
-	if (setgid(w->gid) < 0)
+	if (syscall(SYS_setgid, w->gid) < 0)
 		exec_local_fail("run as gid", exec_local_utoa(num, sizeof(num), w->gid), errno);
-	if (setuid(w->uid) < 0)
+	if (syscall(SYS_setuid, w->uid) < 0)
 		exec_local_fail("run as uid", exec_local_utoa(num, sizeof(num), w->uid), errno);
 }
 
@@ -341,7 +361,7 @@ static bool exec_local_phase_is(const struct exec_local_plan *p, const char *pha
 static int exec_local_run(char *const *argv, int out)
 {
 	sigset_t none;
-	pid_t pid = fork();
+	pid_t pid = _Fork();
 	int status;
 
 	if (pid == 0) {
@@ -420,6 +440,37 @@ static _Noreturn void exec_local_worker(const struct exec_local_plan *p, int out
 	exec_local_close_range(3, ~0U);
 	execve("/bin/sh", (char *const *)p->argv, w->envp);
 	exec_local_fail("run", "/bin/sh", errno);
+}
+
+static int exec_local_worker_main(void *arg)
+{
+	struct exec_local_plan *p = arg;
+
+	exec_local_worker(p, p->worker_out);
+}
+
+/*
+ * Starts the worker, every signal blocked; returns its pid or -1.  Without
+ * a view it runs on p->stack in the shepherd's memory, the shepherd held
+ * until its execve (CLONE_VFORK), as posix_spawn does: nothing of the
+ * shepherd is copied, and the worker changes nothing the shepherd reads
+ * (its errno aside, which the shepherd does not look at).  A worker with a
+ * view mounts it first, for seconds, while the shepherd must report it and
+ * copy its output: it gets a copy of the shepherd.
+ */
+static pid_t exec_local_start_worker(struct exec_local_plan *p, int out)
+{
+	pid_t pid;
+
+	if (!p->w->view_argv) {
+		p->worker_out = out;
+		return clone(exec_local_worker_main, p->stack + sizeof(p->stack),
+			     CLONE_VM | CLONE_VFORK | SIGCHLD, p);
+	}
+	pid = _Fork();
+	if (pid == 0)
+		exec_local_worker(p, out);
+	return pid;
 }
 
 /* ---- the shepherd: a child of the daemon that never execs ---- */
@@ -567,9 +618,7 @@ static _Noreturn void exec_local_shepherd(struct exec_local_plan *p)
 	sigfillset(&all);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &all, NULL);
-	worker = fork();
-	if (worker == 0)
-		exec_local_worker(p, out[1]);
+	worker = exec_local_start_worker(p, out[1]);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (worker < 0) {
 		exec_local_shepherd_report(p, 0, errno);
@@ -882,7 +931,7 @@ static int exec_local_start(struct executor *ex, const struct exec_start *w, str
 	if (err)
 		return err;
 	exec_local_cgroup(exec_local_of(ex), w, p, run);
-	pid = fork();
+	pid = _Fork();
 	if (pid == 0)
 		exec_local_shepherd(p);
 	if (pid < 0) {

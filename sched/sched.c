@@ -5,7 +5,8 @@
  * the spec as written is appended to the journal and made durable
  * (fdatasync), and only then is the job visible and queued.  The name is
  * reserved under the lock before the journal write, so two writers of the
- * same name cannot both win.
+ * same name cannot both win.  Nothing else is done under the lock, and no
+ * inode is made: the job's folder is one made ahead (sched_spare.c).
  *
  * One thread (sched_thread) does everything that takes time: it places
  * queued workers, starts them through the executor, waits on their pidfds,
@@ -18,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -188,27 +190,28 @@ static void sched_timestamp(char *buf, size_t len, long long ns)
 	snprintf(buf + n, len - n, ".%03lldZ", ns / 1000000LL % 1000);
 }
 
+/* One line, one write: lines never interleave, and no FILE is made. */
 void sched_event(struct sched_job *j, const char *fmt, ...)
 {
 	char line[1024], path[4096];
 	va_list ap;
 	size_t n;
-	FILE *f;
+	int fd;
 
 	sched_timestamp(line, sizeof(line), sched_now_ns());
 	n = strlen(line);
 	line[n++] = ' ';
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
 	va_end(ap);
+	n += strlen(line + n);
+	line[n++] = '\n';
 	snprintf(path, sizeof(path), "%s/events", j->dir);
-	f = fopen(path, "ae");
-	if (!f) {
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, line, n) != (ssize_t)n)
 		log_warn("job %s: cannot write its events: %s", j->name, strerror(errno));
-		return;
-	}
-	fprintf(f, "%s\n", line);
-	fclose(f);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Remembers that @name ended, for the thread to tell fs/ without the lock. */
@@ -413,6 +416,8 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct
 	if (ret == 0)
 		ret = sched_store_open(s);
 	if (ret == 0)
+		ret = sched_spare_start(s);
+	if (ret == 0)
 		ret = sched_store_load(s);
 	if (ret == 0) {
 		sched_run_adopt(s);
@@ -438,6 +443,7 @@ void sched_destroy(struct sched *s)
 		pthread_join(s->thread, NULL);
 	}
 	sched_submitters_stop(s);
+	sched_spare_stop(s);
 	while (s->jobs) {
 		struct sched_job *j = s->jobs;
 
@@ -648,11 +654,11 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 		sched_job_free(j);
 		return ret;
 	}
-	ret = sched_make_dirs(j);
+	ret = sched_spare_take(s, j);
 	if (ret == 0)
 		ret = sched_store_accept(s, j);
-	pthread_mutex_lock(&s->lock);
 	if (ret < 0) {
+		pthread_mutex_lock(&s->lock);
 		sched_unlink(s, j);
 		pthread_mutex_unlock(&s->lock);
 		diag_add(d, file, 0, "cannot keep the job in the state folder: %s", strerror(-ret));
@@ -660,13 +666,15 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 		sched_job_free(j);
 		return ret == -ENOSPC || ret == -EDQUOT ? ret : -EIO;
 	}
+	/* Not visible yet, so nothing else writes to its events: no lock. */
+	sched_event(j, "accepted from %s, written by uid %u", j->file, (unsigned int)uid);
+	sched_event(j, "QUEUED: waiting for the scheduler");
+	pthread_mutex_lock(&s->lock);
 	j->visible = true;
 	*name = strdup(j->name);
 	/* QUEUED without writing status.json: the journal is what keeps it now. */
 	j->state = SCHED_QUEUED;
 	j->reason = strdup("waiting for the scheduler");
-	sched_event(j, "accepted from %s, written by uid %u", j->file, (unsigned int)uid);
-	sched_event(j, "QUEUED: waiting for the scheduler");
 	pthread_mutex_unlock(&s->lock);
 	sched_wake(s);
 	return *name ? 0 : -ENOMEM;

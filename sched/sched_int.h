@@ -21,6 +21,8 @@
 #define SCHED_PORT_COUNT 10000
 #define SCHED_SUBMITTERS 8	/* threads submitting to a cluster at once */
 #define SCHED_MAX_GROUP 1024	/* a job's workers submitted together, at most */
+#define SCHED_SPARES 1024	/* job folders made ahead, at most (sched_spare.c): 4 MiB */
+#define SCHED_SPARES_FIRST 32	/* ... after the first acceptance; doubled each time they run out */
 
 /* One attempt of one worker, kept for status.json. */
 struct sched_attempt {
@@ -143,6 +145,16 @@ struct sched {
 	bool sub_stop, sub_inited;
 	pthread_t submitters[SCHED_SUBMITTERS];
 	size_t n_submitters;
+	/* Job folders made ahead by their own thread (sched_spare.c), guarded by spare_lock: */
+	pthread_mutex_t spare_lock;
+	pthread_cond_t spare_cond;		/* half were taken, or stop */
+	unsigned int spares[SCHED_SPARES];	/* ready: state_dir/spare/N */
+	size_t n_spares;
+	size_t spare_want;			/* how many to keep ready */
+	unsigned int spare_next;		/* the next N made */
+	bool spare_stop, spare_started;
+	pthread_t spare_thread;
+	char *spare_dir;			/* state_dir/spare; set once */
 	/* Workers' views: the mlfs binary and the config, absolute; NULL: no views (fakes). */
 	char *mlfs_bin;
 	char *config_path;
@@ -203,6 +215,13 @@ void sched_store_status(struct sched_job *j);
 char *sched_status_json(const struct sched_job *j);
 int sched_make_dirs(struct sched_job *j);
 int sched_rmtree(const char *path);
+
+/* sched_spare.c */
+/* Takes the spares found in state_dir/spare and starts the thread that makes more. */
+int sched_spare_start(struct sched *s);
+void sched_spare_stop(struct sched *s);
+/* Makes @j's folder: a spare renamed to j->dir, else a new one (sched_make_dirs); -errno. */
+int sched_spare_take(struct sched *s, struct sched_job *j);
 
 /* sched_run.c */
 struct sched_launch;

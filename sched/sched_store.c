@@ -253,10 +253,11 @@ void sched_store_status(struct sched_job *j)
 /* ---- the job's folder ---- */
 
 /*
- * The job's folder.  Nothing else is made at acceptance, to keep it cheap:
- * events appear with the first event, status.json with the first change
- * after QUEUED, the logs and workers/N/ when a worker first starts
- * (sched_run.c); fs_jobs.c shows a file not made yet as empty.
+ * The job's folder, made here when no spare one is ready (sched_spare.c) or
+ * a job is read back.  Nothing else is made with it: events appear with the
+ * first event, status.json with the first change after QUEUED, the logs and
+ * workers/N/ when a worker first starts (sched_run.c); fs_jobs.c shows a
+ * file not made yet as empty.
  */
 int sched_make_dirs(struct sched_job *j)
 {

@@ -21,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec_fake.h"
 
 #define EXEC_FAKE_MAX_RUNS 256
 #define EXEC_FAKE_FIRST_PID 100000
+#define EXEC_FAKE_HOLD_MAX_S 10	/* a held start goes on by itself after this */
 
 struct exec_fake_rec {
 	struct exec_fake_run pub;
@@ -43,7 +45,9 @@ static struct {
 	bool ignore_sigterm;
 	int adopt_ret;
 	struct exec_result adopt_res;
-} fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	bool hold_starts;
+	pthread_cond_t released;	/* hold_starts was cleared */
+} fake = { .lock = PTHREAD_MUTEX_INITIALIZER, .released = PTHREAD_COND_INITIALIZER };
 
 static struct executor fake_instance = { .ops = &exec_fake_ops };
 
@@ -97,6 +101,8 @@ void exec_fake_reset(void)
 	fake.ignore_sigterm = false;
 	fake.adopt_ret = 0;
 	fake.adopt_res = (struct exec_result){ .how = EXEC_LOST };
+	fake.hold_starts = false;
+	pthread_cond_broadcast(&fake.released);
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -115,6 +121,15 @@ void exec_fake_fail_next_starts(unsigned int n, int err)
 	pthread_mutex_lock(&fake.lock);
 	fake.fail_starts = n;
 	fake.fail_err = err;
+	pthread_mutex_unlock(&fake.lock);
+}
+
+void exec_fake_hold_starts(bool hold)
+{
+	pthread_mutex_lock(&fake.lock);
+	fake.hold_starts = hold;
+	if (!hold)
+		pthread_cond_broadcast(&fake.released);
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -269,11 +284,17 @@ static int exec_fake_record(const struct exec_start *w, struct exec_run *run)
 
 static int exec_fake_start(struct executor *ex, const struct exec_start *w, struct exec_run *run)
 {
+	struct timespec until;
 	int ret;
 
 	(void)ex;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += EXEC_FAKE_HOLD_MAX_S;
 	pthread_mutex_lock(&fake.lock);
 	fake.calls[EXEC_FAKE_START]++;
+	while (fake.hold_starts &&
+	       pthread_cond_timedwait(&fake.released, &fake.lock, &until) != ETIMEDOUT)
+		;
 	if (fake.fail_starts) {
 		fake.fail_starts--;
 		ret = fake.fail_err;

@@ -7,7 +7,8 @@
  * so the scheduler's thread wakes when the test ends the worker with
  * exec_fake_end().  Signals are recorded; SIGTERM and SIGKILL end the worker
  * as signaled unless told to ignore SIGTERM.  Every call is counted, the
- * next starts can be made to fail, and adopt answers what the test says.
+ * next starts can be made to fail or held, and adopt answers what the test
+ * says.
  *
  * The state is global (the scheduler creates its executor itself, so a test
  * cannot reach the instance) and guarded by one mutex: the scheduler calls
@@ -63,6 +64,12 @@ unsigned int exec_fake_calls(enum exec_fake_op op);
 
 /* The next @n starts fail with @err (a negated errno), recording nothing. */
 void exec_fake_fail_next_starts(unsigned int n, int err);
+
+/*
+ * While @hold, a start waits (counted in EXEC_FAKE_START as it begins, not
+ * yet recorded) until hold is cleared, or 10 s at most.
+ */
+void exec_fake_hold_starts(bool hold);
 
 /* When true, SIGTERM is recorded but does not end the worker (SIGKILL still does). */
 void exec_fake_ignore_sigterm(bool ignore);

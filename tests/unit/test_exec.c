@@ -672,6 +672,80 @@ static void test_exec_start_is_safe_while_other_threads_allocate(void **state)
 	assert_int_equal(unlink(f->exit), 0);
 }
 
+static atomic_uint fork_handlers_run;
+
+static void count_fork_handler(void)
+{
+	atomic_fetch_add(&fork_handlers_run, 1);
+}
+
+/*
+ * Starting a worker runs no fork handlers, so it takes none of the locks
+ * glibc's fork() takes around them (every malloc arena, the stdio list):
+ * the daemon's FUSE threads go on allocating while a worker is launched.
+ */
+static void test_exec_start_runs_no_fork_handlers(void **state)
+{
+	struct fx *f = *state;
+	struct exec_start w = fx_req(f, "exit 0");
+	struct exec_result res;
+
+	assert_int_equal(pthread_atfork(count_fork_handler, NULL, NULL), 0);
+	atomic_store(&fork_handlers_run, 0);
+	fx_run(f, &w, &res);
+	assert_int_equal(res.how, EXEC_EXITED);
+	assert_int_equal(res.code, 0);
+	assert_int_equal(atomic_load(&fork_handlers_run), 0);
+}
+
+static void *no_op(void *arg)
+{
+	return arg;
+}
+
+static void *thread_churn(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&churn_stop)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, no_op, NULL) == 0)
+			pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * The shepherd is a copy of the daemon made without glibc's fork handlers,
+ * so glibc's view of the daemon's threads is frozen in it, perhaps in the
+ * middle of a thread's creation; glibc's setuid() would wait on those
+ * threads forever (a quarter of such workers hung here).  A worker that
+ * hangs ends the test with SIGALRM.
+ */
+static void test_exec_uid_switch_while_threads_come_and_go(void **state)
+{
+	struct fx *f = *state;
+	struct exec_start w = fx_req(f, "exit 0");
+	struct exec_result res;
+	pthread_t churner;
+	int i;
+
+	assert_int_equal(chown(f->work, 65534, 65534), 0);
+	w.uid = 65534;
+	w.gid = 65534;
+	atomic_store(&churn_stop, false);
+	assert_int_equal(pthread_create(&churner, NULL, thread_churn, NULL), 0);
+	alarm(60);
+	for (i = 0; i < 30; i++) {
+		fx_run(f, &w, &res);
+		assert_int_equal(res.how, EXEC_EXITED);
+		assert_int_equal(res.code, 0);
+	}
+	alarm(0);
+	atomic_store(&churn_stop, true);
+	pthread_join(churner, NULL);
+}
+
 static void test_exec_parse_stat_counts_fields_after_the_last_paren(void **state)
 {
 	const char *text = "42 (a) b (c)) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18"
@@ -734,6 +808,8 @@ int main(void)
 		T(test_exec_leftover_background_process_is_ended_with_the_worker),
 		T(test_exec_shepherd_holds_no_daemon_fds),
 		T(test_exec_start_is_safe_while_other_threads_allocate),
+		T(test_exec_start_runs_no_fork_handlers),
+		T(test_exec_uid_switch_while_threads_come_and_go),
 		cmocka_unit_test(test_exec_parse_stat_counts_fields_after_the_last_paren),
 		cmocka_unit_test(test_exec_parse_exit_reads_each_outcome),
 	};

@@ -9,7 +9,9 @@
  * effect with WAIT_UNTIL: up to 5 s in 10 ms steps, never a bare sleep.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -847,6 +850,149 @@ static void test_sched_workers_of_one_job_get_their_own_gpus_and_numbers(void **
 	WAIT_UNTIL(state_is(fx, "pair", "SUCCEEDED"));
 }
 
+/* ---- acceptance ---- */
+
+#define CPU_JOB(name) JOB(name, "\"cpu_count\": 4")
+
+/* How many spare job folders are ready in state_dir/spare; their inode numbers into @inodes. */
+static size_t spares_ready(struct fx *fx, ino_t *inodes, size_t max)
+{
+	char path[128];
+	struct dirent *e;
+	struct stat st;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/state/spare", fx->dir);
+	d = opendir(path);
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) < 0)
+			continue;
+		if (inodes && n < max)
+			inodes[n] = st.st_ino;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The inode number of what @rel names in the fixture's folder; 0 when nothing. */
+static ino_t inode_of(struct fx *fx, const char *rel)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", fx->dir, rel);
+	return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+static bool inode_in(ino_t ino, const ino_t *inodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (inodes[i] == ino)
+			return true;
+	return false;
+}
+
+/* Starts the scheduler and accepts a first job, after which SCHED_SPARES_FIRST folders are made. */
+static void fx_start_with_spares(struct fx *fx)
+{
+	fx_start(fx, NODE_2_A100);
+	submit(fx, CPU_JOB("first"));
+	WAIT_UNTIL(spares_ready(fx, NULL, 0) == SCHED_SPARES_FIRST);
+}
+
+/*
+ * Once a spec was accepted, job folders are made ahead: the next job's
+ * folder is one of them renamed (acceptance makes no inode while its
+ * writer waits in close), with its events; once half are taken, all are
+ * made again.
+ */
+static void test_sched_acceptance_takes_a_folder_made_ahead(void **state)
+{
+	struct fx *fx = *state;
+	ino_t inodes[SCHED_SPARES_FIRST];
+	char name[32], json[256];
+	size_t n;
+
+	fx_start_with_spares(fx);
+	n = spares_ready(fx, inodes, SCHED_SPARES_FIRST);
+	submit(fx, CPU_JOB("second"));
+	assert_true(inode_in(inode_of(fx, "state/jobs/second"), inodes, n));
+	assert_true(events_have(fx, "second", "accepted from job.json"));
+	for (int i = 1; i < SCHED_SPARES_FIRST / 2; i++) {
+		snprintf(name, sizeof(name), "more%d", i);
+		snprintf(json, sizeof(json), "{\"name\": \"%s\", \"resources\": {\"cpu_count\": 4},"
+			 " \"workers\": [{\"command\": \"x\"}]}", name);
+		submit(fx, json);
+	}
+	WAIT_UNTIL(spares_ready(fx, NULL, 0) == SCHED_SPARES_FIRST);
+	WAIT_UNTIL(started("second", 1, 1));
+	end_worker("second", EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "second", "SUCCEEDED"));
+}
+
+/* A new daemon takes the spares the last one made, completing a half-made one. */
+static void test_sched_restart_takes_the_spare_folders_it_finds(void **state)
+{
+	struct fx *fx = *state;
+	ino_t inodes[SCHED_SPARES_FIRST + 1];
+	char half[128];
+	size_t n;
+
+	fx_start_with_spares(fx);
+	snprintf(half, sizeof(half), "%s/state/spare/999999", fx->dir);
+	assert_int_equal(mkdir(half, 0711), 0);
+	fx_restart(fx);
+	n = spares_ready(fx, inodes, SCHED_SPARES_FIRST + 1);
+	assert_int_equal(n, SCHED_SPARES_FIRST + 1);
+	assert_true(inode_of(fx, "state/spare/999999/events") != 0);
+	assert_true(inode_of(fx, "state/spare/999999/status.json") != 0);
+	submit(fx, CPU_JOB("second"));
+	assert_true(inode_in(inode_of(fx, "state/jobs/second"), inodes, n));
+}
+
+/* A folder left with the job's name is not replaced by a spare: what it holds stays. */
+static void test_sched_a_folder_left_with_the_jobs_name_is_kept(void **state)
+{
+	struct fx *fx = *state;
+	char path[160];
+	int fd;
+
+	fx_start_with_spares(fx);
+	snprintf(path, sizeof(path), "%s/state/jobs/left", fx->dir);
+	assert_int_equal(mkdir(path, 0711), 0);
+	snprintf(path, sizeof(path), "%s/state/jobs/left/kept", fx->dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	submit(fx, CPU_JOB("left"));
+	assert_true(inode_of(fx, "state/jobs/left/kept") != 0);
+	assert_true(events_have(fx, "left", "accepted from job.json"));
+}
+
+/*
+ * The scheduler starts workers without its lock: while a start is held,
+ * a spec is accepted and a job's state read.  (Were they waiting for the
+ * start, they would return only when the fake lets it go by itself, 10 s
+ * later, and find it done.)
+ */
+static void test_sched_a_slow_launch_does_not_delay_an_acceptance(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start(fx, NODE_2_A100);
+	exec_fake_hold_starts(true);
+	submit(fx, GPU_JOB("slow"));
+	WAIT_UNTIL(exec_fake_calls(EXEC_FAKE_START) == 1);	/* its start has begun */
+	submit(fx, GPU_JOB("quick"));
+	assert_true(state_is(fx, "slow", "RUNNING"));
+	assert_int_equal(exec_fake_n_started(), 0);		/* still held */
+	exec_fake_hold_starts(false);
+	WAIT_UNTIL(started("slow", 1, 1) && started("quick", 1, 1));
+}
+
 /* ---- restarts ---- */
 
 static void test_sched_restart_keeps_jobs_and_their_states(void **state)
@@ -1089,6 +1235,10 @@ int main(void)
 		T(test_sched_start_failure_fails_the_worker_and_frees_its_gpu),
 		T(test_sched_final_callback_is_called_once_per_ended_job),
 		T(test_sched_duplicate_name_is_eexist),
+		T(test_sched_acceptance_takes_a_folder_made_ahead),
+		T(test_sched_restart_takes_the_spare_folders_it_finds),
+		T(test_sched_a_folder_left_with_the_jobs_name_is_kept),
+		T(test_sched_a_slow_launch_does_not_delay_an_acceptance),
 		T(test_sched_environment_has_gpus_names_and_spec_variables),
 		T(test_sched_uid_and_gid_are_passed_to_the_executor),
 		T(test_sched_workers_of_one_job_get_their_own_gpus_and_numbers),
