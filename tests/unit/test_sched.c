@@ -274,6 +274,17 @@ static bool events_have(struct fx *fx, const char *name, const char *part)
 	return ok;
 }
 
+/*
+ * Whether @job's worker runs and its run (pid, start time) is in the
+ * status.json a restart adopts from: the job shows RUNNING from its
+ * placement, a moment before the executor's start, and its run is written
+ * under the same lock hold that makes it visible here.
+ */
+static bool running_on_disk(struct fx *fx, const char *job)
+{
+	return render_has(fx, job, 0, "status.json", "\"run\"");
+}
+
 static bool started(const char *job, unsigned int worker, unsigned int attempt)
 {
 	struct exec_fake_run r;
@@ -1042,7 +1053,7 @@ static void test_sched_restart_adopts_a_running_worker_and_keeps_its_gpu(void **
 
 	fx_start(fx, NODE_2_A100);
 	submit(fx, GPU_JOB("long"));
-	WAIT_UNTIL(state_is(fx, "long", "RUNNING"));
+	WAIT_UNTIL(running_on_disk(fx, "long"));
 	exec_fake_set_adopt(0, EXEC_LOST, 0);
 	fx_restart(fx);
 	assert_int_equal(exec_fake_calls(EXEC_FAKE_ADOPT), 1);
@@ -1066,7 +1077,7 @@ static void test_sched_restart_with_a_lost_worker_fails_the_job(void **state)
 
 	fx_start(fx, NODE_2_A100);
 	submit(fx, GPU_JOB("gone"));
-	WAIT_UNTIL(state_is(fx, "gone", "RUNNING"));
+	WAIT_UNTIL(running_on_disk(fx, "gone"));
 	exec_fake_set_adopt(1, EXEC_LOST, 0);
 	fx_restart(fx);
 	assert_true(state_is(fx, "gone", "FAILED"));
@@ -1084,7 +1095,7 @@ static void test_sched_restart_starts_a_queued_job_later(void **state)
 	fx_start(fx, NODE_2_A100);
 	submit(fx, JOB("big", "\"gpu_count\": 2"));
 	submit(fx, GPU_JOB("wait"));
-	WAIT_UNTIL(started("big", 1, 1));
+	WAIT_UNTIL(running_on_disk(fx, "big"));
 	WAIT_UNTIL(reason_starts(fx, "wait", "waiting for GPUs"));
 	fx_restart(fx);
 	assert_true(state_is(fx, "wait", "QUEUED"));
@@ -1099,7 +1110,7 @@ static void test_sched_restart_when_adopt_fails_treats_the_worker_as_lost(void *
 
 	fx_start(fx, NODE_2_A100);
 	submit(fx, GPU_JOB("err"));
-	WAIT_UNTIL(state_is(fx, "err", "RUNNING"));
+	WAIT_UNTIL(running_on_disk(fx, "err"));
 	exec_fake_set_adopt(-EIO, EXEC_EXITED, 0);
 	fx_restart(fx);
 	assert_int_equal(exec_fake_calls(EXEC_FAKE_ADOPT), 1);
@@ -1117,6 +1128,7 @@ static void test_sched_retry_attempts_are_on_disk_while_the_next_one_runs(void *
 	end_worker("again", EXEC_EXITED, 3);
 	WAIT_UNTIL(started("again", 1, 2));
 	WAIT_UNTIL(render_has(fx, "again", 0, "status.json", "\"end\": \"exited 3\""));
+	WAIT_UNTIL(running_on_disk(fx, "again"));	/* attempt 2's run, to adopt */
 	exec_fake_set_adopt(0, EXEC_LOST, 0);
 	fx_restart(fx);		/* what the new daemon reads is what was on disk */
 	assert_true(render_has(fx, "again", 0, "status.json", "\"end\": \"exited 3\""));
