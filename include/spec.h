@@ -58,8 +58,22 @@ struct spec_port {
 	long count;
 };
 
+/*
+ * The container image a worker runs in (DESIGN §10), or none: then it runs
+ * on the node.  Credentials a spec carries are kept apart from the name and
+ * never shown (spec_json leaves them out).
+ */
+struct spec_image {
+	char *ref;			/* as written, credentials taken off; NULL: no image */
+	char *ref_field;		/* the spec field it came from, for messages */
+	char *auth;			/* GPULab "USER:PASSWORD" of its image name; NULL: none */
+	char *auth_file;		/* OpenPAI authFile: a Docker config.json on the node; NULL */
+	long shm_mb;			/* /dev/shm size, OpenPAI shmMB; 0: the runtime's default */
+};
+
 struct spec_worker {
-	char *command;			/* run by /bin/sh -c */
+	char *command;			/* run by /bin/sh -c; "" = the image's own (GPULab) */
+	struct spec_image image;
 	struct spec_resources res;
 	struct spec_env *env;		/* variables of this worker's format known at parse time */
 	size_t n_env;

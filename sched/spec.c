@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "container.h"
 #include "spec_int.h"
 
 static const char *const spec_format_names[] = {
@@ -682,6 +683,57 @@ void spec_resources_free(struct spec_resources *r)
 	free(r->node_name);
 }
 
+int spec_set_image(struct spec_ctx *c, struct spec_image *img, const char *path,
+		   const char *value, bool credentials)
+{
+	size_t cred = credentials ? image_ref_credentials(value) : 0;
+	struct image_ref ref;
+	char why[256];
+
+	if (spec_blank(value)) {
+		spec_error(c, path, "must not be empty: name an image like registry:5000/team/tf:1.15");
+		return -1;
+	}
+	if (image_ref_parse(value + (cred ? cred + 1 : 0), &ref, why, sizeof(why)) < 0) {
+		spec_error(c, path, "not a valid image name: %s", why);
+		return -1;
+	}
+	img->ref = spec_strdup(c, value + (cred ? cred + 1 : 0));
+	img->ref_field = spec_strdup(c, path);
+	if (cred) {
+		img->auth = strndup(value, cred);
+		if (!img->auth)
+			c->nomem = true;
+	}
+	return img->ref && img->ref_field && (!cred || img->auth) ? 0 : -1;
+}
+
+int spec_copy_image(struct spec_ctx *c, struct spec_image *to, const struct spec_image *from)
+{
+	*to = (struct spec_image){ .shm_mb = from->shm_mb };
+	if (from->ref)
+		to->ref = spec_strdup(c, from->ref);
+	if (from->ref_field)
+		to->ref_field = spec_strdup(c, from->ref_field);
+	if (from->auth)
+		to->auth = spec_strdup(c, from->auth);
+	if (from->auth_file)
+		to->auth_file = spec_strdup(c, from->auth_file);
+	return (!from->ref || to->ref) && (!from->ref_field || to->ref_field) &&
+	       (!from->auth || to->auth) && (!from->auth_file || to->auth_file) ? 0 : -1;
+}
+
+void spec_image_free(struct spec_image *img)
+{
+	free(img->ref);
+	free(img->ref_field);
+	if (img->auth)
+		explicit_bzero(img->auth, strlen(img->auth));
+	free(img->auth);
+	free(img->auth_file);
+	*img = (struct spec_image){ 0 };
+}
+
 static void spec_worker_free(struct spec_worker *w)
 {
 	free(w->command);
@@ -692,6 +744,7 @@ static void spec_worker_free(struct spec_worker *w)
 		free(w->ports[i].label);
 	free(w->ports);
 	free(w->work_dir);
+	spec_image_free(&w->image);
 }
 
 static void spec_names_free(char **names, size_t n)
@@ -836,6 +889,10 @@ static void spec_worker_extra_json(json_t *o, const struct spec_worker *w)
 		json_object_set_new(o, "ports", spec_ports_json(w));
 	if (w->work_dir)
 		json_object_set_new(o, "work_dir", json_string(w->work_dir));
+	if (w->image.ref)	/* never its credentials */
+		json_object_set_new(o, "image", json_string(w->image.ref));
+	if (w->image.shm_mb > 0)
+		json_object_set_new(o, "shm_mb", json_integer(w->image.shm_mb));
 }
 
 static json_t *spec_workers_json(const struct spec *s)

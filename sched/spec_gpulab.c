@@ -39,7 +39,8 @@
  * array of non-empty strings, any of which matches as a case-insensitive
  * substring; minCudaVersion "MAJOR[.MINOR[.PATCH]]" or a number; clusterId
  * an integer or a string; docker and its command required, the command a
- * non-empty string or a non-empty array of strings; environment an object
+ * string or an array of strings, non-empty unless there is an image;
+ * environment an object
  * of string, integer or boolean values with shell variable names; storage
  * entries objects with an absolute containerPath; portMappings entries with
  * containerPort (and hostPort) 1-65535; scheduling.interactive a boolean.
@@ -47,11 +48,14 @@
  * Choices where GPULab's docs are silent or cannot apply here:
  * - The name is also the mlfs job name, so it must follow mlfs's rules;
  *   the message says so.  No name: the file's name, as for native specs.
- * - An empty command means "the image's CMD" in GPULab; with no container
- *   there is none, so it is refused.  An array is joined into one shell
- *   command with every element single-quoted, so nothing in it is expanded.
- * - docker.image needs a container runtime: listed as ignored, and the
- *   command runs on the node.  Non-empty storage and portMappings, and
+ * - An empty command means "the image's CMD" in GPULab: the worker's
+ *   command is then "" and the container runs the image's own; with no
+ *   image it is refused.  An array is joined into one shell command with
+ *   every element single-quoted, so nothing in it is expanded.
+ * - docker.image is the worker's image, checked as an image name; the
+ *   private-registry form USER:PASSWORD@HOST:PORT/NAME:TAG keeps the
+ *   credentials apart (spec_image.auth), never shown.  Non-empty storage
+ *   and portMappings, and
  *   scheduling.interactive: true, are listed as ignored with the reason;
  *   empty ones ask for nothing and are not listed.  Other scheduling
  *   options (minDuration, maxDuration, ...) are listed as not supported.
@@ -97,7 +101,8 @@ struct spec_gpulab {
 	struct spec_ctx *c;
 	bool v1;			/* paths in messages name jobDefinition's fields */
 	struct spec_resources res;
-	char *command;			/* malloc'd; NULL: missing or bad */
+	char *command;			/* malloc'd; NULL: missing or bad; "": the image's own */
+	struct spec_image image;
 	const char *gid_var, *uid_var;	/* borrowed; NULL: none */
 };
 
@@ -664,18 +669,20 @@ static char *spec_gpulab_join(struct spec_gpulab *g, json_t *cmd)
 static void spec_gpulab_command(struct spec_gpulab *g, json_t *docker)
 {
 	static const char *const empty =
-		"must not be empty: GPULab would run the image's CMD, but mlfs runs no container";
+		"must not be empty without an image: GPULab runs the image's CMD then";
 	json_t *cmd = json_object_get(docker, "command");
+	bool none = (json_is_string(cmd) && spec_blank(json_string_value(cmd))) ||
+		    (json_is_array(cmd) && json_array_size(cmd) == 0);
 
 	if (!cmd || json_is_null(cmd))
 		spec_gpulab_error(g, "request.docker.command",
 				  "missing; give the command to run, as a string or an array");
-	else if (json_is_string(cmd) && spec_blank(json_string_value(cmd)))
+	else if (none && !g->image.ref)
 		spec_gpulab_error(g, "request.docker.command", "%s", empty);
+	else if (none)
+		g->command = spec_strdup(g->c, "");	/* the image's own CMD, as Docker runs it */
 	else if (json_is_string(cmd))
 		g->command = spec_strdup(g->c, json_string_value(cmd));
-	else if (json_is_array(cmd) && json_array_size(cmd) == 0)
-		spec_gpulab_error(g, "request.docker.command", "%s", empty);
 	else if (json_is_array(cmd))
 		g->command = spec_gpulab_join(g, cmd);
 	else
@@ -764,11 +771,13 @@ static void spec_gpulab_image(struct spec_gpulab *g, json_t *docker)
 	const char *image;
 	int ret = spec_gpulab_string(g, docker, "request.docker", "image", &image);
 
+	char where[SPEC_PATH_MAX];
+
 	if (ret > 0 && spec_blank(image))
 		spec_gpulab_error(g, "request.docker.image", "must not be empty");
-	else if (ret > 0)
-		spec_gpulab_ignore(g, "request.docker.image",
-				   "needs a container runtime; the command runs on the node");
+	else if (ret > 0)	/* "USER:PASSWORD@HOST:PORT/NAME:TAG" for a private registry */
+		spec_set_image(g->c, &g->image, spec_gpulab_where(g, "request.docker.image", where),
+			       image, true);
 }
 
 /* ---- storage and portMappings: checked, then listed as ignored ---- */
@@ -932,7 +941,9 @@ static void spec_gpulab_build(struct spec_gpulab *g)
 	w = &s->workers[0];
 	w->command = g->command;
 	w->res = g->res;
+	w->image = g->image;
 	g->command = NULL;
+	g->image = (struct spec_image){ 0 };
 	g->res = (struct spec_resources){ 0 };
 	spec_gpulab_static_env(g, w);
 }
@@ -986,6 +997,7 @@ void spec_gpulab_parse(struct spec_ctx *c, json_t *root)
 	json_decref(v2);
 	free(g.command);
 	spec_resources_free(&g.res);
+	spec_image_free(&g.image);
 }
 
 /* ---- variables set when the worker starts ---- */

@@ -108,6 +108,20 @@ void spec_set_name(struct spec_ctx *c, const char *name, const char *path);
 
 void spec_resources_free(struct spec_resources *r);
 
+/*
+ * Reads @value, the image the spec field @path names, into @img: takes
+ * GPULab's "USER:PASSWORD@" off into img->auth when @credentials, checks
+ * the rest as an image reference (container.h) and reports a bad one at
+ * @path.  0, or -1 when it is not valid.
+ */
+int spec_set_image(struct spec_ctx *c, struct spec_image *img, const char *path,
+		   const char *value, bool credentials);
+
+void spec_image_free(struct spec_image *img);
+
+/* Copies @from into @to (each worker of a role owns its copy). 0 or -1 (ENOMEM, recorded). */
+int spec_copy_image(struct spec_ctx *c, struct spec_image *to, const struct spec_image *from);
+
 /* @s for a message: control characters as '?', cut to about 60 bytes. */
 #define SPEC_SHOW_MAX 72
 const char *spec_show(char *buf, const char *s);

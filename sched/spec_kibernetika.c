@@ -49,8 +49,9 @@
  *   "cluster-port"), so replicas on one node do not collide.
  * - timeoutMinutes (deprecated by the platform; the documented "Timeout:
  *   time to wait for a compute resource") is wait_timeout in seconds.
- * - Listed as ignored, the job still runs: images (no container runtime;
- *   the node's own environment runs the command), volumes,
+ * - images: a resource asking for GPUs runs in images.gpu, the others in
+ *   images.cpu (either one alone serves both).
+ * - Listed as ignored, the job still runs: volumes,
  *   default_volume_mapping, default_mount_path and a workDir naming a
  *   variable ($SRC_DIR: a source's folder, <SOURCE>_DIR) until sources map
  *   onto the worker's view (the worker then runs in its default folder), a
@@ -94,6 +95,7 @@ struct spec_kb_res {
 	size_t n_env;
 	struct spec_resources res;
 	bool port;
+	struct spec_image image;	/* images.gpu for a resource with GPUs, else images.cpu */
 };
 
 struct spec_kb {
@@ -562,12 +564,35 @@ static void spec_kb_res_resources(struct spec_kb *k, struct spec_kb_res *r, json
 		r->res.cpu_count = spec_kb_cpus(SPEC_KB_DEFAULT_MILLICPU / 1000.0);
 }
 
+/*
+ * images {cpu, gpu}: the platform runs a resource that asks for GPUs in
+ * its gpu image and the others in the cpu one; with one of the two given,
+ * that one.
+ */
+static void spec_kb_res_images(struct spec_kb *k, struct spec_kb_res *r, json_t *o, const char *at)
+{
+	static const char *const known[] = { "cpu", "gpu", NULL };
+	char path[SPEC_PATH_MAX], field[SPEC_PATH_MAX];
+	const char *cpu = NULL, *gpu = NULL, *use;
+	json_t *images;
+
+	if (spec_get_object(k->c, o, at, "images", &images) <= 0)
+		return;
+	spec_path(path, at, "images");
+	spec_ignore_unknown(k->c, images, path, known);
+	spec_get_string(k->c, images, path, "cpu", &cpu);
+	spec_get_string(k->c, images, path, "gpu", &gpu);
+	use = r->res.gpu_count > 0 ? (gpu ? gpu : cpu) : (cpu ? cpu : gpu);
+	if (use)
+		spec_set_image(k->c, &r->image, spec_path(field, path, use == gpu ? "gpu" : "cpu"),
+			       use, false);
+}
+
 /* What cannot be honoured on this node: listed, with why. */
 static void spec_kb_res_ignored(struct spec_kb *k, struct spec_kb_res *r, json_t *o,
 				const char *at)
 {
 	static const struct { const char *key, *why; } fields[] = {
-		{ "images", "needs a container runtime; the command runs in the node's own environment" },
 		{ "volumes", "sources are not mapped onto the worker's view yet" },
 		{ "default_volume_mapping", "sources are not mapped onto the worker's view yet" },
 		{ "default_mount_path", "sources are not mapped onto the worker's view yet" },
@@ -591,7 +616,7 @@ typedef void spec_kb_field_fn(struct spec_kb *k, struct spec_kb_res *r, json_t *
 static spec_kb_field_fn *const spec_kb_res_fields[] = {
 	spec_kb_res_name, spec_kb_res_replicas, spec_kb_res_command, spec_kb_res_work_dir,
 	spec_kb_res_env, spec_kb_res_resources, spec_kb_res_restart, spec_kb_res_port,
-	spec_kb_res_ignored,
+	spec_kb_res_images, spec_kb_res_ignored,
 };
 
 static void spec_kb_resource(struct spec_kb *k, size_t i, json_t *o)
@@ -699,7 +724,8 @@ static int spec_kb_worker(struct spec_kb *k, const struct spec_kb_res *r, unsign
 	w->role_index = index;
 	w->work_dir = r->work_dir ? strdup(r->work_dir) : NULL;
 	w->env = calloc(r->n_env + 2, sizeof(*w->env));
-	if (!w->command || !w->role || (r->work_dir && !w->work_dir) || !w->env)
+	if (!w->command || !w->role || (r->work_dir && !w->work_dir) || !w->env ||
+	    spec_copy_image(k->c, &w->image, &r->image) < 0)
 		return -1;
 	for (size_t i = 0; i < r->n_env; i++)
 		bad |= spec_kb_env_add(w->env, &w->n_env, r->env[i].name, r->env[i].value);
@@ -750,6 +776,7 @@ static void spec_kb_free(struct spec_kb *k)
 			free(k->res[i].env[j].value);
 		}
 		free(k->res[i].env);
+		spec_image_free(&k->res[i].image);
 	}
 	free(k->res);
 }

@@ -37,8 +37,9 @@
  *   stages.  data.output.archive applies to s3 and local outputs (default
  *   true); given for another type it is listed as ignored, and
  *   data.output.archive is false, which is what happens.
- * - environment.packages (needs a container runtime) and proxiML's
- *   environment.type, custom_image and worker_key_types are listed as
+ * - environment.image (or proxiML's SDK name custom_image) is every
+ *   worker's container image.  environment.packages (not installed yet)
+ *   and proxiML's environment.type and worker_key_types are listed as
  *   ignored.  Unknown fields are listed as ignored, not refused.
  *
  * What it does not do: decide whether a GPU type or dataset exists (the
@@ -69,6 +70,7 @@ struct spec_native {
 	bool has_workers;
 	long worker_count;		/* 0: not given */
 	bool worker_count_bad;
+	struct spec_image image;	/* environment.image; copied to each worker */
 };
 
 /* ---- name, type, counts ---- */
@@ -651,10 +653,28 @@ static void spec_native_packages(struct spec_native *n, json_t *env)
 		spec_get_strings(n->c, p, "environment.packages", known[i], &list);
 }
 
+/*
+ * environment.image, proxiML's Customer Provided image (its SDK calls it
+ * custom_image: either name, not both), for every worker.
+ */
+static void spec_native_image(struct spec_native *n, json_t *env)
+{
+	const char *image = NULL, *custom = NULL;
+	int a = spec_get_string(n->c, env, "environment", "image", &image);
+	int b = spec_get_string(n->c, env, "environment", "custom_image", &custom);
+
+	if (a > 0 && b > 0)
+		spec_error(n->c, "environment.custom_image", "the same as environment.image: give one");
+	else if (a > 0)
+		spec_set_image(n->c, &n->image, "environment.image", image, false);
+	else if (b > 0)
+		spec_set_image(n->c, &n->image, "environment.custom_image", custom, false);
+}
+
 static void spec_native_environment(struct spec_native *n, json_t *root)
 {
 	static const char *const known[] = {
-		"variables", "packages", "type", "custom_image", "worker_key_types", NULL,
+		"variables", "packages", "type", "image", "custom_image", "worker_key_types", NULL,
 	};
 	struct spec_ctx *c = n->c;
 	json_t *env, *vars, *list;
@@ -668,8 +688,7 @@ static void spec_native_environment(struct spec_native *n, json_t *root)
 	spec_native_packages(n, env);
 	if (spec_get_string(c, env, "environment", "type", &text) > 0)
 		spec_ignore(c, "environment.type: not used; workers run in the node's own environment");
-	if (spec_get_string(c, env, "environment", "custom_image", &text) > 0)
-		spec_ignore(c, "environment.custom_image: needs a container runtime, not yet supported");
+	spec_native_image(n, env);
 	if (spec_get_strings(c, env, "environment", "worker_key_types", &list) > 0)
 		spec_ignore(c, "environment.worker_key_types: third-party keys are not yet supported");
 }
@@ -712,6 +731,7 @@ static void spec_native_build(struct spec_native *n)
 		struct spec_worker *w = &s->workers[i];
 
 		w->command = spec_strdup(n->c, n->cmds[n->worker_count ? 0 : i]);
+		spec_copy_image(n->c, &w->image, &n->image);
 		w->res = n->res;
 		w->res.gpu_types = calloc(n->res.n_gpu_types + 1, sizeof(char *));
 		w->res.n_gpu_types = 0;
@@ -771,5 +791,6 @@ void spec_native_parse(struct spec_ctx *c, json_t *root)
 	}
 	spec_native_finish(&n);
 	spec_resources_free(&n.res);
+	spec_image_free(&n.image);
 	free(n.cmds);
 }

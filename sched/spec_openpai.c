@@ -55,10 +55,13 @@
  *   ignored.  Labels are unique within a role (they name variables).
  * - gpuType is the one accepted GPU type of roles that ask for GPUs ("" is
  *   any); matching is the scheduler's.  memory_gb is memoryMB / 1024.
- * - image, authFile, virtualCluster, extras, an explicit shmMB, and the
- *   jobEnvs isDebug and paiAzRDMA (still exported) are listed as ignored,
- *   with why; so are unknown fields.  image is not required: mlfs has no
- *   use for it.
+ * - image is every task's container image, checked as an image name;
+ *   authFile the Docker config.json its registry's credentials are read
+ *   from (a path on the node, never shown); shmMB sizes /dev/shm in the
+ *   container.  image is not required: a job without one runs on the
+ *   node, and then an explicit shmMB is listed as ignored.
+ * - virtualCluster, extras, and the jobEnvs isDebug and paiAzRDMA (still
+ *   exported) are listed as ignored, with why; so are unknown fields.
  * - jobEnvs names match ^[A-Za-z_][A-Za-z0-9_]*$; values are strings,
  *   integers, booleans ("true"), or reals in their shortest exact text.
  * - At most 1024 tasks in all.
@@ -95,6 +98,7 @@ struct spec_openpai_port {
 struct spec_openpai_role {
 	const char *name;
 	long tasks, cpus, mem_mb, shm_mb, gpus;
+	bool shm_set;			/* shmMB was written */
 	const char *command;
 	struct spec_openpai_port *ports;
 	size_t n_ports;
@@ -104,6 +108,7 @@ struct spec_openpai_role {
 /* What the pass over the fields found, for spec_openpai_finish. */
 struct spec_openpai {
 	struct spec_ctx *c;
+	struct spec_image image;	/* image and authFile, for every task */
 	const char *name;		/* NULL: absent or bad */
 	bool has_name;
 	const char *gpu_type;		/* NULL or "": any */
@@ -181,12 +186,23 @@ static void spec_openpai_unused(struct spec_openpai *p, json_t *root, const char
 
 static void spec_openpai_image(struct spec_openpai *p, json_t *root)
 {
-	spec_openpai_unused(p, root, "image", "no container runtime; tasks run in the node's own environment");
+	const char *text;
+
+	if (spec_get_string(p->c, root, "", "image", &text) > 0)
+		spec_set_image(p->c, &p->image, "image", text, false);
 }
 
 static void spec_openpai_auth_file(struct spec_openpai *p, json_t *root)
 {
-	spec_openpai_unused(p, root, "authFile", "no container runtime, so no registry to log in to");
+	const char *text;
+
+	if (spec_get_string(p->c, root, "", "authFile", &text) <= 0)
+		return;
+	if (text[0] != '/')	/* OpenPAI keeps it in HDFS */
+		spec_ignore(p->c, "authFile: not a path on this node (an HDFS path mlfs does not "
+			    "fetch); the registry is reached with the node's and the owner's credentials");
+	else
+		p->image.auth_file = spec_strdup(p->c, text);
 }
 
 static void spec_openpai_cluster(struct spec_openpai *p, json_t *root)
@@ -421,12 +437,10 @@ static void spec_openpai_role_numbers(struct spec_openpai *p, struct spec_openpa
 	spec_openpai_required(c, r, at, "cpuNumber", 1, LONG_MAX, &role->cpus);
 	mem = spec_openpai_required(c, r, at, "memoryMB", 100, LONG_MAX, &role->mem_mb);
 	if (spec_get_long(c, r, at, "shmMB", 0, LONG_MAX, &role->shm_mb) > 0) {
+		role->shm_set = true;
 		if (mem > 0 && role->shm_mb > role->mem_mb)
 			spec_error(c, spec_path(path, at, "shmMB"), "is %ld MB, more than memoryMB (%ld MB)",
 				   role->shm_mb, role->mem_mb);
-		else
-			spec_ignore(c, "%s.shmMB: /dev/shm is the node's, not sized per task; only PAI_RESOURCE_%s shows it",
-				    at, role->name ? role->name : "?");
 	}
 	spec_openpai_required(c, r, at, "gpuNumber", 0, LONG_MAX, &role->gpus);
 }
@@ -624,6 +638,9 @@ static void spec_openpai_task(struct spec_openpai *p, const struct spec_openpai_
 	w->role_index = (unsigned int)index;
 	w->command = spec_strdup(p->c, r->command);
 	spec_openpai_task_res(p, r, w);
+	spec_copy_image(p->c, &w->image, &p->image);
+	if (p->image.ref)
+		w->image.shm_mb = r->shm_mb;
 	w->env = calloc(4 * p->n_roles + 10, sizeof(*w->env));
 	if (!w->env) {
 		p->c->nomem = true;
@@ -697,6 +714,11 @@ static void spec_openpai_finish(struct spec_openpai *p)
 	if (!c->errors && n_tasks > SPEC_OPENPAI_MAX_TASKS)
 		spec_error(c, "taskRoles", "the task roles have %zu tasks in all; the limit is %d",
 			   n_tasks, SPEC_OPENPAI_MAX_TASKS);
+	for (size_t i = 0; !p->image.ref && i < p->n_roles; i++)
+		if (p->roles[i].shm_set)
+			spec_ignore(c, "taskRoles[%zu].shmMB: no image, so no container whose /dev/shm it "
+				    "would size; only PAI_RESOURCE_%s shows it", i,
+				    p->roles[i].name ? p->roles[i].name : "?");
 	if (!c->errors && !c->nomem)
 		spec_openpai_build(p, n_tasks);
 }
@@ -747,6 +769,7 @@ void spec_openpai_parse(struct spec_ctx *c, json_t *root)
 	for (size_t i = 0; i < p.n_roles; i++)
 		free(p.roles[i].ports);
 	free(p.roles);
+	spec_image_free(&p.image);
 }
 
 /* ---- variables that depend on placement ---- */

@@ -151,8 +151,10 @@ static void test_gpulab_hello_world_request_maps_field_by_field(void **state)
 	assert_string_equal(worker_env(s, "GPULAB_CPUS_RESERVED"), "2");
 	assert_string_equal(worker_env(s, "GPULAB_MEM_RESERVED"), "1000m");
 	assert_string_equal(worker_env(s, "GPULAB_WORKER_ID"), "0");
-	EXPECT_IGNORED(s, "request.docker.image: needs a container runtime; the command runs on the node",
-		       "request.scheduling.interactive: interactive jobs are not supported; the job is queued and runs as a batch job");
+	assert_string_equal(s->workers[0].image.ref, "debian:stable");
+	assert_string_equal(s->workers[0].image.ref_field, "request.docker.image");
+	assert_null(s->workers[0].image.auth);
+	EXPECT_IGNORED(s, "request.scheduling.interactive: interactive jobs are not supported; the job is queued and runs as a batch job");
 	spec_free(s);
 }
 
@@ -310,8 +312,9 @@ static void test_gpulab_v1_definition_is_converted_to_v2(void **state)
 	assert_string_equal(r->min_cuda_version, "10");
 	assert_string_equal(spec_check_env(s->env, s->n_env, "A"), "b");
 	assert_string_equal(worker_env(s, "GPULAB_MEM_RESERVED"), "2000m");	/* as GPULab's example */
+	assert_string_equal(s->workers[0].image.ref, "gpulab.ilabt.imec.be:5000/sample:nvidia-smi");
+	assert_string_equal(s->workers[0].image.ref_field, "jobDefinition.dockerImage");
 	EXPECT_IGNORED(s, "jobDefinition.jobType: unknown field, not used",
-		       "jobDefinition.dockerImage: needs a container runtime; the command runs on the node",
 		       "jobDefinition.jobDataLocations: not yet mapped onto the worker's view; the command sees the node's own files");
 	spec_runtime_env(s, 0, &rt, collect, &got);
 	assert_string_equal(spec_check_env(got.v, got.n, "USER_UID"), "0");
@@ -336,7 +339,7 @@ static void test_gpulab_v1_errors_name_the_v1_fields(void **state)
 		      "x.json:2:60: jobDefinition.resources.cpuCores: must be at least 1, got 0",
 		      "x.json:2:44: jobDefinition.resources.systemMemory: must be more than 0, got -5",
 		      "x.json:3:18: jobDefinition.dockerImage: must be a string, got integer",
-		      "x.json:4:14: jobDefinition.command: must not be empty: GPULab would run the image's CMD, but mlfs runs no container");
+		      "x.json:4:14: jobDefinition.command: must not be empty without an image: GPULab runs the image's CMD then");
 	EXPECT_ERRORS("{\"jobDefinition\": {\"command\": \"x\"}}",
 		      "x.json:1:19: jobDefinition.resources: missing; GPULab needs at least gpus, cpus and cpuMemoryGb");
 	EXPECT_ERRORS("{\"jobDefinition\": {\"command\": \"x\", \"resources\": {\"gpus\": 1, \"cpuCores\": 1}}}",
@@ -381,15 +384,33 @@ static void test_gpulab_resource_rules_name_the_field(void **state)
 		      "x.json:3:18: request.resources: must be an object, got array");
 }
 
+/* GPULab's private-registry form, and an empty command: the image's own CMD. */
+static void test_gpulab_image_credentials_are_kept_apart_and_never_shown(void **state)
+{
+	struct spec *s = parse_ok(V2(RES_OK, "{\"command\": \"\", \"image\": "
+				     "\"gitlab+deploy-token-3:s3cr@t@gitlab.example.be:4567/proj/sample:v1\"}", ""));
+	char *json = spec_to_json(s);
+
+	(void)state;
+	assert_string_equal(s->workers[0].image.ref, "gitlab.example.be:4567/proj/sample:v1");
+	assert_string_equal(s->workers[0].image.auth, "gitlab+deploy-token-3:s3cr@t");
+	assert_string_equal(s->workers[0].command, "");
+	assert_non_null(json);
+	assert_null(strstr(json, "s3cr"));
+	assert_non_null(strstr(json, "\"image\": \"gitlab.example.be:4567/proj/sample:v1\""));
+	free(json);
+	spec_free(s);
+}
+
 static void test_gpulab_docker_rules_name_the_field(void **state)
 {
 	(void)state;
 	EXPECT_ERRORS(V2(RES_OK, "{\"image\": \"debian\"}", ""),
 		      "x.json:4:15: request.docker.command: missing; give the command to run, as a string or an array");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \" \"}", ""),
-		      "x.json:4:27: request.docker.command: must not be empty: GPULab would run the image's CMD, but mlfs runs no container");
+		      "x.json:4:27: request.docker.command: must not be empty without an image: GPULab runs the image's CMD then");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": []}", ""),
-		      "x.json:4:27: request.docker.command: must not be empty: GPULab would run the image's CMD, but mlfs runs no container");
+		      "x.json:4:27: request.docker.command: must not be empty without an image: GPULab runs the image's CMD then");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": [\"ls\", 1]}", ""),
 		      "x.json:4:34: request.docker.command[1]: must be a string, got integer");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": [\"\", \"x\"]}", ""),
@@ -398,6 +419,10 @@ static void test_gpulab_docker_rules_name_the_field(void **state)
 		      "x.json:4:27: request.docker.command: must be a string or an array of strings, got object");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"image\": \"\"}", ""),
 		      "x.json:4:41: request.docker.image: must not be empty");
+	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"image\": \"Debian:stable\"}", ""),
+		      "x.json:4:41: request.docker.image: not a valid image name: the path component 'Debian' is not lower-case letters and digits joined by '.', '_', '__' or '-'");
+	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"image\": \"u:p@reg.example:99999/a:b\"}", ""),
+		      "x.json:4:41: request.docker.image: not a valid image name: the registry 'reg.example:99999' is not a host name or address with an optional :PORT");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"environment\": []}", ""),
 		      "x.json:4:47: request.docker.environment: must be an object, got array");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"environment\": {\"1X\": \"a\", \"F\": 0.5}}", ""),
@@ -451,7 +476,6 @@ static void test_gpulab_storage_ports_and_scheduling_are_listed_as_ignored(void 
 	(void)state;
 	EXPECT_IGNORED(s, "request.resources.vram: unknown field, not used",
 		       "request.docker.shm: unknown field, not used",
-		       "request.docker.image: needs a container runtime; the command runs on the node",
 		       "request.docker.storage: not yet mapped onto the worker's view; the command sees the node's own files",
 		       "request.docker.portMappings: no container network; the command listens on the node's own ports",
 		       "request.scheduling.maxDuration: GPULab scheduling options are not supported");
@@ -484,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_gpulab_v1_errors_name_the_v1_fields),
 		cmocka_unit_test(test_gpulab_resource_rules_name_the_field),
 		cmocka_unit_test(test_gpulab_docker_rules_name_the_field),
+		cmocka_unit_test(test_gpulab_image_credentials_are_kept_apart_and_never_shown),
 		cmocka_unit_test(test_gpulab_request_rules_name_the_field),
 		cmocka_unit_test(test_gpulab_storage_ports_and_scheduling_are_listed_as_ignored),
 		cmocka_unit_test(test_gpulab_spec_json_says_gpulab),

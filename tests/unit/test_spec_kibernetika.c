@@ -113,9 +113,11 @@ static void test_kibernetika_seed_template_maps_field_by_field(void **state)
 	assert_string_equal(wenv(w, "TASK_NAME"), "example");
 	assert_true(has_ignored(s, "resources[0].workDir: \"$SRC_DIR\" names a source's folder"));
 	assert_true(has_ignored(s, "resources[0].command: "));
-	assert_true(has_ignored(s, "resources[0].images: needs a container runtime"));
+	/* no GPUs asked: the cpu image */
+	assert_string_equal(w->image.ref, "kuberlab/tensorflow:cpu-36-1.7.0-full");
+	assert_string_equal(w->image.ref_field, "resources[0].images.cpu");
 	assert_true(has_ignored(s, "resources[0].default_volume_mapping: "));
-	assert_int_equal(s->n_ignored, 4);
+	assert_int_equal(s->n_ignored, 3);
 	spec_free(s);
 }
 

@@ -284,8 +284,11 @@ static void test_openpai_tensorflow_example_maps_roles_workers_and_resources(voi
 	assert_string_equal(s->env[0].value, "32");
 	assert_string_equal(s->env[1].name, "job_model");
 	assert_string_equal(s->env[1].value, "resnet20");
+	for (size_t i = 0; i < s->n_workers; i++) {
+		assert_string_equal(s->workers[i].image.ref, "your_docker_registry/pai.run.tensorflow");
+		assert_int_equal(s->workers[i].image.shm_mb, 64);	/* OpenPAI's default */
+	}
 	EXPECT_IGNORED(s,
-		"image: no container runtime; tasks run in the node's own environment",
 		"dataDir: an HDFS path mlfs does not fetch; passed on as PAI_DATA_DIR unchanged",
 		"outputDir: an HDFS path mlfs does not fetch; passed on as PAI_OUTPUT_DIR unchanged",
 		"codeDir: an HDFS path mlfs does not fetch; passed on as PAI_CODE_DIR unchanged",
@@ -399,7 +402,7 @@ static void test_openpai_two_roles_get_their_static_variables(void **state)
 	assert_string_equal(s->workers[1].res.gpu_types[0], "A100");
 	assert_int_equal(s->workers[4].res.n_gpu_types, 0);
 	assert_true(s->workers[4].res.memory_gb == 100.0 / 1024);
-	EXPECT_IGNORED(s, "taskRoles[0].shmMB: /dev/shm is the node's, not sized per task; only PAI_RESOURCE_a shows it");
+	EXPECT_IGNORED(s, "taskRoles[0].shmMB: no image, so no container whose /dev/shm it would size; only PAI_RESOURCE_a shows it");
 	spec_free(s);
 }
 
@@ -503,7 +506,7 @@ static void test_openpai_port_begin_at_and_job_envs_kinds(void **state)
 		"taskRoles[0].color: unknown field, not used",
 		"taskRoles[0].portList[0].beginAt: port 8080 cannot be promised on a shared node; free ports are allocated",
 		"jobEnvs.isDebug: a failed task is not kept for debugging; still exported",
-		"authFile: no container runtime, so no registry to log in to",
+		"authFile: not a path on this node (an HDFS path mlfs does not fetch); the registry is reached with the node's and the owner's credentials",
 		"killAllOnCompletedTaskNumber: unknown field, not used");
 	assert_int_equal(s->workers[0].n_ports, 1);
 	spec_free(s);

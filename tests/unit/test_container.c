@@ -1,0 +1,122 @@
+/*
+ * test_container.c - image references as Docker reads them (image_ref.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "container.h"
+
+static void expect_ref(const char *s, const char *domain, const char *path, const char *tag,
+		       const char *digest)
+{
+	struct image_ref r;
+	char why[256] = "";
+
+	if (image_ref_parse(s, &r, why, sizeof(why)) != 0)
+		fail_msg("%s: %s", s, why);
+	assert_string_equal(r.domain, domain);
+	assert_string_equal(r.path, path);
+	assert_string_equal(r.tag, tag);
+	assert_string_equal(r.digest, digest);
+}
+
+static void expect_bad(const char *s, const char *why_part)
+{
+	struct image_ref r;
+	char why[256] = "";
+
+	assert_int_equal(image_ref_parse(s, &r, why, sizeof(why)), -EINVAL);
+	if (!strstr(why, why_part))
+		fail_msg("%s: '%s' does not say '%s'", s, why, why_part);
+}
+
+static void test_image_ref_reads_the_forms_registries_use(void **state)
+{
+	static const char sha[] =
+		"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char digest_ref[160];
+
+	(void)state;
+	expect_ref("busybox", "", "busybox", "", "");
+	expect_ref("debian:stable", "", "debian", "stable", "");
+	expect_ref("tensorflow/tensorflow:1.2.0-gpu", "", "tensorflow/tensorflow", "1.2.0-gpu", "");
+	expect_ref("127.0.0.1:5000/team/tf:1.15", "127.0.0.1:5000", "team/tf", "1.15", "");
+	expect_ref("localhost/img", "localhost", "img", "", "");
+	expect_ref("gpulab.ilabt.imec.be:5000/sample:nvidia-smi", "gpulab.ilabt.imec.be:5000",
+		   "sample", "nvidia-smi", "");
+	expect_ref("kuberlab/tensorflow:cpu-36-1.7.0-full", "", "kuberlab/tensorflow",
+		   "cpu-36-1.7.0-full", "");
+	expect_ref("a/b__c/d-e---f.g_h:_T", "", "a/b__c/d-e---f.g_h", "_T", "");
+	snprintf(digest_ref, sizeof(digest_ref), "reg.io/x@%s", sha);
+	expect_ref(digest_ref, "reg.io", "x", "", sha);
+	snprintf(digest_ref, sizeof(digest_ref), "x:1@%s", sha);
+	expect_ref(digest_ref, "", "x", "1", sha);
+	/* a first component without '.' or ':' is a path, not a registry */
+	expect_ref("team/tf", "", "team/tf", "", "");
+}
+
+static void test_image_ref_refuses_what_cannot_be_valid(void **state)
+{
+	(void)state;
+	expect_bad("", "is empty");
+	expect_bad("Debian", "'Debian' is not lower-case");
+	expect_bad("a b", "blank");
+	expect_bad("a//b", "an empty path component");
+	expect_bad("a/", "an empty path component");
+	expect_bad("-a", "'-a'");
+	expect_bad("a_", "'a_'");
+	expect_bad("a___b", "'a___b'");
+	expect_bad("a:", "the tag ''");
+	expect_bad("a:-x", "the tag '-x'");
+	expect_bad("a:b/c", "'a:b' is not a host name");	/* the "tag" has a slash: a registry */
+	expect_bad("reg.io:0/a", "registry 'reg.io:0'");
+	expect_bad("reg.io:x/a", "registry 'reg.io:x'");
+	expect_bad("-reg.io/a", "registry '-reg.io'");
+	expect_bad("reg..io/a", "registry 'reg..io'");
+	expect_bad("reg.io/", "the repository name is empty");
+	expect_bad("a@sha256:abc", "the digest 'sha256:abc'");
+	expect_bad("a@md5", "the digest 'md5'");
+	expect_bad("a@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+		   "the digest");
+}
+
+static void test_image_ref_name_longer_than_255_is_refused(void **state)
+{
+	char name[300];
+
+	(void)state;
+	memset(name, 'a', 256);
+	name[256] = '\0';
+	expect_bad(name, "longer than 255");
+	name[255] = '\0';
+	expect_ref(name, "", name, "", "");
+}
+
+static void test_image_ref_credentials_of_gpulab_private_form(void **state)
+{
+	(void)state;
+	assert_int_equal(image_ref_credentials("user:pw@reg.io:4567/a/b:v1"), strlen("user:pw"));
+	assert_int_equal(image_ref_credentials("u:p@w@reg.io/a"), strlen("u:p@w"));
+	assert_int_equal(image_ref_credentials("reg.io/a/b:v1"), 0);
+	assert_int_equal(image_ref_credentials("busybox@sha256:00"), 0);
+	assert_int_equal(image_ref_credentials("reg.io/x@sha256:00"), 0);
+	assert_int_equal(image_ref_credentials("busybox"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_image_ref_reads_the_forms_registries_use),
+		cmocka_unit_test(test_image_ref_refuses_what_cannot_be_valid),
+		cmocka_unit_test(test_image_ref_name_longer_than_255_is_refused),
+		cmocka_unit_test(test_image_ref_credentials_of_gpulab_private_form),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
