@@ -50,11 +50,12 @@ enum config_section {
 	CS_MLFS,
 	CS_NODE,
 	CS_SLURM,
+	CS_CONTAINERS,
 	CS_DATASTORE,
 	CS_SOURCE,
 };
 
-#define CS_SINGLES	3	/* CS_MLFS, CS_NODE, CS_SLURM: at most once each */
+#define CS_SINGLES	4	/* CS_MLFS, CS_NODE, CS_SLURM, CS_CONTAINERS: at most once each */
 
 struct config_key {
 	const char *key;
@@ -237,6 +238,16 @@ static const struct config_key config_slurm_keys[] = {
 	{ NULL, CT_STRING, 0 },
 };
 
+static const struct config_key config_containers_keys[] = {
+	{ "runtime", CT_STRING, CONFIG_AT(containers.runtime) },
+	{ "oci_runtime", CT_STRING, CONFIG_AT(containers.oci_runtime) },
+	{ "insecure_registries", CT_HOSTS, CONFIG_AT(containers.insecure_registries) },
+	{ "auth_file", CT_PATH, CONFIG_AT(containers.auth_file) },
+	{ "cache_size", CT_SIZE, CONFIG_AT(containers.cache_size) },
+	{ "fallback", CT_FALLBACK, CONFIG_AT(containers.fallback_host) },
+	{ NULL, CT_STRING, 0 },
+};
+
 /* The keys every datastore type has, other than `type`. */
 static const struct config_key config_datastore_keys[] = {
 	{ "uid", CT_UID, DATASTORE_AT(uid) },
@@ -251,10 +262,11 @@ static const struct config_key config_datastore_keys[] = {
 _Static_assert(CONFIG_N(config_mlfs_keys) <= CONFIG_KEYS_MAX, "too many [mlfs] keys");
 _Static_assert(CONFIG_N(config_node_keys) <= CONFIG_KEYS_MAX, "too many [node] keys");
 _Static_assert(CONFIG_N(config_slurm_keys) <= CONFIG_KEYS_MAX, "too many [slurm] keys");
+_Static_assert(CONFIG_N(config_containers_keys) <= CONFIG_KEYS_MAX, "too many [containers] keys");
 
 /* Indexed by section - CS_MLFS. */
 static const struct config_key *const config_single_keys[CS_SINGLES] = {
-	config_mlfs_keys, config_node_keys, config_slurm_keys,
+	config_mlfs_keys, config_node_keys, config_slurm_keys, config_containers_keys,
 };
 
 static const struct config_section_type {
@@ -266,6 +278,7 @@ static const struct config_section_type {
 	{ "mlfs", CS_MLFS, SOURCE_DATASET, 0 },
 	{ "node", CS_NODE, SOURCE_DATASET, 0 },
 	{ "slurm", CS_SLURM, SOURCE_DATASET, 0 },
+	{ "containers", CS_CONTAINERS, SOURCE_DATASET, 0 },
 	{ "datastore", CS_DATASTORE, SOURCE_DATASET, 1 },
 	{ "dataset", CS_SOURCE, SOURCE_DATASET, 1 },
 	{ "checkpoint", CS_SOURCE, SOURCE_CHECKPOINT, 1 },
@@ -459,7 +472,7 @@ static int config_on_section(struct config_parser *p, int line, const char *text
 	p->label = NULL;
 	if (!t) {
 		config_error(p, line, "unknown section [%s] (use mlfs, node, slurm, "
-			     "datastore, dataset, checkpoint or model)", text);
+			     "containers, datastore, dataset, checkpoint or model)", text);
 		return 0;
 	}
 	if (t->named != (*name != '\0')) {
@@ -982,6 +995,7 @@ static int config_new(struct mlfs_config **out, const char *file)
 	cfg->node = (struct node_config){ .gpus = -1, .gpu_memory_gb = -1, .cpus = -1,
 		.memory_gb = -1, .price = -1 };
 	cfg->slurm.poll_interval = 5;
+	cfg->containers.cache_size = 20ull << 30;
 	cfg->file = strdup(file);
 	cfg->state_dir = strdup("/var/lib/mlfs");
 	cfg->cache_dir = strdup("/var/cache/mlfs");
@@ -1162,6 +1176,10 @@ void config_free(struct mlfs_config *cfg)
 	free(cfg->slurm.account);
 	free(cfg->slurm.sbatch_args);
 	free(cfg->slurm.bin_dir);
+	free(cfg->containers.runtime);
+	free(cfg->containers.oci_runtime);
+	free(cfg->containers.insecure_registries);
+	free(cfg->containers.auth_file);
 	free(cfg->file);
 	free(cfg->state_dir);
 	free(cfg->cache_dir);

@@ -261,6 +261,34 @@ static int config_value_gid(const char *s, void *field, const char *file)
 	return config_value_group_id(s, field);
 }
 
+static int config_value_fallback(const char *s, void *field, const char *file)
+{
+	(void)file;
+	if (strcmp(s, "refuse") != 0 && strcmp(s, "host") != 0)
+		return -EINVAL;
+	*(bool *)field = strcmp(s, "host") == 0;
+	return 0;
+}
+
+/* "127.0.0.1:5000, reg.lan:443": each entry a host name or address and a port. */
+static int config_value_hosts(const char *s, void *field, const char *file)
+{
+	const char *p = s;
+
+	while (*p) {
+		size_t len = strcspn(p, " \t,");
+		const char *colon = memchr(p, ':', len);
+		size_t digits = colon ? len - (size_t)(colon - p) - 1 : 0;
+
+		if (len && (!colon || colon == p || digits == 0 || digits > 5 ||
+			    strspn(colon + 1, "0123456789") < digits))
+			return -EINVAL;
+		p += len;
+		p += strspn(p, " \t,");
+	}
+	return config_value_string(s, field, file);
+}
+
 /* How each type is parsed, and what is said when it does not parse. */
 static const struct config_value_info {
 	int (*parse)(const char *s, void *field, const char *file);
@@ -282,6 +310,9 @@ static const struct config_value_info {
 	[CT_GID] = { config_value_gid, "unknown group", "use a group name or a number" },
 	[CT_MODE] = { config_value_mode, "bad mode",
 		      "use octal permission bits, such as 644" },
+	[CT_FALLBACK] = { config_value_fallback, "unknown fallback", "use refuse or host" },
+	[CT_HOSTS] = { config_value_hosts, "bad registry list",
+		       "use HOST:PORT entries separated by blanks or commas" },
 };
 
 int config_value_set(enum config_type type, const char *s, void *field, const char *file)

@@ -21,6 +21,8 @@ enum config_type {
 	CT_UID,		/* long, a number or a user name */
 	CT_GID,		/* long, a number or a group name */
 	CT_MODE,	/* long, octal, at most 07777 */
+	CT_FALLBACK,	/* bool, "refuse" (false) or "host" (true) */
+	CT_HOSTS,	/* char *, HOST:PORT entries separated by blanks or commas */
 };
 
 /* Parses @s as @type into @field (whose C type the enum comments give). 0 or -EINVAL. */

@@ -38,6 +38,7 @@ int cmd_check(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_logpipe(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 
 /* Prints upload progress on stderr (an output_progress_fn, cmd_job.c). */
 struct output;

@@ -19,6 +19,7 @@ static const char mlfs_usage[] =
 	"       mlfs sync CONFIG\n"
 	"       mlfs check [-c CONFIG] FILE...\n"
 	"       mlfs logpipe [--max BYTES] LOG JOBLOG WORKER\n"
+	"       mlfs image pull CONFIG IMAGE [--progress FILE]\n"
 	"       mlfs --help | --version\n"
 	"\n"
 	"  mount    mount the gateway tree of CONFIG at MOUNTPOINT (daemonizes unless -f;\n"
@@ -31,6 +32,8 @@ static const char mlfs_usage[] =
 	"  check    validate config files offline, with the code the mount uses\n"
 	"  logpipe  copy standard input into a worker's logs within log_size (what a\n"
 	"           Slurm batch script pipes each worker's output through)\n"
+	"  image    pull a worker's container image onto the node, once for every job\n"
+	"           that needs it at the same time (what a worker's start runs)\n"
 	"\n"
 	"See mlfs(1) for the tree, the config file and the exit statuses.\n";
 
@@ -62,6 +65,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(verb, "logpipe") == 0)
 		return cmd_logpipe(argc - 1, argv + 1);
+	if (strcmp(verb, "image") == 0)
+		return cmd_image(argc - 1, argv + 1);
 	if (verb[0] != '-')
 		return cmd_mount(argc, argv);	/* no verb: argv[0] stands in for it */
 	fprintf(stderr, "mlfs: unknown option '%s'\n%s", verb, mlfs_usage);

@@ -91,6 +91,16 @@ struct slurm_config {
 	char *bin_dir;
 };
 
+/* [containers] (DESIGN §10): how workers with an image run. */
+struct containers_config {
+	char *runtime;		/* podman's path; NULL: found on PATH; "none": no containers */
+	char *oci_runtime;	/* runc or crun, a name or a path; NULL: what the cgroups allow */
+	char *insecure_registries;	/* HOST:PORT list served over plain HTTP; NULL: none */
+	char *auth_file;	/* a Docker config.json for every pull; NULL: none */
+	uint64_t cache_size;	/* bytes of images kept */
+	bool fallback_host;	/* fallback = host: no runtime, run on the node */
+};
+
 struct mlfs_config {
 	char *file;		/* path the config was read from */
 	char *state_dir;
@@ -104,6 +114,7 @@ struct mlfs_config {
 	char *store;
 	struct node_config node;
 	struct slurm_config slurm;
+	struct containers_config containers;
 	struct datastore_config *datastores;
 	size_t n_datastores;
 	struct source_config *sources;

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,5 +48,75 @@ int image_ref_parse(const char *s, struct image_ref *out, char *why, size_t why_
  * 0.  A digest ("name@sha256:...") is not taken for credentials.
  */
 size_t image_ref_credentials(const char *s);
+
+
+/* ---- the node's runtime ---- */
+
+#define CONTAINER_DRIVER_FILES 8
+
+struct mlfs_config;
+
+struct container_runtime {
+	bool usable;
+	char why[256];			/* why not usable, with what to install; "" when usable */
+	char podman[256];		/* absolute */
+	char oci[256];			/* the OCI runtime, absolute */
+	char oci_why[160];		/* how it was chosen */
+	unsigned long nofile_soft, nofile_hard;	/* the limits containers get: the node's own */
+	unsigned long nproc;		/* the node's hard limit, at most podman's 32768 */
+	char registries_conf[4096];	/* made for insecure_registries; "" = none */
+	const char *auth_file;		/* [containers] auth_file; NULL: none */
+	/* the NVIDIA driver's user-space files, bound read-only for GPU workers */
+	char driver_files[CONTAINER_DRIVER_FILES][256];
+	size_t n_driver_files;
+};
+
+/*
+ * Finds podman and the OCI runtime, and the limits a container may be
+ * given, per [containers]; writes STATE_DIR/containers/registries.conf for
+ * insecure_registries.  Never fails: an unusable runtime says why.
+ */
+void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg);
+
+/* "containers ..." lines for .mlfs/node. */
+void container_runtime_render(const struct container_runtime *rt, FILE *f);
+
+/* ---- one worker's container ---- */
+
+/* What `podman run` needs for one worker; every pointer borrowed. */
+struct container_run {
+	const struct container_runtime *rt;
+	const char *image;		/* the reference, without credentials */
+	const char *name;		/* the container's name, unique on the node */
+	const char *command;		/* run by /bin/sh -c; "": the image's own command */
+	uid_t uid;
+	gid_t gid;
+	const char *workdir;		/* inside; NULL: the image's */
+	const char *ml_dir;		/* the host folder bound at /opt/ml; NULL: none */
+	const char *env_file;		/* the worker's variables, podman's --env-file format */
+	uint64_t memory;		/* bytes; 0: none */
+	long shm_mb;			/* 0: podman's default */
+	const int *gpus;		/* the node's GPU indices given to it */
+	unsigned int n_gpus;
+};
+
+#define CONTAINER_ARGV_MAX	(64 + 2 * CONTAINER_DRIVER_FILES)
+
+/*
+ * Fills @argv (CONTAINER_ARGV_MAX entries, NULL-terminated) with the
+ * `podman run` of @r, its strings in @buf; @cgroup_parent (NULL: none)
+ * puts the container under the executor's cgroup of the worker.  Returns
+ * 0, or -ENAMETOOLONG when @buf is too small.
+ */
+int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,
+		   char *buf, size_t buf_len);
+
+/*
+ * The worker's variables @envp ("NAME=VALUE", NULL-terminated) in
+ * podman's --env-file format at @path (mode 0600): one per line.  A value
+ * holding a newline cannot be written so and is left out, with a warning
+ * in the log.  0 or a negated errno.
+ */
+int container_env_file(const char *path, char *const *envp);
 
 #endif

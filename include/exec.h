@@ -26,6 +26,7 @@
 
 #define EXEC_OPS_VERSION 2
 
+struct container_run;
 struct mlfs_config;
 struct executor;
 struct spec;
@@ -64,6 +65,22 @@ struct exec_start {
 	bool view_bind;
 	const char *phase_path;
 	const char *upload_log;
+
+	/*
+	 * A worker with an image (container.h), or all NULL.  Before the
+	 * view, @pull_argv runs as the executor's own user, its output in the
+	 * worker's log, and must exit 0 once the image is on the node (the
+	 * phase is "staging_in" meanwhile; "staging_in_failed" when it does
+	 * not).  The command then runs as @container's `podman run`, started
+	 * by the executor's own user, the container running it as uid:gid
+	 * with the view (or the worker's scratch folder) at /opt/ml: no mount
+	 * namespace of the executor's (view_bind is false).  After it ends,
+	 * @cleanup_argv removes what is left of the container (a `podman run`
+	 * killed with SIGKILL leaves it running).
+	 */
+	const struct container_run *container;
+	char *const *pull_argv;
+	char *const *cleanup_argv;
 
 	/* For cluster executors, which carry the job to another node: */
 	const struct spec *spec;	/* the job's model; this worker is spec->workers[worker - 1] */

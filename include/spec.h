@@ -195,6 +195,13 @@ struct mlfs_config;
 int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
 		    const char *text, size_t len, struct diag *d);
 
+/*
+ * Adds "file:line:col: FIELD: MSG" to @d, the position that of @field in
+ * the spec's @text (JSON or YAML), for checks made after parsing.
+ */
+void spec_field_error(struct diag *d, const char *file, const char *text, size_t len,
+		      const char *field, const char *msg);
+
 /* Whether two workers ask for the same resources (a cluster may run them as one array). */
 bool spec_same_resources(const struct spec_resources *a, const struct spec_resources *b);
 

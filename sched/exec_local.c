@@ -63,6 +63,7 @@
 #include <unistd.h>
 #include <sched.h>
 
+#include "container.h"
 #include "exec.h"
 #include "exec_local_int.h"
 #include "logcap.h"
@@ -96,6 +97,8 @@ struct exec_local_plan {
 	struct logcap log;		/* the shepherd's copy of the output, within log_size */
 	char chunk[EXEC_LOCAL_CHUNK];
 	int worker_out;			/* the worker's end of the output pipe */
+	char *podman_argv[CONTAINER_ARGV_MAX];	/* w->container's `podman run`; [0] NULL: none */
+	char podman_buf[16384];
 	/* the worker's stack until its execve, when it shares the shepherd's memory */
 	char stack[EXEC_LOCAL_STACK] __attribute__((aligned(16)));
 };
@@ -383,6 +386,26 @@ static int exec_local_run(char *const *argv, int out)
 }
 
 /*
+ * Pulls the worker's image (once per node: `mlfs image pull` waits for a
+ * pull of the same image another worker started), its words in the
+ * worker's log.  An image that cannot be had ends the worker, as a view
+ * that does not come up does.
+ */
+static void exec_local_pull(const struct exec_local_plan *p)
+{
+	int status;
+
+	if (!p->w->pull_argv)
+		return;
+	exec_local_phase(p, "staging_in");
+	status = exec_local_run(p->w->pull_argv, STDOUT_FILENO);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		exec_local_phase(p, "staging_in_failed");
+		_exit(1);
+	}
+}
+
+/*
  * Mounts the worker's view (still as root, before the cgroup and the
  * uid), then with view_bind enters a private mount namespace where the
  * view is bound at /opt/ml for this worker alone.  A view that does not
@@ -429,8 +452,16 @@ static _Noreturn void exec_local_worker(const struct exec_local_plan *p, int out
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
 		_exit(127);
+	exec_local_pull(p);
 	/* The view's daemon must not join the worker's memory cgroup: first. */
 	exec_local_view(p);
+	if (p->podman_argv[0]) {
+		/* podman, as root, starts the container as uid:gid; its limits are the container's */
+		exec_local_phase(p, "running");
+		exec_local_close_range(3, ~0U);
+		execve(p->podman_argv[0], p->podman_argv, environ);
+		exec_local_fail("run", p->podman_argv[0], errno);
+	}
 	exec_local_worker_cgroup(p);
 	exec_local_phase(p, "running");		/* while still allowed to write it */
 	exec_local_worker_ids(w);
@@ -462,7 +493,7 @@ static pid_t exec_local_start_worker(struct exec_local_plan *p, int out)
 {
 	pid_t pid;
 
-	if (!p->w->view_argv) {
+	if (!p->w->view_argv && !p->w->pull_argv) {
 		p->worker_out = out;
 		return clone(exec_local_worker_main, p->stack + sizeof(p->stack),
 			     CLONE_VM | CLONE_VFORK | SIGCHLD, p);
@@ -628,6 +659,8 @@ static _Noreturn void exec_local_shepherd(struct exec_local_plan *p)
 	close(out[1]);
 	exec_local_shepherd_report(p, worker, 0);
 	status = exec_local_pump(p, out[0], worker);
+	if (p->w->cleanup_argv)
+		exec_local_run(p->w->cleanup_argv, -1);
 	if (p->w->unview_argv && p->phase_tmp[0] && !exec_local_phase_is(p, "staging_in_failed")) {
 		/* The output goes up however the command ended: nothing is lost. */
 		exec_local_phase(p, "staging_out");
@@ -680,8 +713,13 @@ static int exec_local_plan_make(struct exec_local_plan **out, const struct exec_
 	p->argv[2] = w->command;
 	p->log_fd = p->job_log_fd = p->status[0] = p->status[1] = p->upload_fd = -1;
 	snprintf(p->exit_tmp, sizeof(p->exit_tmp), "%s.tmp", w->exit_path);
-	if (w->view_argv && w->phase_path)
+	if ((w->view_argv || w->pull_argv) && w->phase_path)
 		snprintf(p->phase_tmp, sizeof(p->phase_tmp), "%s.tmp", w->phase_path);
+	if (w->container &&
+	    container_argv(w->container, NULL, p->podman_argv, p->podman_buf, sizeof(p->podman_buf)) < 0) {
+		exec_local_plan_free(p);
+		return -ENAMETOOLONG;
+	}
 	err = exec_local_open_log(w->log_path, &p->log_fd);
 	if (!err)
 		err = exec_local_open_log(w->job_log_path, &p->job_log_fd);
@@ -799,7 +837,7 @@ static void exec_local_cgroup(struct exec_local *el, const struct exec_start *w,
 	int err;
 
 	dir[0] = '\0';
-	if (w->memory_limit == 0)
+	if (w->memory_limit == 0 || w->container)	/* a container has its own (--memory) */
 		return;
 	err = v2 ? exec_local_cg_v2(w, dir, sizeof(run->cgroup))
 		 : exec_local_cg_v1(w, dir, sizeof(run->cgroup));

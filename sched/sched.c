@@ -407,8 +407,13 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct
 	pthread_mutex_init(&s->journal_lock, NULL);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ret = s->wake_fd < 0 ? -errno : sched_node_init(&s->node, cfg);
-	if (ret == 0 && !ops)
+	if (ret == 0 && !ops) {
 		sched_find_views(s);
+		container_runtime_detect(&s->containers, cfg);
+	} else {
+		snprintf(s->containers.why, sizeof(s->containers.why),
+			 "a test's executor runs no containers");
+	}
 	if (ret == 0)
 		ret = sched_make_executor(s, ops);
 	if (ret == 0 && sched_cluster(s))
@@ -610,6 +615,57 @@ void sched_node_ignored(struct sched *s, struct spec *sp)
 		sched_spec_ignore(sp, "slaveName: this node declares no name ([node] name)");
 }
 
+const char *sched_images_why(const struct sched *s)
+{
+	if (sched_cluster(s))
+		return "the slurm executor does not run container images yet";
+	return s->containers.usable ? NULL : s->containers.why;
+}
+
+int sched_images_check(struct sched *s, struct spec *sp, const char *file, const char *text,
+		       size_t len, struct diag *d)
+{
+	const char *why = sched_images_why(s);
+	bool fallback = s->cfg->containers.fallback_host;
+	char msg[512];
+	int ret = 0;
+
+	if (!why)
+		return 0;
+	for (size_t i = 0; i < sp->n_workers; i++) {
+		struct spec_image *img = &sp->workers[i].image;
+		bool listed = false;
+
+		if (!img->ref)
+			continue;
+		if (fallback && *sp->workers[i].command) {
+			for (size_t k = 0; k < i; k++)
+				listed |= sp->workers[k].image.ref_field &&
+					  strcmp(sp->workers[k].image.ref_field, img->ref_field) == 0;
+			if (!listed) {
+				snprintf(msg, sizeof(msg), "%s: this node runs no container images (%s); "
+					 "the command runs on the node ([containers] fallback = host)",
+					 img->ref_field, why);
+				sched_spec_ignore(sp, msg);
+			}
+			continue;	/* the image stays: it tells sched_run this worker falls back */
+		}
+		if (!d)
+			continue;
+		for (size_t k = 0; k < i; k++)
+			listed |= sp->workers[k].image.ref && sp->workers[k].image.ref_field &&
+				  strcmp(sp->workers[k].image.ref_field, img->ref_field) == 0;
+		if (listed)
+			continue;
+		snprintf(msg, sizeof(msg), "this node cannot run container images: %s%s", why,
+			 *sp->workers[i].command ? "" : "; and with an empty command only the "
+			 "image's own command could run");
+		spec_field_error(d, file, text, len, img->ref_field, msg);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
 /* "file:line:col: name: a job named N exists already", at the spec's name when it has one. */
 static void sched_name_taken(struct diag *d, const char *file, const char *text, size_t len,
 			     const char *name)
@@ -638,6 +694,8 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 	ret = spec_parse(&spec, file, text, len, defname, d);
 	free(defname);
 	if (ret == 0 && (ret = spec_check_data(spec, s->cfg, file, text, len, d)) < 0)
+		spec_free(spec);
+	if (ret == 0 && (ret = sched_images_check(s, spec, file, text, len, d)) < 0)
 		spec_free(spec);
 	if (ret < 0)
 		return ret;

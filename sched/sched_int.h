@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "container.h"
 #include "exec.h"
 #include "scheduler.h"
 #include "spec.h"
@@ -60,6 +61,7 @@ struct sched_worker {
 	/* With a cluster executor (exec_ops.submit): */
 	bool pending;			/* submitted, waiting in the cluster's queue (run is live) */
 	char wait_why[256];		/* the cluster's words for why it waits */
+	char pull[160];			/* its image pull's last words, while staging in */
 	char cluster_id[64];		/* the last attempt's id in the cluster, kept after it ends */
 	char end_why[256];		/* the executor's words for how the last attempt ended */
 };
@@ -158,6 +160,8 @@ struct sched {
 	/* Workers' views: the mlfs binary and the config, absolute; NULL: no views (fakes). */
 	char *mlfs_bin;
 	char *config_path;
+	/* Podman and what it may be given (container.h); found once, at start. */
+	struct container_runtime containers;
 };
 
 /* Whether the executor places workers itself (a cluster: exec_ops.submit). */
@@ -179,6 +183,16 @@ void sched_set_state(struct sched *s, struct sched_job *j, enum sched_state st, 
 void sched_event(struct sched_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Lists as ignored what the spec asks of the node that the node does not declare. */
 void sched_node_ignored(struct sched *s, struct spec *sp);
+/*
+ * Workers with an image where this node cannot run one: refused, each
+ * image field as "file:line:col: FIELD: ..." in @d (-EINVAL), or with
+ * [containers] fallback = host run on the node, listed as ignored.  With
+ * @d NULL (a job read back at start) nothing is refused.
+ */
+/* Why this scheduler cannot run images, or NULL when it can. */
+const char *sched_images_why(const struct sched *s);
+int sched_images_check(struct sched *s, struct spec *sp, const char *file, const char *text,
+		       size_t len, struct diag *d);
 /* A new job of @spec (taken over, also on failure), not linked anywhere. */
 int sched_job_new(struct sched *s, struct spec *spec, const char *file, const char *text,
 		  size_t len, uid_t uid, gid_t gid, struct sched_job **out);

@@ -355,6 +355,7 @@ int sched_node_render(struct sched *s, char **buf, size_t *len)
 		node->cpus - node->cpus_used, node->memory_gb, node->memory_gb - node->memory_used_gb);
 	if (node->price >= 0)
 		fprintf(f, "price %g\n", node->price);
+	container_runtime_render(&s->containers, f);
 	for (unsigned int i = 0; i < node->gpus; i++)
 		fprintf(f, "gpu.%u %s\n", i, node->gpu_holder[i] ? node->gpu_holder[i] : "free");
 	for (struct sched_job *j = s->jobs; j; j = j->next)

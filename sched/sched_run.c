@@ -197,6 +197,11 @@ struct sched_launch {
 	/* the view: mlfs job ... and mlfs umount ... */
 	char view[4096], spec[4200], phase[4096], uplog[4096], wnum[16], owner[32], jdir[4096];
 	char *view_argv[14], *unview_argv[4];
+	/* its container, when it has an image and the node runs them */
+	struct container_run crun;
+	char cname[128], envfile[4200], pullprog[4200];
+	char *pull_argv[8], *cleanup_argv[8];
+	bool image_unrunnable;		/* an image, no runtime, no fallback: cannot start */
 	struct exec_start st;
 	struct exec_run run;
 	int ret;
@@ -335,12 +340,66 @@ static int sched_job_ports(struct sched *s, struct sched_job *j)
 	return j->ports ? 0 : -ENOMEM;
 }
 
+/*
+ * Worker @l's container: `mlfs image pull` first (once per node for all
+ * jobs of the image), then its `podman run` (container.c), the view or the
+ * scratch folder at /opt/ml, and `podman rm` after, for what a SIGKILL of
+ * podman leaves running.
+ */
+static void sched_container_prepare(struct sched *s, struct sched_launch *l, const char *ml_dir)
+{
+	const struct sched_job *j = l->j;
+	const struct sched_worker *w = l->w;
+	const struct spec_worker *sw = &j->spec->workers[w->n - 1];
+	size_t n = 0;
+
+	/* [a-zA-Z0-9][a-zA-Z0-9_.-]*, unique on the node: the job's name has '~' too */
+	snprintf(l->cname, sizeof(l->cname), "mlfs-%s-%u-a%u-%lld", j->name, w->n, w->n_attempts,
+		 j->accepted_ns);
+	for (char *c = l->cname; *c; c++)
+		if (*c == '~')
+			*c = '_';
+	snprintf(l->envfile, sizeof(l->envfile), "%s/workers/%u/env.%u", j->dir, w->n, w->n_attempts);
+	snprintf(l->pullprog, sizeof(l->pullprog), "%s/workers/%u/pull", j->dir, w->n);
+	snprintf(l->phase, sizeof(l->phase), "%s/workers/%u/phase", j->dir, w->n);
+	l->crun = (struct container_run){
+		.rt = &s->containers, .image = sw->image.ref, .name = l->cname, .command = sw->command,
+		.uid = j->uid, .gid = j->gid, .workdir = sw->work_dir ? sw->work_dir : "/opt/ml/models",
+		.ml_dir = ml_dir, .env_file = l->envfile, .memory = l->st.memory_limit,
+		.shm_mb = sw->image.shm_mb, .gpus = w->gpus, .n_gpus = w->n_gpus,
+	};
+	if (s->mlfs_bin) {
+		l->pull_argv[n++] = s->mlfs_bin;
+		l->pull_argv[n++] = "image";
+		l->pull_argv[n++] = "pull";
+		l->pull_argv[n++] = s->config_path;
+		l->pull_argv[n++] = sw->image.ref;
+		l->pull_argv[n++] = "--progress";
+		l->pull_argv[n++] = l->pullprog;
+		l->pull_argv[n] = NULL;
+		l->st.pull_argv = l->pull_argv;
+	}
+	n = 0;
+	l->cleanup_argv[n++] = s->containers.podman;
+	l->cleanup_argv[n++] = "rm";
+	l->cleanup_argv[n++] = "--force";
+	l->cleanup_argv[n++] = "--ignore";
+	l->cleanup_argv[n++] = "--time=2";
+	l->cleanup_argv[n++] = l->cname;
+	l->cleanup_argv[n] = NULL;
+	l->st.container = &l->crun;
+	l->st.cleanup_argv = l->cleanup_argv;
+	l->st.phase_path = l->phase;
+	l->st.view_bind = false;		/* podman binds it */
+}
+
 static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_worker *w)
 {
 	const struct spec_resources *res = &j->spec->workers[w->n - 1].res;
 	struct sched_launch *l;
 	struct sched_attempt *att;
 	char holder[128];
+	bool image, container;
 	int ret = sched_job_ports(s, j);
 
 	if (ret < 0)
@@ -363,7 +422,15 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	w->n_attempts++;
 	w->output_id[0] = '\0';
 	w->phase = SCHED_PHASE_NONE;
-	if (sched_has_view(s, j)) {
+	image = j->spec->workers[w->n - 1].image.ref != NULL;
+	container = image && !sched_images_why(s);
+	l->image_unrunnable = image && !container && !s->cfg->containers.fallback_host;
+	if (container) {
+		/* the container sees its view, or its scratch folder, at /opt/ml */
+		snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
+		snprintf(l->models, sizeof(l->models), "/opt/ml/models");
+		sched_env_build(&l->env, j, w, "/opt/ml");
+	} else if (sched_has_view(s, j)) {
 		/* In its mount namespace the worker sees its view at /opt/ml; else where it is. */
 		bool at_opt = geteuid() == 0 || sched_cluster(s);
 
@@ -384,6 +451,8 @@ static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sch
 	};
 	if (sched_has_view(s, j))
 		sched_view_prepare(s, l);
+	if (container)
+		sched_container_prepare(s, l, sched_has_view(s, j) ? l->view : l->ml);
 	snprintf(l->jdir, sizeof(l->jdir), "%s", j->dir);
 	l->st.spec = j->spec;
 	l->st.spec_file = j->file ? j->file : j->name;
@@ -426,6 +495,7 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 	w->run = l->run;
 	w->running = true;
 	w->staging_in_failed = w->upload_failed = false;
+	w->pull[0] = '\0';
 	w->term_sent = false;
 	w->kill_at_ns = 0;
 	s->started_any = true;
@@ -441,7 +511,8 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 	} else {
 		w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
 		w->state = SCHED_RUNNING;
-		w->phase = l->st.view_argv ? SCHED_PHASE_STAGING_IN : SCHED_PHASE_NONE;
+		w->phase = l->st.view_argv || l->st.pull_argv ? SCHED_PHASE_STAGING_IN
+							       : SCHED_PHASE_NONE;
 		sched_event(j, "worker %u: attempt %u started, pid %d, GPUs [%s]", w->n, w->n_attempts,
 			    (int)w->run.pid, sched_gpu_list(w, gpus, sizeof(gpus)));
 	}
@@ -486,10 +557,20 @@ static int sched_cluster_files(const struct sched_launch *l)
  */
 static int sched_launch_files(struct sched *s, struct sched_launch *l)
 {
-	int ret = sched_make_worker_dir(l->j, l->w, l->ml, !sched_cluster(s));
+	int ret;
 
+	if (l->image_unrunnable) {
+		snprintf(l->why, sizeof(l->why), "its image %s cannot run here: %s",
+			 l->j->spec->workers[l->w->n - 1].image.ref, sched_images_why(s));
+		return -ENOEXEC;
+	}
+	ret = sched_make_worker_dir(l->j, l->w, l->ml, !sched_cluster(s));
 	if (ret == 0 && l->st.view_argv)
 		ret = sched_view_files(l);
+	if (ret == 0 && l->st.container) {
+		ret = container_env_file(l->envfile, l->env.v);
+		unlink(l->pullprog);
+	}
 	unlink(l->exitp);
 	if (ret == 0 && sched_cluster(s))
 		ret = sched_cluster_files(l);
@@ -884,6 +965,9 @@ static void sched_fail_text(const struct sched_job *j, const struct sched_worker
 		snprintf(buf, len, "output upload: worker %u: %s; staged output kept "
 			 "(state_dir/outputs/%s), which mlfs sync uploads", w->n,
 			 sched_last_line(j, w, "upload.log", last, sizeof(last)), w->output_id);
+	else if (w->staging_in_failed && j->spec->workers[w->n - 1].image.ref &&
+		 strncmp(sched_last_line(j, w, "log", last, sizeof(last)), "cannot pull ", 12) == 0)
+		snprintf(buf, len, "staging in: worker %u: %s", w->n, last);	/* "cannot pull IMAGE: why" */
 	else if (w->staging_in_failed)
 		snprintf(buf, len, "staging in: worker %u: its view could not be mounted: %s", w->n,
 			 sched_last_line(j, w, "log", last, sizeof(last)));
@@ -1067,8 +1151,22 @@ static void sched_job_final(struct sched *s, struct sched_job *j, size_t failed,
 	}
 }
 
+/* A worker of @j whose image is being pulled (its pull file says so), or NULL. */
+static const struct sched_worker *sched_pulling(const struct sched_job *j)
+{
+	for (size_t i = 0; i < j->n_workers; i++) {
+		const struct sched_worker *w = &j->workers[i];
+
+		if (w->running && w->phase == SCHED_PHASE_STAGING_IN && w->pull[0] &&
+		    strcmp(w->pull, "on the node") != 0 && strcmp(w->pull, "pulled") != 0)
+			return w;
+	}
+	return NULL;
+}
+
 void sched_run_update(struct sched *s, struct sched_job *j)
 {
+	const struct sched_worker *pulling;
 	size_t running = 0, waiting = 0, failed = 0, done = 0, retrying = 0, in = 0, out = 0;
 	const struct sched_worker *first_failed = NULL;
 
@@ -1105,9 +1203,12 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 					? "being submitted to Slurm" : "submitted to Slurm");
 			return;
 		}
-		if (running && in == running && !j->cancelled)
-			sched_set_state(s, j, SCHED_STAGING_IN, "mounting the view of %zu worker(s): "
-					"fetching inputs", in);
+		if (running && in == running && !j->cancelled && (pulling = sched_pulling(j)))
+			sched_set_state(s, j, SCHED_STAGING_IN, "pulling %s: %s",
+					j->spec->workers[pulling->n - 1].image.ref, pulling->pull);
+		else if (running && in == running && !j->cancelled)
+			sched_set_state(s, j, SCHED_STAGING_IN, "%s %zu worker(s): fetching inputs",
+					sched_has_view(s, j) ? "mounting the view of" : "staging in", in);
 		else if (running && out == running && !j->cancelled)
 			sched_set_state(s, j, SCHED_STAGING_OUT, "uploading the output of %zu worker(s) "
 					"to %s %s", out, j->spec->data.output.type ? j->spec->data.output.type
@@ -1126,6 +1227,36 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 
 #define SCHED_PHASE_POLL_NS 500000000LL	/* how often a view's phase file is read */
 
+/* The first line of workers/N/@name into @buf; false when it cannot be read. */
+static bool sched_read_line(const struct sched_job *j, const struct sched_worker *w,
+			    const char *name, char *buf, size_t len)
+{
+	char path[4200];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/workers/%u/%s", j->dir, w->n, name);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
+/* Reads workers/N/pull, the image pull's progress: true when it changed. */
+static bool sched_read_pull(const struct sched_job *j, struct sched_worker *w)
+{
+	char buf[sizeof(w->pull)];
+
+	if (!sched_read_line(j, w, "pull", buf, sizeof(buf)) || strcmp(buf, w->pull) == 0)
+		return false;
+	snprintf(w->pull, sizeof(w->pull), "%s", buf);
+	return true;
+}
+
 /* Reads workers/N/phase: true when it changed since last read. */
 static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
 {
@@ -1133,19 +1264,11 @@ static bool sched_read_phase(const struct sched_job *j, struct sched_worker *w)
 		[SCHED_PHASE_STAGING_IN] = "staging_in", [SCHED_PHASE_RUNNING] = "running",
 		[SCHED_PHASE_STAGING_OUT] = "staging_out",
 	};
-	char path[4200], buf[32];
 	enum sched_phase phase = w->phase;
-	ssize_t n;
-	int fd;
+	char buf[32];
 
-	snprintf(path, sizeof(path), "%s/workers/%u/phase", j->dir, w->n);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
+	if (!sched_read_line(j, w, "phase", buf, sizeof(buf)))
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
 	for (size_t i = SCHED_PHASE_STAGING_IN; i <= SCHED_PHASE_STAGING_OUT; i++)
 		if (strcmp(buf, words[i]) == 0)
 			phase = (enum sched_phase)i;
@@ -1218,6 +1341,9 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 
 	for (size_t i = 0; i < j->n_workers; i++) {
 		struct sched_worker *w = &j->workers[i];
+		/* a worker in a container: its phases and pull are read too (no view needed) */
+		const char *image = j->spec->workers[i].image.ref && !sched_images_why(s) ?
+				    j->spec->workers[i].image.ref : NULL;
 		struct exec_result res;
 		long long limit;
 		int ret;
@@ -1246,12 +1372,18 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 			sched_event(j, "worker %u: running on Slurm as job %s", w->n, w->run.cluster_id);
 			ended = true;
 		}
-		if (w->output_id[0]) {
+		if (w->output_id[0] || image) {
 			if (sched_read_phase(j, w)) {
-				sched_event(j, "worker %u: %s", w->n,
-					    w->phase == SCHED_PHASE_RUNNING ? "view mounted at /opt/ml; running"
+				sched_event(j, "worker %u: %s%s", w->n,
+					    w->phase == SCHED_PHASE_RUNNING ? image ? "running in " :
+					    "view mounted at /opt/ml; running"
 					    : w->phase == SCHED_PHASE_STAGING_OUT ? "uploading its output"
-					    : "mounting its view");
+					    : image ? "staging in its image and view" : "mounting its view",
+					    w->phase == SCHED_PHASE_RUNNING && image ? image : "");
+				ended = true;
+			}
+			if (image && w->phase == SCHED_PHASE_STAGING_IN && sched_read_pull(j, w)) {
+				sched_event(j, "worker %u: image %s: %s", w->n, image, w->pull);
 				ended = true;
 			}
 			if (!*next || now + SCHED_PHASE_POLL_NS < *next)

@@ -386,6 +386,7 @@ static struct sched_job *sched_load_job(struct sched *s, json_t *rec)
 		return NULL;
 	}
 	diag_free(&d);
+	sched_images_check(s, spec, file, NULL, 0, NULL);
 	sched_node_ignored(s, spec);
 	if (sched_job_new(s, spec, file, json_string_value(text), json_string_length(text),
 			  (uid_t)json_integer_value(json_object_get(rec, "uid")),

@@ -629,6 +629,25 @@ static int spec_load(const char *file, const char *text, size_t len, json_t **ro
 	return ret < 0 ? ret : 0;
 }
 
+void spec_field_error(struct diag *d, const char *file, const char *text, size_t len,
+		      const char *field, const char *msg)
+{
+	struct json_pos *pos = NULL;
+	struct diag quiet;
+	json_t *root = NULL;
+	int line = 1, col = 1;
+	bool yaml;
+
+	diag_init(&quiet);
+	if (spec_load(file, text, len, &root, &pos, &yaml, &quiet) == 0 &&
+	    json_pos_find_nearest(pos, field, &line, &col) < 0)
+		line = col = 1;
+	json_decref(root);
+	json_pos_free(pos);
+	diag_free(&quiet);
+	spec_diag(d, file, line, col, field, msg);
+}
+
 int spec_parse(struct spec **out, const char *file, const char *text, size_t len,
 	       const char *default_name, struct diag *d)
 {

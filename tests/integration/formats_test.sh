@@ -23,6 +23,10 @@ gpu_type = A100
 cuda_version = 12.2
 cpus = 16
 memory_gb = 32
+# the formats' rules on the node itself; containers_test.sh runs their images
+[containers]
+runtime = none
+fallback = host
 [datastore d]
 type = local
 root = $T_DIR/data

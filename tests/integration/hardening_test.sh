@@ -56,6 +56,10 @@ log_size = 64K
 gpus = 0
 cpus = 64
 memory_gb = 64
+# the formats' rules on the node itself; containers_test.sh runs their images
+[containers]
+runtime = none
+fallback = host
 [datastore d]
 type = local
 root = $T_DIR/data

@@ -496,6 +496,36 @@ static void test_config_empty_sections_keep_defaults(void **state)
 	config_free(cfg);
 }
 
+static void test_config_reads_containers_keys_and_checks_them(void **state)
+{
+	struct mlfs_config *cfg = parse_ok("[containers]\nruntime = /usr/bin/podman\n"
+					   "oci_runtime = runc\n"
+					   "insecure_registries = 127.0.0.1:5000, reg.lan:80\n"
+					   "auth_file = /etc/mlfs/auth.json\ncache_size = 5G\n"
+					   "fallback = host\n");
+
+	(void)state;
+	assert_string_equal(cfg->containers.runtime, "/usr/bin/podman");
+	assert_string_equal(cfg->containers.oci_runtime, "runc");
+	assert_string_equal(cfg->containers.insecure_registries, "127.0.0.1:5000, reg.lan:80");
+	assert_string_equal(cfg->containers.auth_file, "/etc/mlfs/auth.json");
+	assert_int_equal(cfg->containers.cache_size, 5ull << 30);
+	assert_true(cfg->containers.fallback_host);
+	config_free(cfg);
+	cfg = parse_ok("[mlfs]\n");
+	assert_null(cfg->containers.runtime);
+	assert_int_equal(cfg->containers.cache_size, 20ull << 30);	/* the default */
+	assert_false(cfg->containers.fallback_host);			/* refuse */
+	config_free(cfg);
+	EXPECT_ERRORS("[containers]\nfallback = maybe\ninsecure_registries = 127.0.0.1\n"
+		      "cache_size = lots\nimage = x\n",
+		      "x.conf:2: [containers] fallback: unknown fallback 'maybe' (use refuse or host)",
+		      "x.conf:3: [containers] insecure_registries: bad registry list '127.0.0.1' "
+		      "(use HOST:PORT entries separated by blanks or commas)",
+		      "x.conf:4: [containers] cache_size: bad size 'lots' (use a number with K, M, G or T)",
+		      "x.conf:5: [containers]: unknown key 'image'");
+}
+
 static void test_config_reads_every_mlfs_node_and_slurm_key(void **state)
 {
 	struct mlfs_config *cfg = parse_ok(
@@ -799,12 +829,12 @@ static void test_config_rejects_unknown_and_malformed_sections(void **state)
 	(void)state;
 	EXPECT_ERRORS("[foo]\nkey = ignored\n[datastorex y]\n[MLFS]\n[mlfs x]\n"
 		      "[datastore]\n[dataset]\n[node\n[slurm] x\n[]\n",
-		      "x.conf:1: unknown section [foo] (use mlfs, node, slurm, datastore, "
-		      "dataset, checkpoint or model)",
-		      "x.conf:3: unknown section [datastorex y] (use mlfs, node, slurm, "
+		      "x.conf:1: unknown section [foo] (use mlfs, node, slurm, containers, "
 		      "datastore, dataset, checkpoint or model)",
-		      "x.conf:4: unknown section [MLFS] (use mlfs, node, slurm, datastore, "
-		      "dataset, checkpoint or model)",
+		      "x.conf:3: unknown section [datastorex y] (use mlfs, node, slurm, "
+		      "containers, datastore, dataset, checkpoint or model)",
+		      "x.conf:4: unknown section [MLFS] (use mlfs, node, slurm, containers, "
+		      "datastore, dataset, checkpoint or model)",
 		      "x.conf:5: [mlfs] takes no name: [mlfs]",
 		      "x.conf:6: [datastore] needs a name: [datastore NAME]",
 		      "x.conf:7: [dataset] needs a name: [dataset NAME]",
@@ -1035,8 +1065,8 @@ static void test_config_ignores_keys_of_a_rejected_section(void **state)
 {
 	(void)state;
 	EXPECT_ERRORS("[bogus]\na = 1\nb =\n[mlfs]\ntimeout = 5\n[mlfs]\nnot_a_key = 1\n",
-		      "x.conf:1: unknown section [bogus] (use mlfs, node, slurm, datastore, "
-		      "dataset, checkpoint or model)",
+		      "x.conf:1: unknown section [bogus] (use mlfs, node, slurm, containers, "
+		      "datastore, dataset, checkpoint or model)",
 		      "x.conf:6: duplicate [mlfs] (first at line 4)");
 }
 
@@ -1257,6 +1287,7 @@ int main(void)
 		cmocka_unit_test(test_config_empty_file_gives_defaults),
 		cmocka_unit_test(test_config_empty_sections_keep_defaults),
 		cmocka_unit_test(test_config_reads_every_mlfs_node_and_slurm_key),
+		cmocka_unit_test(test_config_reads_containers_keys_and_checks_them),
 		cmocka_unit_test(test_config_log_size_and_max_jobs),
 		cmocka_unit_test(test_config_keeps_1000_byte_value_intact),
 		cmocka_unit_test(test_config_keeps_100k_value_intact_and_counts_lines_after_it),

@@ -1173,12 +1173,47 @@ static void test_sched_end_kibernetika_seed_task_whose_command_fails_is_failed(v
 {
 	struct fx *fx = *state;
 
-	fx_start(fx, NODE_2_A100);
+	/* its images run nowhere under the fake executor: on the node, as fallback = host says */
+	fx_start(fx, NODE_2_A100 "[containers]\nfallback = host\n");
 	submit(fx, SEED_KIBERNETIKA_TEMPLATE);
 	end_nth("example", 1, 1);
 	WAIT_UNTIL(state_is(fx, "example", "FAILED"));
 	assert_true(reason_has(fx, "example", "resource worker: worker 1 exited 1 after 1 attempt(s); "
 			       "a task fails at its first failed replica"));
+}
+
+/*
+ * An image where no runtime can run it: refused at submit, at the image's
+ * field, saying why; with fallback = host, run on the node and listed.
+ */
+static void test_sched_image_without_runtime_is_refused_or_falls_back(void **state)
+{
+	static const char spec[] =
+		"{\"name\": \"img\", \"resources\": {\"cpu_count\": 4},\n"
+		" \"environment\": {\"image\": \"reg.lan:5000/team/tf:1.15\"},\n"
+		" \"workers\": [{\"command\": \"true\"}]}";
+	struct fx *fx = *state;
+	char *name = NULL;
+	struct diag d;
+
+	fx_start(fx, NODE_2_A100);
+	diag_init(&d);
+	assert_int_equal(sched_submit(fx->s, "img.json", spec, strlen(spec), UID, GID, &name, &d),
+			 -EINVAL);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.msgs[0], "img.json:2:27: environment.image: this node cannot run "
+			    "container images: a test's executor runs no containers");
+	diag_free(&d);
+	assert_null(name);
+	sched_destroy(fx->s);
+	config_free(fx->cfg);
+	fx_start(fx, NODE_2_A100 "[containers]\nfallback = host\n");
+	submit(fx, spec);
+	end_nth("img", 1, 0);
+	WAIT_UNTIL(state_is(fx, "img", "SUCCEEDED"));
+	assert_true(render_has(fx, "img", 0, "status.json", "environment.image: this node runs no "
+			       "container images (a test's executor runs no containers); the command "
+			       "runs on the node ([containers] fallback = host)"));
 }
 
 /*
@@ -1280,6 +1315,7 @@ int main(void)
 		T(test_sched_end_native_job_fails_when_one_worker_failed),
 		T(test_sched_end_gpulab_job_fails_when_its_worker_failed),
 		T(test_sched_end_kibernetika_seed_task_whose_command_fails_is_failed),
+		T(test_sched_image_without_runtime_is_refused_or_falls_back),
 		T(test_sched_end_kibernetika_first_failed_replica_fails_once_restarts_are_spent),
 		T(test_sched_end_openpai_null_min_failed_succeeds_with_one_failure),
 		T(test_sched_end_openpai_job_whose_every_task_failed_is_failed),

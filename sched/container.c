@@ -1,0 +1,356 @@
+/*
+ * container.c - the node's container runtime, and the `podman run` of one
+ * worker (DESIGN §10).
+ *
+ * Detection reads files only (no program is run): podman where
+ * [containers] runtime says or on PATH; the OCI runtime named, or the one
+ * this host's cgroups allow (crun refuses a hybrid layout, cgroup v1
+ * controllers beside a v2 `unified`, which these machines have, so runc
+ * is preferred wherever it is installed); the limits containers get, no
+ * higher than the node's own hard limits (podman's defaults, nofile
+ * 1048576 and nproc 32768, exceed them where the daemon has no
+ * CAP_SYS_RESOURCE, and runc's setrlimit then fails); the NVIDIA driver's
+ * user-space files, bound read-only into GPU workers as NVIDIA's container
+ * toolkit (not in Debian) would.  Plain-HTTP registries named in
+ * insecure_registries get a registries.conf of mlfs's own, which pulls
+ * name through CONTAINERS_REGISTRIES_CONF: podman's files stay untouched.
+ *
+ * container_argv() is the one place a worker's `podman run` is made: the
+ * worker runs as its owner's uid:gid inside, with host networking (its
+ * ports stay the node's, as PAI_PORT_LIST_* and the like say), its view
+ * bound at /opt/ml, its variables from an --env-file (never on a command
+ * line, where `ps` would show them), its memory and /dev/shm sizes, and
+ * exactly the GPUs it was given: their /dev/nvidiaN plus the control
+ * devices.  `--pull never`: the image was pulled before, once per node
+ * (`mlfs image pull`), so a container never pulls by itself.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "container.h"
+#include "log.h"
+
+/* ---- detection ---- */
+
+#define CONTAINER_NPROC_MAX	32768UL	/* podman's own RLIMIT_NPROC while it runs */
+
+/* @name as an executable: itself when it has a '/', else the first on PATH (and sbin). */
+static bool container_find_program(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char dirs[4096];
+	char *save = NULL;
+
+	if (strchr(name, '/')) {
+		snprintf(out, len, "%s", name);
+		return access(out, X_OK) == 0;
+	}
+	snprintf(dirs, sizeof(dirs), "%s:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		 path ? path : "");
+	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		if (*d != '/')
+			continue;
+		snprintf(out, len, "%s/%s", d, name);
+		if (access(out, X_OK) == 0)
+			return true;
+	}
+	out[0] = '\0';
+	return false;
+}
+
+/* v1 controllers beside a v2 hierarchy at /sys/fs/cgroup/unified. */
+static bool container_cgroups_hybrid(void)
+{
+	return access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0 &&
+	       access("/sys/fs/cgroup/memory", F_OK) == 0;
+}
+
+static void container_pick_oci(struct container_runtime *rt, const char *want)
+{
+	bool hybrid = container_cgroups_hybrid();
+
+	if (want) {
+		if (!container_find_program(want, rt->oci, sizeof(rt->oci))) {
+			snprintf(rt->why, sizeof(rt->why), "[containers] oci_runtime %s: not found "
+				 "(install it: apt-get install %s)", want, strstr(want, "crun") ? "crun" : "runc");
+			return;
+		}
+		snprintf(rt->oci_why, sizeof(rt->oci_why), "set in [containers] oci_runtime");
+		return;
+	}
+	if (container_find_program("runc", rt->oci, sizeof(rt->oci))) {
+		snprintf(rt->oci_why, sizeof(rt->oci_why), hybrid ?
+			 "cgroups are hybrid (v1 and v2): crun refuses them" : "found first");
+		return;
+	}
+	if (!hybrid && container_find_program("crun", rt->oci, sizeof(rt->oci))) {
+		snprintf(rt->oci_why, sizeof(rt->oci_why), "no runc; cgroups allow crun");
+		return;
+	}
+	snprintf(rt->why, sizeof(rt->why), "no OCI runtime: install runc (apt-get install "
+		 "--no-install-recommends podman runc)%s", hybrid ? "; crun refuses this host's "
+		 "hybrid cgroups" : "");
+}
+
+static void container_limits(struct container_runtime *rt)
+{
+	struct rlimit rl;
+
+	rt->nofile_soft = rt->nofile_hard = 1024;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rt->nofile_hard = rl.rlim_max == RLIM_INFINITY ? 1048576 : (unsigned long)rl.rlim_max;
+		rt->nofile_soft = rl.rlim_cur == RLIM_INFINITY ? rt->nofile_hard : (unsigned long)rl.rlim_cur;
+	}
+	/* the daemon raised its own soft limit to the hard one: workers get 1024, as a login does */
+	if (rt->nofile_soft > 1024)
+		rt->nofile_soft = 1024;
+	/* podman lowers its own nproc to 32768 before it starts runc: no container gets more */
+	rt->nproc = CONTAINER_NPROC_MAX;
+	if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
+	    rl.rlim_max < CONTAINER_NPROC_MAX)
+		rt->nproc = (unsigned long)rl.rlim_max;
+}
+
+/* A regular file named by `ldconfig -p`'s cache for @soname, found by its usual folders. */
+static void container_driver_lib(struct container_runtime *rt, const char *soname)
+{
+	static const char *const dirs[] = {
+		"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+		"/lib/x86_64-linux-gnu", "/lib64",
+	};
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], soname);
+		if (access(path, R_OK) == 0 && rt->n_driver_files < CONTAINER_DRIVER_FILES) {
+			snprintf(rt->driver_files[rt->n_driver_files++], sizeof(rt->driver_files[0]),
+				 "%s", path);
+			return;
+		}
+	}
+}
+
+static void container_driver_files(struct container_runtime *rt)
+{
+	char path[256];
+
+	if (container_find_program("nvidia-smi", path, sizeof(path)))
+		snprintf(rt->driver_files[rt->n_driver_files++], sizeof(rt->driver_files[0]), "%s", path);
+	container_driver_lib(rt, "libnvidia-ml.so.1");
+	container_driver_lib(rt, "libcuda.so.1");
+	container_driver_lib(rt, "libnvidia-ptxjitcompiler.so.1");
+}
+
+/* STATE_DIR/containers/registries.conf: each insecure registry, plain HTTP. */
+static void container_registries_conf(struct container_runtime *rt, const struct mlfs_config *cfg)
+{
+	const char *p = cfg->containers.insecure_registries;
+	char dir[3900], tmp[4200];
+	FILE *f;
+
+	if (!p || !cfg->state_dir)
+		return;
+	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		log_err("cannot make %s: %s", dir, strerror(errno));
+		return;
+	}
+	snprintf(rt->registries_conf, sizeof(rt->registries_conf), "%s/registries.conf", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", rt->registries_conf);
+	f = fopen(tmp, "we");
+	if (!f) {
+		log_err("cannot write %s: %s", tmp, strerror(errno));
+		rt->registries_conf[0] = '\0';
+		return;
+	}
+	fprintf(f, "# made by mlfs from [containers] insecure_registries; rewritten at each start\n"
+		"unqualified-search-registries = [\"docker.io\"]\n");
+	while (*p) {
+		size_t len = strcspn(p, " \t,");
+
+		if (len)
+			fprintf(f, "\n[[registry]]\nlocation = \"%.*s\"\ninsecure = true\n", (int)len, p);
+		p += len;
+		p += strspn(p, " \t,");
+	}
+	if (fclose(f) != 0 || rename(tmp, rt->registries_conf) < 0) {
+		log_err("cannot write %s: %s", rt->registries_conf, strerror(errno));
+		rt->registries_conf[0] = '\0';
+	}
+}
+
+void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg)
+{
+	const struct containers_config *c = &cfg->containers;
+
+	memset(rt, 0, sizeof(*rt));
+	rt->auth_file = c->auth_file;
+	if (c->runtime && strcmp(c->runtime, "none") == 0) {
+		snprintf(rt->why, sizeof(rt->why), "containers are off here ([containers] runtime = none)");
+		return;
+	}
+	if (!container_find_program(c->runtime ? c->runtime : "podman", rt->podman,
+				    sizeof(rt->podman))) {
+		snprintf(rt->why, sizeof(rt->why), "%s%s: not found; install Podman "
+			 "(apt-get install --no-install-recommends podman runc)",
+			 c->runtime ? "[containers] runtime " : "podman on PATH",
+			 c->runtime ? c->runtime : "");
+		return;
+	}
+	if (geteuid() != 0) {
+		snprintf(rt->why, sizeof(rt->why), "the daemon is not root: it runs podman as root to "
+			 "start workers as their owners");
+		return;
+	}
+	container_pick_oci(rt, c->oci_runtime);
+	if (rt->why[0])
+		return;
+	container_limits(rt);
+	container_driver_files(rt);
+	container_registries_conf(rt, cfg);
+	rt->usable = true;
+}
+
+void container_runtime_render(const struct container_runtime *rt, FILE *f)
+{
+	if (!rt->usable) {
+		fprintf(f, "containers none (%s)\n", rt->why);
+		return;
+	}
+	fprintf(f, "containers podman %s\n", rt->podman);
+	fprintf(f, "containers_oci_runtime %s (%s)\n", rt->oci, rt->oci_why);
+	fprintf(f, "containers_limits nofile %lu:%lu nproc %lu (no more than the node's hard limits "
+		"and podman's own)\n", rt->nofile_soft, rt->nofile_hard, rt->nproc);
+	if (rt->registries_conf[0])
+		fprintf(f, "containers_registries_conf %s\n", rt->registries_conf);
+	for (size_t i = 0; i < rt->n_driver_files; i++)
+		fprintf(f, "containers_driver_file %s\n", rt->driver_files[i]);
+}
+
+/* ---- one worker's `podman run` ---- */
+
+struct container_args {
+	char **argv;
+	size_t n;
+	char *buf;
+	size_t len, used;
+	bool full;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void container_arg(struct container_args *a, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (a->full || a->n + 1 >= CONTAINER_ARGV_MAX) {
+		a->full = true;
+		return;
+	}
+	va_start(ap, fmt);
+	n = vsnprintf(a->buf + a->used, a->len - a->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= a->len - a->used) {
+		a->full = true;
+		return;
+	}
+	a->argv[a->n++] = a->buf + a->used;
+	a->used += (size_t)n + 1;
+}
+
+static void container_gpu_args(struct container_args *a, const struct container_run *r)
+{
+	static const char *const control[] = {
+		"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+	};
+	const struct container_runtime *rt = r->rt;
+
+	if (!r->n_gpus)
+		return;
+	for (unsigned int i = 0; i < r->n_gpus; i++)
+		container_arg(a, "--device=/dev/nvidia%d", r->gpus[i]);
+	for (size_t i = 0; i < sizeof(control) / sizeof(control[0]); i++)
+		if (access(control[i], F_OK) == 0)
+			container_arg(a, "--device=%s", control[i]);
+	for (size_t i = 0; i < rt->n_driver_files; i++)
+		container_arg(a, "--volume=%s:%s:ro", rt->driver_files[i], rt->driver_files[i]);
+}
+
+int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,
+		   char *buf, size_t buf_len)
+{
+	const struct container_runtime *rt = r->rt;
+	struct container_args a = { .argv = argv, .buf = buf, .len = buf_len };
+
+	container_arg(&a, "%s", rt->podman);
+	container_arg(&a, "run");
+	container_arg(&a, "--rm");
+	container_arg(&a, "--pull=never");
+	container_arg(&a, "--name=%s", r->name);
+	container_arg(&a, "--runtime=%s", rt->oci);
+	container_arg(&a, "--ulimit=nofile=%lu:%lu", rt->nofile_soft, rt->nofile_hard);
+	container_arg(&a, "--ulimit=nproc=%lu:%lu", rt->nproc, rt->nproc);
+	container_arg(&a, "--user=%u:%u", (unsigned int)r->uid, (unsigned int)r->gid);
+	container_arg(&a, "--network=host");
+	container_arg(&a, "--log-driver=none");		/* the executor keeps the output */
+	container_arg(&a, "--env-file=%s", r->env_file);
+	if (cgroup_parent)
+		container_arg(&a, "--cgroup-parent=%s", cgroup_parent);
+	if (r->memory)
+		container_arg(&a, "--memory=%llu", (unsigned long long)r->memory);
+	if (r->memory)	/* memory plus swap: swapping does not stretch the limit */
+		container_arg(&a, "--memory-swap=%llu", (unsigned long long)r->memory);
+	if (r->shm_mb > 0)
+		container_arg(&a, "--shm-size=%ldm", r->shm_mb);
+	if (r->ml_dir)
+		container_arg(&a, "--volume=%s:/opt/ml", r->ml_dir);
+	if (r->workdir)
+		container_arg(&a, "--workdir=%s", r->workdir);
+	container_gpu_args(&a, r);
+	if (*r->command) {
+		/* the command replaces the image's entrypoint, as Kubernetes' `command` does */
+		container_arg(&a, "--entrypoint=/bin/sh");
+		container_arg(&a, "%s", r->image);
+		container_arg(&a, "-c");
+		container_arg(&a, "%s", r->command);
+	} else {
+		container_arg(&a, "%s", r->image);
+	}
+	if (a.full)
+		return -ENAMETOOLONG;
+	argv[a.n] = NULL;
+	return 0;
+}
+
+int container_env_file(const char *path, char *const *envp)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	FILE *f;
+
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; envp[i]; i++) {
+		if (strchr(envp[i], '\n')) {
+			log_warn("%s: %.*s holds a newline, which podman's --env-file cannot carry: "
+				 "left out", path, (int)strcspn(envp[i], "="), envp[i]);
+			continue;
+		}
+		fprintf(f, "%s\n", envp[i]);
+	}
+	return fclose(f) == 0 ? 0 : -EIO;
+}

@@ -1,0 +1,201 @@
+#!/bin/bash
+# containers_test.sh - workers in their spec's container image, through a
+# real mount, Podman (runc) and a real registry on 127.0.0.1 (Debian's
+# docker-registry) serving images made here from Debian's static busybox
+# (scripts/make-images.sh): each format's example spec with its image
+# pointed at that registry runs in it (a marker only the image holds, the
+# writer's uid, its view at /opt/ml, its output uploaded, its variables);
+# GPULab's empty command runs the image's own; a bad image name is EINVAL
+# at close; a missing image and a registry that is down end FAILED with
+# the registry's words; two jobs of one new image pull each blob once;
+# a node without a runtime refuses an image, or runs it on the node with
+# fallback = host.
+# Usage: containers_test.sh MLFS
+set -u
+MLFS=$1
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/lib.sh"
+t_setup
+cd "$T_DIR" || exit 1
+OTHER=65534	# nobody
+as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
+
+if ! command -v podman >/dev/null || ! command -v docker-registry >/dev/null; then
+	ok "# SKIP podman or docker-registry is not installed (scripts/install-deps.sh installs them)"
+	t_finish
+	exit 0
+fi
+
+REG_PORT=$(free_port)
+REG=127.0.0.1:$REG_PORT
+REG_DIR=$T_DIR/registry
+"$ROOT/scripts/server-registry.sh" start "$REG_DIR" "$REG_PORT" >/dev/null || { not_ok "the registry starts"; t_finish; exit 1; }
+stop_registry() { "$ROOT/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1; }
+t_cleanup() { stop_registry; }
+trap 'server_cleanup "$ROOT/scripts/server-registry.sh" "$REG_DIR"; rm -rf "$T_DIR"' EXIT
+IMAGES=$(dirname "$MLFS")/images
+check "the test images are made and pushed" "$ROOT/scripts/make-images.sh" "$IMAGES" "$REG"
+BB1=$REG/mlfs-test/busybox:1
+BB2=$REG/mlfs-test/busybox:2
+# every test pulls: nothing of the registry's in podman's storage
+podman rmi -f "$BB1" "$BB2" >/dev/null 2>&1
+
+mkdir -p data/digits data/out mnt
+echo "seven" >data/digits/7.txt
+chmod -R a+rX data
+chmod a+rwx data/out
+cat >jobs.conf <<CONF
+[mlfs]
+state_dir = $T_DIR/state
+cache_dir = $T_DIR/cache
+[node]
+gpus = 0
+cpus = 16
+memory_gb = 32
+[containers]
+insecure_registries = $REG
+[datastore d]
+type = local
+root = $T_DIR/data
+[dataset digits]
+source = d:/digits
+CONF
+M=$T_DIR/mnt
+J=$M/jobs
+
+state() { cat "$J/$1/state" 2>/dev/null; }
+wait_state() {
+	for _ in $(seq 1 "${3:-300}"); do
+		[ "$(state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "# $1 is '$(state "$1")', not $2: $(cat "$J/$1/reason" 2>/dev/null)"
+	return 1
+}
+log_has() { grep -q -- "$2" "$J/$1/log"; }
+blob_gets() { grep -c '"GET /v2/mlfs-test/busybox/blobs/sha256:' "$REG_DIR/registry.log"; }
+
+mount_fg jobs.conf "$M" || { t_finish; exit 1; }
+chmod 777 "$T_DIR"
+
+# --- the node says what it found
+check ".mlfs/node names podman" grep -q '^containers podman /' "$M/.mlfs/node"
+check "... and runc, with why" grep -q '^containers_oci_runtime .*runc (' "$M/.mlfs/node"
+check "... and the limits containers get" grep -q '^containers_limits nofile [0-9]*:[0-9]* nproc [0-9]' "$M/.mlfs/node"
+
+# --- native: the image's marker, the writer's uid, the view at /opt/ml, the output uploaded
+cat >native.json <<JSON
+{"name": "native", "environment": {"image": "$BB1"}, "resources": {"cpu_count": 4},
+ "data": {"datasets": ["digits"], "output": {"type": "datastore", "path": "d:/out/native/"}},
+ "workers": [{"command": "cat /marker; id -u; cat /opt/ml/input/digits/7.txt; echo made-inside >/opt/ml/output/result.txt; echo PATHS \$ML_DATA_PATH \$PROXIML_OUTPUT_PATH; pwd"}]}
+JSON
+chmod a+r native.json
+check "a native spec with an image is accepted from another user" as_other cp native.json "$J/"
+check "it succeeds" wait_state native SUCCEEDED
+check "the log shows the image's marker" log_has native "mlfs-test-image busybox 1"
+check "... the writer's uid inside" grep -qx "\[1\] $OTHER" "$J/native/log"
+check "... the dataset under /opt/ml/input" log_has native "\[1\] seven"
+check "... the variables at /opt/ml" log_has native "PATHS /opt/ml/input /opt/ml/output"
+check "... its folder /opt/ml/models" grep -qx "\[1\] /opt/ml/models" "$J/native/log"
+same "its output was uploaded" "made-inside" "$(cat data/out/native/result.txt 2>&1)"
+check "the pull is in its events" grep -q "image $BB1" "$J/native/events"
+check "spec.json shows the image" grep -q "\"image\": \"$BB1\"" "$J/native/spec.json"
+check "no container is left" sh -c "! podman ps -a --format '{{.Names}}' | grep -q '^mlfs-native-'"
+
+# --- OpenPAI: variables, shmMB as /dev/shm
+cat >pai.json <<JSON
+{"jobName": "pai", "image": "$BB1",
+ "taskRoles": [{"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 512, "shmMB": 96,
+   "gpuNumber": 0, "command": "cat /marker; echo ROLE=\$PAI_CURRENT_TASK_ROLE_NAME; df -k /dev/shm | tail -1"}]}
+JSON
+check "an OpenPAI spec with an image is accepted" cp pai.json "$J/"
+check "it succeeds" wait_state pai SUCCEEDED
+check "it ran in the image" log_has pai "mlfs-test-image busybox 1"
+check "... with its PAI variables" log_has pai "ROLE=main"
+check "... and shmMB 96 as /dev/shm" grep -Eq '^\[1\] shm +98304 ' "$J/pai/log"
+check "... memoryMB as the container's limit" sh -c "grep -q '\"image\"' '$J/pai/spec.json'"
+
+# --- GPULab: an empty command runs the image's own
+cat >gl.json <<JSON
+{"name": "gl", "request": {"resources": {"cpus": 1, "gpus": 0, "cpuMemoryGb": 1},
+ "docker": {"image": "$BB2", "command": ""}}}
+JSON
+check "a GPULab spec with an image and an empty command is accepted" cp gl.json "$J/"
+check "it succeeds" wait_state gl SUCCEEDED
+check "the image's own command ran" log_has gl "image-default-cmd"
+check "... in that image" log_has gl "mlfs-test-image busybox 2"
+
+# --- Kibernetika: the cpu image of a resource without GPUs
+cat >kb.yaml <<YAML
+name: kb
+resources:
+- name: worker
+  replicas: 2
+  restartPolicy: Never
+  images:
+    cpu: $BB1
+    gpu: $REG/mlfs-test/nothing:1
+  command: cat /marker; echo R=\$REPLICA_INDEX
+YAML
+check "a Kibernetika task with images is accepted" cp kb.yaml "$J/"
+check "it succeeds" wait_state kb SUCCEEDED
+check "both replicas ran in the cpu image" sh -c "[ \$(grep -c 'mlfs-test-image busybox 1' '$J/kb/log') = 2 ]"
+
+# --- a name that cannot be an image
+cat >bad.json <<'JSON'
+{"name": "bad", "environment": {"image": "Team/TF:1.15"}, "resources": {"cpu_count": 4},
+ "workers": [{"command": "true"}]}
+JSON
+cp bad.json "$J/" 2>err.txt
+check "a bad image name is refused (EINVAL)" grep -q 'Invalid argument' err.txt
+check "... naming the field and why" grep -q "^bad.json:1:[0-9]*: environment.image: not a valid image name: the path component 'Team' is not lower-case" "$J/bad.json.error"
+
+# --- an image the registry does not have
+cat >missing.json <<JSON
+{"name": "missing", "environment": {"image": "$REG/mlfs-test/nothing:1"}, "resources": {"cpu_count": 4},
+ "workers": [{"command": "true"}]}
+JSON
+check "a job of a missing image is accepted" cp missing.json "$J/"
+check "it fails" wait_state missing FAILED
+check "... with the registry's words" sh -c "grep -Eqi 'cannot pull .*nothing:1: .*(manifest unknown|not found)' '$J/missing/reason'"
+
+# --- two jobs of one image not on the node: one pull
+before=$(blob_gets)
+for n in 1 2; do
+	cat >pair$n.json <<JSON
+{"name": "pair$n", "environment": {"image": "$BB2"}, "resources": {"cpu_count": 4},
+ "workers": [{"command": "cat /marker"}]}
+JSON
+done
+podman rmi -f "$BB2" >/dev/null 2>&1
+cp pair1.json pair2.json "$J/"
+check "two jobs of one new image succeed" sh -c "$(declare -f state wait_state); J='$J'; wait_state pair1 SUCCEEDED && wait_state pair2 SUCCEEDED"
+same "the registry served each of its blobs once (config and layer)" 2 "$(($(blob_gets) - before))"
+
+# --- the registry is down
+stop_registry
+podman rmi -f "$BB1" >/dev/null 2>&1
+sed 's/"native"/"down"/; s#d:/out/native/#d:/out/down/#' native.json >down.json
+check "a job is accepted while the registry is down" cp down.json "$J/"
+check "it fails" wait_state down FAILED 600
+check "... with the registry's words" sh -c "grep -Eqi 'cannot pull .*connection refused' '$J/down/reason'"
+unmount_fg "$M"
+
+# --- a node without a runtime: refused, or on the node with fallback = host
+sed 's/^insecure_registries = .*/runtime = none/' jobs.conf >none.conf
+mount_fg none.conf "$M" || { t_finish; exit 1; }
+check ".mlfs/node says there are no containers" grep -q '^containers none (containers are off here' "$M/.mlfs/node"
+sed 's/"native"/"refused"/' native.json >refused.json
+cp refused.json "$J/" 2>err.txt
+check "a spec with an image is refused there (EINVAL)" grep -q 'Invalid argument' err.txt
+check "... saying why, at the image's field" grep -q '^refused.json:1:[0-9]*: environment.image: this node cannot run container images: containers are off here' "$J/refused.json.error"
+unmount_fg "$M"
+awk '/^\[containers\]/{print; print "fallback = host"; next} {print}' jobs.conf | sed 's/^insecure_registries = .*/runtime = none/' >host.conf
+mount_fg host.conf "$M" || { t_finish; exit 1; }
+sed 's/"native"/"onhost"/; s#cat /marker; ##; s#d:/out/native/#d:/out/onhost/#' native.json >onhost.json
+check "with fallback = host it is accepted" cp onhost.json "$J/"
+check "it runs on the node and succeeds" wait_state onhost SUCCEEDED
+check "... its image listed as ignored, with why" grep -q 'environment.image: this node runs no container images' "$J/onhost/status.json"
+unmount_fg "$M"
+trap - EXIT
+t_finish
