@@ -2,9 +2,15 @@
 # install-deps.sh - installs every Debian package mlfs's build and tests need,
 # and the npm test server for S3 (@20minutes/s3rver, which checks SigV4
 # signatures) under build/tools/.  Idempotent: does nothing when all are
-# there.  Run as root on Debian 12.  With --bench it also installs what the
-# benchmarks compare against (rclone, s3fs, smbnetfs, hyperfine, and s3rver
-# 3.7.1, which the S3 peers can talk to: docs/benchmarks.md says why).
+# there.  The container tests' (servers.md §8): podman and runc (crun, which
+# comes too, refuses these hosts' cgroup layout), uidmap for rootless podman,
+# docker-registry and apache2-utils (htpasswd) for scripts/server-registry.sh,
+# busybox-static and debootstrap for scripts/make-images.sh, dpkg-dev,
+# apt-utils (apt-ftparchive) and Debian's pip, setuptools and wheel for
+# scripts/make-pkgrepo.sh.  Run as root on Debian 12.  With --bench it also
+# installs what the benchmarks compare against (rclone, s3fs, smbnetfs,
+# hyperfine, and s3rver 3.7.1, which the S3 peers can talk to:
+# docs/benchmarks.md says why).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -14,7 +20,9 @@ packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	nginx awscli curl
 	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
 	samba smbclient iproute2 bc python3 libarchive-dev
-	slurmctld slurmd slurm-client munge unzip clang libclang-rt-14-dev"
+	slurmctld slurmd slurm-client munge unzip clang libclang-rt-14-dev
+	podman runc uidmap docker-registry apache2-utils busybox-static file
+	debootstrap dpkg-dev apt-utils python3-pip python3-setuptools python3-wheel"
 if [ "${1:-}" = "--bench" ]; then
 	packages="$packages rclone hyperfine s3fs smbnetfs"
 fi
