@@ -164,7 +164,7 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	struct container_runtime rt;
 	int lock, have;
 
-	container_runtime_detect(&rt, cfg);
+	container_runtime_detect(&rt, cfg, false);
 	if (!rt.usable) {
 		printf("mlfs: cannot pull %s: %s\n", ip->image, rt.why);
 		return 1;

@@ -65,7 +65,9 @@ struct container_runtime {
 	unsigned long nofile_soft, nofile_hard;	/* the limits containers get: the node's own */
 	unsigned long nproc;		/* the node's hard limit, at most podman's 32768 */
 	char registries_conf[4096];	/* made for insecure_registries; "" = none */
-	const char *auth_file;		/* [containers] auth_file; NULL: none */
+	const char *auth_file;		/* [containers] auth_file, else own_auth: always given to
+					 * podman, which otherwise reads root's ~/.docker/config.json */
+	char own_auth[4096];		/* STATE_DIR/containers/auth.json: no credentials */
 	/* the NVIDIA driver's user-space files, bound read-only for GPU workers */
 	char driver_files[CONTAINER_DRIVER_FILES][256];
 	size_t n_driver_files;
@@ -73,10 +75,13 @@ struct container_runtime {
 
 /*
  * Finds podman and the OCI runtime, and the limits a container may be
- * given, per [containers]; writes STATE_DIR/containers/registries.conf for
- * insecure_registries.  Never fails: an unusable runtime says why.
+ * given, per [containers].  With @make_files (the daemon, at start) it writes
+ * STATE_DIR/containers/registries.conf for insecure_registries and the
+ * empty auth.json; without (`mlfs image pull`) it only names them.  Never
+ * fails: an unusable runtime says why.
  */
-void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg);
+void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
+			      bool make_files);
 
 /* "containers ..." lines for .mlfs/node. */
 void container_runtime_render(const struct container_runtime *rt, FILE *f);

@@ -152,7 +152,8 @@ static void container_driver_files(struct container_runtime *rt)
 }
 
 /* STATE_DIR/containers/registries.conf: each insecure registry, plain HTTP. */
-static void container_registries_conf(struct container_runtime *rt, const struct mlfs_config *cfg)
+static void container_registries_conf(struct container_runtime *rt, const struct mlfs_config *cfg,
+				      bool make_files)
 {
 	const char *p = cfg->containers.insecure_registries;
 	char dir[3900], tmp[4200];
@@ -166,6 +167,8 @@ static void container_registries_conf(struct container_runtime *rt, const struct
 		return;
 	}
 	snprintf(rt->registries_conf, sizeof(rt->registries_conf), "%s/registries.conf", dir);
+	if (!make_files)
+		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", rt->registries_conf);
 	f = fopen(tmp, "we");
 	if (!f) {
@@ -189,7 +192,36 @@ static void container_registries_conf(struct container_runtime *rt, const struct
 	}
 }
 
-void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg)
+/* STATE_DIR/containers/auth.json with no credentials, for pulls without an auth_file. */
+static void container_own_auth(struct container_runtime *rt, const struct mlfs_config *cfg,
+			       bool make_files)
+{
+	char dir[3900];
+	int fd;
+
+	if (rt->auth_file || !cfg->state_dir)
+		return;
+	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	snprintf(rt->own_auth, sizeof(rt->own_auth), "%s/auth.json", dir);
+	if (!make_files) {
+		rt->auth_file = rt->own_auth;
+		return;
+	}
+	fd = open(rt->own_auth, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || write(fd, "{\"auths\": {}}\n", 14) != 14) {
+		log_err("cannot write %s: %s", rt->own_auth, strerror(errno));
+		rt->own_auth[0] = '\0';
+	} else {
+		rt->auth_file = rt->own_auth;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
+			      bool make_files)
 {
 	const struct containers_config *c = &cfg->containers;
 
@@ -217,7 +249,8 @@ void container_runtime_detect(struct container_runtime *rt, const struct mlfs_co
 		return;
 	container_limits(rt);
 	container_driver_files(rt);
-	container_registries_conf(rt, cfg);
+	container_registries_conf(rt, cfg, make_files);
+	container_own_auth(rt, cfg, make_files);
 	rt->usable = true;
 }
 
@@ -233,6 +266,8 @@ void container_runtime_render(const struct container_runtime *rt, FILE *f)
 		"and podman's own)\n", rt->nofile_soft, rt->nofile_hard, rt->nproc);
 	if (rt->registries_conf[0])
 		fprintf(f, "containers_registries_conf %s\n", rt->registries_conf);
+	if (rt->auth_file)
+		fprintf(f, "containers_auth_file %s\n", rt->auth_file);
 	for (size_t i = 0; i < rt->n_driver_files; i++)
 		fprintf(f, "containers_driver_file %s\n", rt->driver_files[i]);
 }
@@ -306,10 +341,11 @@ int container_argv(const struct container_run *r, const char *cgroup_parent, cha
 	container_arg(&a, "--env-file=%s", r->env_file);
 	if (cgroup_parent)
 		container_arg(&a, "--cgroup-parent=%s", cgroup_parent);
-	if (r->memory)
+	if (r->memory) {	/* the container sees it; the parent's, the same, tells an OOM */
 		container_arg(&a, "--memory=%llu", (unsigned long long)r->memory);
-	if (r->memory)	/* memory plus swap: swapping does not stretch the limit */
+		/* memory plus swap: swapping does not stretch the limit */
 		container_arg(&a, "--memory-swap=%llu", (unsigned long long)r->memory);
+	}
 	if (r->shm_mb > 0)
 		container_arg(&a, "--shm-size=%ldm", r->shm_mb);
 	if (r->ml_dir)

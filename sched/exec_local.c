@@ -94,6 +94,8 @@ struct exec_local_plan {
 	char cg_procs[320];		/* "" = no memory cgroup */
 	char cg_events[320];		/* v1 memory.oom_control, v2 memory.events */
 	char cg_failcnt[320];		/* v1 memory.failcnt, v2 "" */
+	char cg_maxuse[320];		/* v1 memory.max_usage_in_bytes, v2 "" */
+	char cg_limit[320];		/* v1 memory.limit_in_bytes, v2 "" */
 	struct logcap log;		/* the shepherd's copy of the output, within log_size */
 	char chunk[EXEC_LOCAL_CHUNK];
 	int worker_out;			/* the worker's end of the output pipe */
@@ -557,9 +559,18 @@ static bool exec_local_oom(const struct exec_local_plan *p, int status)
 	if (!killed || !p->cg_events[0])
 		return false;
 	kills = exec_local_file_counter(p->cg_events, "oom_kill");
-	if (kills >= 0)
+	if (kills > 0 || (kills >= 0 && !p->podman_argv[0]))
 		return kills > 0;
-	return p->cg_failcnt[0] && exec_local_file_counter(p->cg_failcnt, NULL) > 0;
+	/*
+	 * v1 counts oom_kill in the victim's own cgroup: a container's is
+	 * below the worker's, and gone with it.  The worker's failcnt, or
+	 * (where the kernel does not count it) its peak usage at the limit,
+	 * says the limit was hit.
+	 */
+	if (p->cg_failcnt[0] && exec_local_file_counter(p->cg_failcnt, NULL) > 0)
+		return true;
+	return p->podman_argv[0] && p->cg_maxuse[0] &&
+	       exec_local_file_counter(p->cg_maxuse, NULL) >= exec_local_file_counter(p->cg_limit, NULL);
 }
 
 /*
@@ -715,11 +726,7 @@ static int exec_local_plan_make(struct exec_local_plan **out, const struct exec_
 	snprintf(p->exit_tmp, sizeof(p->exit_tmp), "%s.tmp", w->exit_path);
 	if ((w->view_argv || w->pull_argv) && w->phase_path)
 		snprintf(p->phase_tmp, sizeof(p->phase_tmp), "%s.tmp", w->phase_path);
-	if (w->container &&
-	    container_argv(w->container, NULL, p->podman_argv, p->podman_buf, sizeof(p->podman_buf)) < 0) {
-		exec_local_plan_free(p);
-		return -ENAMETOOLONG;
-	}
+
 	err = exec_local_open_log(w->log_path, &p->log_fd);
 	if (!err)
 		err = exec_local_open_log(w->job_log_path, &p->job_log_fd);
@@ -837,7 +844,7 @@ static void exec_local_cgroup(struct exec_local *el, const struct exec_start *w,
 	int err;
 
 	dir[0] = '\0';
-	if (w->memory_limit == 0 || w->container)	/* a container has its own (--memory) */
+	if (w->memory_limit == 0)
 		return;
 	err = v2 ? exec_local_cg_v2(w, dir, sizeof(run->cgroup))
 		 : exec_local_cg_v1(w, dir, sizeof(run->cgroup));
@@ -851,14 +858,61 @@ static void exec_local_cgroup(struct exec_local *el, const struct exec_start *w,
 	snprintf(p->cg_procs, sizeof(p->cg_procs), "%s/cgroup.procs", dir);
 	snprintf(p->cg_events, sizeof(p->cg_events), "%s/%s", dir,
 		 v2 ? "memory.events" : "memory.oom_control");
-	if (!v2)
+	if (!v2) {
 		snprintf(p->cg_failcnt, sizeof(p->cg_failcnt), "%s/memory.failcnt", dir);
+		snprintf(p->cg_maxuse, sizeof(p->cg_maxuse), "%s/memory.max_usage_in_bytes", dir);
+		snprintf(p->cg_limit, sizeof(p->cg_limit), "%s/memory.limit_in_bytes", dir);
+	}
+}
+
+/*
+ * The container's `podman run` (container.c), under the worker's memory
+ * cgroup when it has one: the cgroup's limit is then the container's, and
+ * its failcnt tells an OOM kill.  Without one, the container gets the
+ * limit itself (--memory).
+ */
+static int exec_local_podman_argv(struct exec_local_plan *p, const struct exec_run *run)
+{
+	const char *parent = NULL;
+
+	if (run->cgroup[0] && strncmp(run->cgroup, EXEC_LOCAL_CG_V1 "/", strlen(EXEC_LOCAL_CG_V1) + 1) == 0)
+		parent = run->cgroup + strlen(EXEC_LOCAL_CG_V1) - strlen("/mlfs");
+	else if (run->cgroup[0])
+		parent = run->cgroup + strlen(EXEC_LOCAL_CG_V2_ROOT);
+	return container_argv(p->w->container, parent, p->podman_argv, p->podman_buf,
+			      sizeof(p->podman_buf));
+}
+
+/*
+ * podman makes the worker's cgroup in every hierarchy (cpu, pids, ...),
+ * with conmon's under it, and leaves them when the container is gone.
+ */
+static void exec_local_cg_remove_podman(const char *leaf)
+{
+	static const char *const hierarchies[] = {
+		"blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "net_cls",
+		"net_prio", "perf_event", "pids", "hugetlb", "rdma", "misc", "systemd", "unified", "",
+	};
+	char path[512];
+
+	for (size_t i = 0; i < sizeof(hierarchies) / sizeof(hierarchies[0]); i++) {
+		const char *sep = hierarchies[i][0] ? "/" : "";
+
+		snprintf(path, sizeof(path), "%s/%s%smlfs/%s/conmon", EXEC_LOCAL_CG_V2_ROOT,
+			 hierarchies[i], sep, leaf);
+		rmdir(path);
+		*strrchr(path, '/') = '\0';
+		if (strcmp(hierarchies[i], "memory") != 0)	/* the caller's own */
+			rmdir(path);
+	}
 }
 
 static void exec_local_cg_remove(struct exec_run *run)
 {
 	if (!run->cgroup[0])
 		return;
+	if (strrchr(run->cgroup, '/'))
+		exec_local_cg_remove_podman(strrchr(run->cgroup, '/') + 1);
 	if (rmdir(run->cgroup) < 0 && errno != ENOENT) {
 		log_warn("cannot remove memory cgroup %s: %s", run->cgroup, strerror(errno));
 		return;
@@ -969,6 +1023,11 @@ static int exec_local_start(struct executor *ex, const struct exec_start *w, str
 	if (err)
 		return err;
 	exec_local_cgroup(exec_local_of(ex), w, p, run);
+	if (w->container) {
+		err = exec_local_podman_argv(p, run);
+		if (err)
+			goto out_cgroup;
+	}
 	pid = _Fork();
 	if (pid == 0)
 		exec_local_shepherd(p);

@@ -409,7 +409,7 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct
 	ret = s->wake_fd < 0 ? -errno : sched_node_init(&s->node, cfg);
 	if (ret == 0 && !ops) {
 		sched_find_views(s);
-		container_runtime_detect(&s->containers, cfg);
+		container_runtime_detect(&s->containers, cfg, true);
 	} else {
 		snprintf(s->containers.why, sizeof(s->containers.why),
 			 "a test's executor runs no containers");
