@@ -1,6 +1,7 @@
 /*
  * test_sched.c - unit tests of the scheduler (sched/sched*.c) behind the
- * fake executor (tests/fakes/exec_fake.c).
+ * fake executor (tests/fakes/exec_fake.c), found by name in the executor
+ * registry as the real ones are.
  *
  * Each test gets a fresh state_dir under /tmp and a node it describes in
  * [node] text; the scheduler runs its real thread, journal and status.json,
@@ -155,21 +156,29 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Reads a config with the fixture's folders and @node as [node], and starts the scheduler. */
-static void fx_start(struct fx *fx, const char *node)
+/*
+ * Reads a config with the fixture's folders, @executor (a fake the
+ * registry knows) and @node as [node], and starts the scheduler.
+ */
+static void fx_start_on(struct fx *fx, const char *executor, const char *node)
 {
 	struct diag d;
 	char *text;
 
-	assert_true(asprintf(&text, "[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\n[node]\n%s",
-			     fx->dir, fx->dir, node) > 0);
+	assert_true(asprintf(&text, "[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\n"
+			     "executor = %s\n[node]\n%s", fx->dir, fx->dir, executor, node) > 0);
 	diag_init(&d);
 	if (config_parse(&fx->cfg, "test.conf", text, strlen(text), &d) != 0)
 		diag_print(&d, stderr);
 	diag_free(&d);
 	free(text);
 	assert_non_null(fx->cfg);
-	assert_int_equal(sched_create(&fx->s, fx->cfg, &exec_fake_ops, on_final, fx), 0);
+	assert_int_equal(sched_create(&fx->s, fx->cfg, on_final, fx), 0);
+}
+
+static void fx_start(struct fx *fx, const char *node)
+{
+	fx_start_on(fx, "fake", node);
 }
 
 /* A restart of the daemon: the same config and state_dir, a new scheduler. */
@@ -177,7 +186,7 @@ static void fx_restart(struct fx *fx)
 {
 	sched_destroy(fx->s);
 	fx->s = NULL;
-	assert_int_equal(sched_create(&fx->s, fx->cfg, &exec_fake_ops, on_final, fx), 0);
+	assert_int_equal(sched_create(&fx->s, fx->cfg, on_final, fx), 0);
 }
 
 static int submit_as(struct fx *fx, const char *json, uid_t uid, gid_t gid)
@@ -1321,5 +1330,7 @@ int main(void)
 		T(test_sched_end_openpai_job_whose_every_task_failed_is_failed),
 	};
 
+	/* the fakes are found by name, as the real executors are */
+	assert_int_equal(exec_register(&exec_fake_ops), 0);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
