@@ -24,11 +24,12 @@
 #include "config.h"
 #include "exec.h"
 #include "exec_fake.h"
+#include "exec_fake_cluster.h"
 
 static int setup_group(void **state)
 {
 	(void)state;
-	if (exec_register(&exec_fake_ops) < 0)
+	if (exec_register(&exec_fake_ops) < 0 || exec_register(&exec_fake_cluster_ops) < 0)
 		return -1;
 	return backend_register(&be_fake_ops);
 }
@@ -407,8 +408,8 @@ static void test_executors_are_found_by_name(void **state)
 	assert_ptr_equal(ops, &exec_local_ops);
 	assert_int_equal(exec_lookup(&ops, "slurm"), 0);
 	assert_ptr_equal(ops, &exec_slurm_ops);
-	assert_int_equal(exec_lookup(&ops, "fake"), 0);
-	assert_ptr_equal(ops, &exec_fake_ops);
+	assert_int_equal(exec_lookup(&ops, "fake-cluster"), 0);
+	assert_ptr_equal(ops, &exec_fake_cluster_ops);
 	assert_int_equal(exec_lookup(&ops, "kubernetes"), -ENOENT);
 	assert_true(exec_builtin(&exec_local_ops));
 	assert_true(exec_builtin(&exec_slurm_ops));
@@ -428,6 +429,10 @@ static void test_executors_are_checked_once_at_registration(void **state)
 	bad.version = EXEC_OPS_VERSION;
 	bad.poll = NULL;
 	assert_int_equal(exec_register(&bad), -EINVAL);
+	bad = exec_fake_cluster_ops;
+	bad.name = "half-cluster";
+	bad.refresh = NULL;		/* the scheduler asks a cluster for all three */
+	assert_int_equal(exec_register(&bad), -EINVAL);
 	bad = exec_fake_ops;
 	bad.name = "";
 	assert_int_equal(exec_register(&bad), -EINVAL);
@@ -436,6 +441,35 @@ static void test_executors_are_checked_once_at_registration(void **state)
 	assert_int_equal(exec_register(&exec_local_ops), -EEXIST);
 	assert_int_equal(exec_register(&exec_slurm_ops), -EEXIST);
 	assert_int_equal(exec_register(&exec_fake_ops), -EEXIST);
+}
+
+static void test_executor_wrappers_answer_for_a_version_1_table(void **state)
+{
+	/* a cluster's table declared as version 1: its version 2 methods are never called */
+	static struct exec_ops old;
+	struct executor ex = { .ops = &old };
+	struct exec_run run = { .pidfd = -1 };
+	char why[64] = "";
+
+	(void)state;
+	old = exec_fake_cluster_ops;
+	old.version = 1;
+	old.name = "old-cluster";
+	assert_int_equal(exec_register(&old), 0);
+	exec_fake_cluster_reset();
+	assert_false(exec_is_cluster(&ex));
+	assert_int_equal(exec_refresh(&ex), -1);
+	assert_int_equal(exec_fits(&ex, NULL, 0, why, sizeof(why)), 1);
+	assert_int_equal(exec_submit(&ex, NULL, 0, false, &run, why, sizeof(why)), -ENOTSUP);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_REFRESH), 0);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_FITS), 0);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 0);
+
+	ex.ops = &exec_fake_cluster_ops;
+	assert_true(exec_is_cluster(&ex));
+	assert_int_equal(exec_refresh(&ex), EXEC_FAKE_CLUSTER_INTERVAL_MS);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_REFRESH), 1);
+	exec_fake_cluster_reset();
 }
 
 static void test_executor_of_the_config_is_checked_with_its_file_and_line(void **state)
@@ -493,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_wrappers_refuse_special_files_with_eperm_said_once),
 		cmocka_unit_test(test_executors_are_found_by_name),
 		cmocka_unit_test(test_executors_are_checked_once_at_registration),
+		cmocka_unit_test(test_executor_wrappers_answer_for_a_version_1_table),
 		cmocka_unit_test(test_executor_of_the_config_is_checked_with_its_file_and_line),
 	};
 
