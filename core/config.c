@@ -207,7 +207,7 @@ static const struct config_key config_mlfs_keys[] = {
 	{ "state_dir", CT_PATH, CONFIG_AT(state_dir) },
 	{ "cache_dir", CT_PATH, CONFIG_AT(cache_dir) },
 	{ "cache_size", CT_SIZE, CONFIG_AT(cache_size) },
-	{ "executor", CT_EXECUTOR, CONFIG_AT(executor) },
+	{ "executor", CT_STRING, CONFIG_AT(executor) },	/* checked by exec_check_config */
 	{ "log_size", CT_LOG_SIZE, CONFIG_AT(log_size) },
 	{ "max_jobs", CT_POSITIVE, CONFIG_AT(max_jobs) },
 	{ "timeout", CT_POSITIVE, CONFIG_AT(timeout) },
@@ -1017,6 +1017,8 @@ int config_parse(struct mlfs_config **out, const char *file, const char *text,
 		ret = ini_parse(text ? text : "", len, config_on_event, &p);
 	if (ret == 0)
 		config_check_refs(&p);
+	if (ret == 0)
+		p.cfg->executor_line = p.key_line[0][config_key_index(config_mlfs_keys, "executor")];
 	if (ret == 0 && p.nomem)
 		ret = -ENOMEM;
 	if (ret == 0 && p.n_errs)

@@ -159,13 +159,6 @@ static int config_value_log_size(const char *s, void *field, const char *file)
 	return ret;
 }
 
-static int config_value_executor(const char *s, void *field, const char *file)
-{
-	if (strcmp(s, "local") != 0 && strcmp(s, "slurm") != 0)
-		return -EINVAL;
-	return config_value_string(s, field, file);
-}
-
 static int config_value_positive(const char *s, void *field, const char *file)
 {
 	(void)file;
@@ -300,7 +293,6 @@ static const struct config_value_info {
 	[CT_SIZE] = { config_value_size, "bad size", "use a number with K, M, G or T" },
 	[CT_LOG_SIZE] = { config_value_log_size, "bad log size",
 			  "use 0 for no limit, or a size of 64K or more" },
-	[CT_EXECUTOR] = { config_value_executor, "unknown executor", "use local or slurm" },
 	[CT_POSITIVE] = { config_value_positive, "bad number", "use a whole number, 1 or more" },
 	[CT_NONNEG] = { config_value_nonneg, "bad number", "use a whole number, 0 or more" },
 	[CT_VERSION] = { config_value_version, "bad version", "use MAJOR.MINOR, such as 12.4" },

@@ -13,7 +13,6 @@ enum config_type {
 	CT_PATH,	/* char *, made absolute with config_resolve_path */
 	CT_SIZE,	/* uint64_t, config_parse_size */
 	CT_LOG_SIZE,	/* uint64_t, 0 (no limit) or at least CONFIG_LOG_SIZE_MIN */
-	CT_EXECUTOR,	/* char *, "local" or "slurm" */
 	CT_POSITIVE,	/* long, 1 or more */
 	CT_NONNEG,	/* long, 0 or more */
 	CT_VERSION,	/* char *, MAJOR.MINOR */

@@ -19,6 +19,7 @@
 #include "cmd.h"
 #include "config.h"
 #include "diag.h"
+#include "exec.h"
 #include "spec.h"
 
 int cmd_load_config(struct mlfs_config **out, const char *file)
@@ -28,10 +29,16 @@ int cmd_load_config(struct mlfs_config **out, const char *file)
 
 	diag_init(&d);
 	ret = config_load(out, file, &d);
-	if (ret == 0 && backend_check_config(*out, &d) < 0) {
-		config_free(*out);
-		*out = NULL;
-		ret = -EINVAL;
+	if (ret == 0) {
+		/* the registries check what the config reader does not know: executors, types */
+		bool bad = exec_check_config(*out, &d) < 0;
+
+		bad |= backend_check_config(*out, &d) < 0;
+		if (bad) {
+			config_free(*out);
+			*out = NULL;
+			ret = -EINVAL;
+		}
 	}
 	diag_print(&d, stderr);
 	diag_free(&d);

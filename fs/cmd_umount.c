@@ -27,24 +27,26 @@
 #include "config.h"
 #include "log.h"
 #include "output.h"
+#include "spawn.h"
 
+/* fusermount3 -u, which checks that this user mounted it; its words shown as its own. */
 static int umount_as_user(const char *mp)
 {
-	pid_t pid = fork();
-	int status;
+	struct spawn_out res;
+	int ret;
 
-	if (pid < 0) {
-		perror("mlfs umount: fork");
-		return 1;
+	ret = spawn_run(&(struct spawn){ .argv = (char *const[]){ "fusermount3", "-u", "--",
+								    (char *)mp, NULL },
+					 .out_max = 64 * 1024, .out_fd = -1 }, &res);
+	if (ret < 0) {
+		fprintf(stderr, "mlfs umount: fusermount3: %s\n", strerror(-ret));
+	} else {
+		fwrite(res.out, 1, res.out_len, stdout);
+		fflush(stdout);
+		fwrite(res.err, 1, res.err_len, stderr);
 	}
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", "--", mp, (char *)NULL);
-		perror("mlfs umount: fusermount3");
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0)
-		return 1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+	spawn_out_free(&res);
+	return ret == 0 && WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0 ? 0 : 1;
 }
 
 #define UMOUNT_FUSE_MAGIC 0x65735546

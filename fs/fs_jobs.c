@@ -1378,7 +1378,7 @@ int fs_jobs_start(struct fs *fs)
 	fj->fs = fs;
 	fj->dir = fs_vdir_child(fs->root, "jobs");
 	pthread_mutex_init(&fj->lock, NULL);
-	ret = sched_create(&fj->sched, fs->cfg, NULL, jobs_final, fj);
+	ret = sched_create(&fj->sched, fs->cfg, jobs_final, fj);
 	if (ret < 0) {
 		pthread_mutex_destroy(&fj->lock);
 		free(fj);

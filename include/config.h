@@ -106,7 +106,8 @@ struct mlfs_config {
 	char *state_dir;
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes */
-	char *executor;		/* "local" or "slurm" */
+	char *executor;		/* an executor's name (exec.h checks it: exec_check_config) */
+	int executor_line;	/* where it was set; 0 = the default, local */
 	uint64_t log_size;	/* bytes a worker's log grows to before it is rotated; 0 = no limit */
 	long max_jobs;		/* unfinished jobs one user may have */
 	long timeout;		/* seconds a remote call may take */

@@ -16,17 +16,26 @@
  * and persists (pid, start time, paths), so a new daemon can adopt a worker
  * an earlier one started: the worker does not depend on the daemon that
  * started it staying alive.
+ *
+ * Executors are found by name in a registry (executor.c), as backends are:
+ * each supplies a versioned, append-only struct exec_ops, checked once when
+ * it is registered, and the scheduler calls it only through the inline
+ * wrappers at the bottom of this file, which answer for the methods a
+ * table of an older version, or one that is not a cluster's, lacks.
  */
 #ifndef MLFS_EXEC_H
 #define MLFS_EXEC_H
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define EXEC_OPS_VERSION 2
 
 struct container_run;
+struct diag;
 struct mlfs_config;
 struct executor;
 struct spec;
@@ -153,7 +162,9 @@ struct exec_ops {
 	 */
 	int (*adopt)(struct executor *ex, struct exec_run *run, struct exec_result *res);
 
-	/* Cluster executors only; NULL for the others. */
+	/* The methods above are version 1. */
+
+	/* Version 2, cluster executors only; NULL for the others. */
 	/*
 	 * Submits workers @w[0..n) of one job at once (independent workers
 	 * may become one job array; with @together they start as one
@@ -173,6 +184,7 @@ struct exec_ops {
 	 */
 	int (*fits)(struct executor *ex, const struct spec *sp, size_t worker, char *why,
 		    size_t why_len);
+	/* append only; bump EXEC_OPS_VERSION */
 };
 
 struct executor {
@@ -181,6 +193,85 @@ struct executor {
 
 extern const struct exec_ops exec_local_ops;
 extern const struct exec_ops exec_slurm_ops;
+
+/* ---- the registry (executor.c) ---- */
+
+/*
+ * Adds an executor (tests register fakes this way): 0, -EINVAL for a table
+ * of an unknown version or without a required method (a cluster one needs
+ * all of submit, refresh and fits), -EEXIST for a name taken, -ENOSPC.
+ */
+int exec_register(const struct exec_ops *ops);
+
+/* Finds the executor named @name: 0, or -ENOENT. */
+int exec_lookup(const struct exec_ops **out, const char *name);
+
+/* The names of the built-in executors, NULL-terminated. */
+const char *const *exec_names(void);
+
+/* Whether @ops is one of mlfs's own executors, not one a test registered. */
+bool exec_builtin(const struct exec_ops *ops);
+
+/*
+ * Checks [mlfs] executor of @cfg against the registry.  0, or -EINVAL with
+ * "file:line: [mlfs] executor: unknown executor 'X' (use local or slurm)"
+ * added to @d.
+ */
+int exec_check_config(const struct mlfs_config *cfg, struct diag *d);
+
+/* Creates the executor @cfg names (none: local); -ENOENT for a name the registry lacks. */
+int exec_create(struct executor **out, const struct mlfs_config *cfg);
+void exec_destroy(struct executor *ex);
+
+/* ---- the wrappers the scheduler calls ---- */
+
+/* Whether @ex places workers itself (a cluster: submit, refresh and fits). */
+static inline bool exec_is_cluster(const struct executor *ex)
+{
+	return ex->ops->version >= 2 && ex->ops->submit;
+}
+
+static inline int exec_start(struct executor *ex, const struct exec_start *w, struct exec_run *run)
+{
+	return ex->ops->start(ex, w, run);
+}
+
+static inline int exec_signal(struct executor *ex, struct exec_run *run, int sig)
+{
+	return ex->ops->signal(ex, run, sig);
+}
+
+static inline int exec_poll(struct executor *ex, struct exec_run *run, struct exec_result *res)
+{
+	return ex->ops->poll(ex, run, res);
+}
+
+static inline int exec_adopt(struct executor *ex, struct exec_run *run, struct exec_result *res)
+{
+	return ex->ops->adopt(ex, run, res);
+}
+
+/* -ENOTSUP for an executor that is not a cluster's. */
+static inline int exec_submit(struct executor *ex, const struct exec_start *w, size_t n,
+			      bool together, struct exec_run *runs, char *why, size_t why_len)
+{
+	if (!exec_is_cluster(ex))
+		return -ENOTSUP;
+	return ex->ops->submit(ex, w, n, together, runs, why, why_len);
+}
+
+/* The ms until the next refresh is due; -1 (none) for an executor that is not a cluster's. */
+static inline int exec_refresh(struct executor *ex)
+{
+	return exec_is_cluster(ex) ? ex->ops->refresh(ex) : -1;
+}
+
+/* 1 (it could) for an executor that is not a cluster's: the node answers for itself. */
+static inline int exec_fits(struct executor *ex, const struct spec *sp, size_t worker, char *why,
+			    size_t why_len)
+{
+	return exec_is_cluster(ex) ? ex->ops->fits(ex, sp, worker, why, why_len) : 1;
+}
 
 /*
  * Raises this process's soft limit of open files to its hard limit (a

@@ -52,11 +52,12 @@ typedef void sched_final_fn(void *arg, const char *name);
 /*
  * Makes the scheduler of @cfg (borrowed for its lifetime): loads the node's
  * resources, reads the journal in state_dir, adopts or fails the workers an
- * earlier daemon left running, and starts the scheduling thread.  @ops is
- * the executor (NULL: the one cfg->executor names).
+ * earlier daemon left running, and starts the scheduling thread.  The
+ * executor is the one cfg->executor names in the registry (exec.h); a name
+ * it lacks is -EINVAL, logged as "file:line: [mlfs] executor: ...".
  */
-int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct exec_ops *ops,
-		 sched_final_fn *final, void *final_arg);
+int sched_create(struct sched **out, const struct mlfs_config *cfg, sched_final_fn *final,
+		 void *final_arg);
 /* Stops the thread; running workers go on and the next daemon adopts them. */
 void sched_destroy(struct sched *s);
 

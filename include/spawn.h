@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* A line of stderr longer than this is cut to its first SPAWN_LINE_MAX - 1 bytes for on_err_line. */
+/* on_err_line gets a longer line of stderr cut to its first SPAWN_LINE_MAX - 1 bytes. */
 #define SPAWN_LINE_MAX 4096
 
 struct spawn {

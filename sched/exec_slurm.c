@@ -38,10 +38,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +53,7 @@
 #include "exec_local_int.h"
 #include "exec_slurm_int.h"
 #include "log.h"
+#include "spawn.h"
 #include "spec.h"
 
 #define EXEC_SLURM_CMD_S	60	/* a Slurm command that takes longer is killed */
@@ -126,197 +125,92 @@ static void exec_slurm_tool(const struct exec_slurm *es, const char *tool, char 
 }
 
 /*
- * Starts @path (@argv) with @in, @out and @err as its standard streams,
- * as @uid/@gid when this process is root and @uid is another (through
- * setpriv(1)).  posix_spawn, not fork: the daemon has many threads, and a
- * fork copies its page tables and stops every other CPU to flush them,
- * which at hundreds of submissions costs more than sbatch itself.
+ * The command line that runs tool @path with the arguments of @argv (from
+ * argv[1]) as @uid/@gid when this process is root and @uid is another,
+ * through setpriv(1); @ids holds the setpriv options.  Malloc'd; NULL on
+ * ENOMEM.
  */
-static int exec_slurm_spawn(pid_t *pid, const char *path, char **argv, uid_t uid, gid_t gid,
-			    int in, int out, int err)
+static char **exec_slurm_argv(const char *path, char **argv, uid_t uid, gid_t gid,
+			      char ids[2][32])
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, def;
-	char ruid[32], rgid[32], **av = argv;
-	size_t n = 0;
-	int ret;
+	size_t n = 0, k = 0;
+	char **av;
 
+	while (argv[n])
+		n++;
+	av = calloc(n + 5, sizeof(*av));
+	if (!av)
+		return NULL;
 	if (geteuid() == 0 && uid != 0) {
-		while (argv[n])
-			n++;
-		av = calloc(n + 6, sizeof(*av));
-		if (!av)
-			return -ENOMEM;
-		snprintf(ruid, sizeof(ruid), "--reuid=%u", (unsigned int)uid);
-		snprintf(rgid, sizeof(rgid), "--regid=%u", (unsigned int)gid);
-		av[0] = "setpriv";
-		av[1] = ruid;
-		av[2] = rgid;
-		av[3] = "--clear-groups";
-		av[4] = (char *)path;
-		memcpy(av + 5, argv + 1, n * sizeof(*av));	/* with the NULL */
-		path = "setpriv";
+		snprintf(ids[0], sizeof(ids[0]), "--reuid=%u", (unsigned int)uid);
+		snprintf(ids[1], sizeof(ids[1]), "--regid=%u", (unsigned int)gid);
+		av[k++] = "setpriv";
+		av[k++] = ids[0];
+		av[k++] = ids[1];
+		av[k++] = "--clear-groups";
 	}
-	sigemptyset(&none);
-	sigemptyset(&def);
-	sigaddset(&def, SIGPIPE);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in, 0);
-	posix_spawn_file_actions_adddup2(&fa, out, 1);
-	posix_spawn_file_actions_adddup2(&fa, err, 2);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &def);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	ret = strchr(path, '/') ? posix_spawn(pid, path, &fa, &attr, av, environ)
-				: posix_spawnp(pid, path, &fa, &attr, av, environ);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	if (av != argv)
-		free(av);
-	return -ret;
+	av[k++] = (char *)path;
+	memcpy(av + k, argv + 1, n * sizeof(*av));	/* with the NULL */
+	return av;
+}
+
+/* Where a tool's stderr lines go: the last one that says something is kept. */
+struct exec_slurm_err {
+	char *buf;
+	size_t len;
+};
+
+static void exec_slurm_err_line(void *arg, const char *line)
+{
+	struct exec_slurm_err *e = arg;
+	size_t len = strlen(line);
+
+	while (len && (line[len - 1] == ' ' || line[len - 1] == '\r'))
+		len--;
+	if (len)
+		snprintf(e->buf, e->len, "%.*s", (int)len, line);
 }
 
 /*
  * Runs @argv (argv[0] a tool name) as @uid/@gid (when this process is root
  * and @uid is another), @input on its standard input, and collects its
- * standard output in *@out (malloc'd, NUL-terminated) and the end of its
- * standard error in @err.  Returns its exit status (0..255), or a negated
- * errno when it could not run or ran past EXEC_SLURM_CMD_S.
+ * standard output in *@out (malloc'd, NUL-terminated) and the last line of
+ * its standard error in @err ("sbatch: error: Batch job submission failed:
+ * ...").  Returns its exit status (0..255, 128 + N when killed by signal N),
+ * or a negated errno when it could not run or ran past EXEC_SLURM_CMD_S.
  */
 static int exec_slurm_cmd(struct exec_slurm *es, char **argv, uid_t uid, gid_t gid,
 			  const char *input, size_t in_len, char **out, char *err, size_t err_len)
 {
-	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, status, ret = 0;
-	char path[4096], *buf = NULL;
-	size_t len = 0, cap = 0, elen = 0, in_off = 0;
-	long long deadline = exec_slurm_mono() + EXEC_SLURM_CMD_S * 1000000000LL;
-	pid_t pid;
+	struct exec_slurm_err e = { err, err_len };
+	char path[4096], ids[2][32], **av;
+	struct spawn_out res;
+	int ret;
 
 	err[0] = '\0';
 	if (out)
 		*out = NULL;
 	exec_slurm_tool(es, argv[0], path, sizeof(path));
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = exec_slurm_spawn(&pid, path, argv, uid, gid, in[0], o[1], e[1]);
+	av = exec_slurm_argv(path, argv, uid, gid, ids);
+	if (!av)
+		return -ENOMEM;
+	ret = spawn_run(&(struct spawn){ .argv = av, .in = in_len ? input : NULL, .in_len = in_len,
+					 .timeout_ms = EXEC_SLURM_CMD_S * 1000,
+					 .out_max = out ? EXEC_SLURM_OUT_MAX : 0, .out_fd = -1,
+					 .on_err_line = exec_slurm_err_line, .arg = &e },
+			&res);
+	free(av);
 	if (ret < 0)
-		goto out;	/* the caller says which tool could not run */
-	close(in[0]);
-	close(o[1]);
-	close(e[1]);
-	in[0] = o[1] = e[1] = -1;
-	if (!input || in_len == 0) {
-		close(in[1]);
-		in[1] = -1;
-	} else {
-		fcntl(in[1], F_SETFL, O_NONBLOCK);
-	}
-	while (o[0] >= 0 || e[0] >= 0) {
-		struct pollfd pfd[3];
-		nfds_t n = 0;
-		long long left = deadline - exec_slurm_mono();
-
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			ret = -ETIMEDOUT;
-			break;
-		}
-		if (o[0] >= 0)
-			pfd[n++] = (struct pollfd){ .fd = o[0], .events = POLLIN };
-		if (e[0] >= 0)
-			pfd[n++] = (struct pollfd){ .fd = e[0], .events = POLLIN };
-		if (in[1] >= 0)
-			pfd[n++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
-		if (poll(pfd, n, (int)(left / 1000000) + 1) < 0 && errno != EINTR) {
-			ret = -errno;
-			kill(pid, SIGKILL);
-			break;
-		}
-		for (nfds_t i = 0; i < n; i++) {
-			char chunk[16384];
-			ssize_t r;
-
-			if (!pfd[i].revents)
-				continue;
-			if (pfd[i].fd == in[1]) {
-				r = write(in[1], input + in_off, in_len - in_off);
-				if (r > 0)
-					in_off += (size_t)r;
-				if ((r < 0 && errno != EAGAIN) || in_off == in_len) {
-					close(in[1]);
-					in[1] = -1;
-				}
-				continue;
-			}
-			r = read(pfd[i].fd, chunk, sizeof(chunk));
-			if (r <= 0) {
-				close(pfd[i].fd);
-				if (pfd[i].fd == o[0])
-					o[0] = -1;
-				else
-					e[0] = -1;
-			} else if (pfd[i].fd == o[0]) {
-				if (len + (size_t)r + 1 > cap && len + (size_t)r < EXEC_SLURM_OUT_MAX) {
-					char *nb = realloc(buf, cap = (len + (size_t)r + 1) * 2);
-
-					if (!nb) {
-						cap = 0;
-						continue;
-					}
-					buf = nb;
-				}
-				if (len + (size_t)r + 1 <= cap) {
-					memcpy(buf + len, chunk, (size_t)r);
-					len += (size_t)r;
-				}
-			} else {
-				/* keep the end: the last lines say what went wrong */
-				if ((size_t)r >= err_len) {
-					memcpy(err, chunk + (size_t)r - (err_len - 1), err_len - 1);
-					elen = err_len - 1;
-				} else {
-					if (elen + (size_t)r >= err_len) {
-						size_t drop = elen + (size_t)r - (err_len - 1);
-
-						memmove(err, err + drop, elen - drop);
-						elen -= drop;
-					}
-					memcpy(err + elen, chunk, (size_t)r);
-					elen += (size_t)r;
-				}
-				err[elen] = '\0';
-			}
-		}
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			status = -1;
-			break;
-		}
-	if (ret == 0)
-		ret = status == -1 ? -ECHILD : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-out:
-	for (int *p = (int[]){ in[0], in[1], o[0], o[1], e[0], e[1] }, k = 0; k < 6; k++)
-		if (p[k] >= 0)
-			close(p[k]);
-	while (elen && (err[elen - 1] == '\n' || err[elen - 1] == ' '))
-		err[--elen] = '\0';
-	/* the last line says it: "sbatch: error: Batch job submission failed: ..." */
-	if (strrchr(err, '\n'))
-		memmove(err, strrchr(err, '\n') + 1, strlen(strrchr(err, '\n') + 1) + 1);
+		return ret;	/* the caller says which tool could not run */
+	if (res.timed_out)
+		ret = -ETIMEDOUT;
+	else
+		ret = WIFEXITED(res.status) ? WEXITSTATUS(res.status) : 128 + WTERMSIG(res.status);
 	if (out && ret >= 0) {
-		if (!buf)
-			buf = calloc(1, 1);
-		else
-			buf[len] = '\0';
-		*out = buf;
-		buf = NULL;
+		*out = res.out;
+		res.out = NULL;
 	}
-	free(buf);
+	spawn_out_free(&res);
 	return ret;
 }
 

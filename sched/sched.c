@@ -304,8 +304,7 @@ static void *sched_thread(void *arg)
 		int refresh = -1;
 
 		/* a cluster's one batched look, without the lock: it runs a command */
-		if (s->ex->ops->refresh)
-			refresh = s->ex->ops->refresh(s->ex);
+		refresh = exec_refresh(s->ex);
 		pthread_mutex_lock(&s->lock);
 		if (s->stop) {
 			pthread_mutex_unlock(&s->lock);
@@ -350,23 +349,18 @@ static int sched_start_thread(struct sched *s)
 	return 0;
 }
 
-static int sched_make_executor(struct sched *s, const struct exec_ops *ops)
+/* The executor [mlfs] executor names, found in the registry; a bad name is said as a config error. */
+static int sched_make_executor(struct sched *s)
 {
-	const char *name = s->cfg->executor ? s->cfg->executor : "local";
+	struct diag d;
+	int ret;
 
-	if (!ops) {
-		if (strcmp(name, "slurm") == 0) {
-			ops = &exec_slurm_ops;
-		} else if (strcmp(name, "local") == 0) {
-			ops = &exec_local_ops;
-		} else {
-			log_err("executor %s: not compiled in", name);
-			return -ENOTSUP;
-		}
-	}
-	if (ops->version < 1 || ops->version > EXEC_OPS_VERSION)
-		return -EINVAL;
-	return ops->create(&s->ex, s->cfg);
+	diag_init(&d);
+	ret = exec_check_config(s->cfg, &d);
+	for (size_t i = 0; i < d.n; i++)
+		log_err("%s", d.msgs[i]);
+	diag_free(&d);
+	return ret < 0 ? ret : exec_create(&s->ex, s->cfg);
 }
 
 /*
@@ -389,8 +383,8 @@ static void sched_find_views(struct sched *s)
 		s->mlfs_bin = strdup(bin);
 }
 
-int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct exec_ops *ops,
-		 sched_final_fn *final, void *final_arg)
+int sched_create(struct sched **out, const struct mlfs_config *cfg, sched_final_fn *final,
+		 void *final_arg)
 {
 	struct sched *s = calloc(1, sizeof(*s));
 	int ret;
@@ -407,15 +401,15 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, const struct
 	pthread_mutex_init(&s->journal_lock, NULL);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ret = s->wake_fd < 0 ? -errno : sched_node_init(&s->node, cfg);
-	if (ret == 0 && !ops) {
+	if (ret == 0)
 		sched_find_views(s);
+	if (ret == 0)
+		ret = sched_make_executor(s);
+	if (ret == 0 && exec_builtin(s->ex->ops))
 		container_runtime_detect(&s->containers, cfg, true);
-	} else {
+	else if (ret == 0)
 		snprintf(s->containers.why, sizeof(s->containers.why),
 			 "a test's executor runs no containers");
-	}
-	if (ret == 0)
-		ret = sched_make_executor(s, ops);
 	if (ret == 0 && sched_cluster(s))
 		ret = sched_submitters_start(s);
 	if (ret == 0)
@@ -458,8 +452,7 @@ void sched_destroy(struct sched *s)
 				close(j->workers[i].run.pidfd);
 		sched_job_free(j);
 	}
-	if (s->ex)
-		s->ex->ops->destroy(s->ex);
+	exec_destroy(s->ex);
 	sched_store_close(s);
 	sched_node_free(&s->node);
 	if (s->wake_fd >= 0)

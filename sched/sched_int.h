@@ -167,7 +167,7 @@ struct sched {
 /* Whether the executor places workers itself (a cluster: exec_ops.submit). */
 static inline bool sched_cluster(const struct sched *s)
 {
-	return s->ex && s->ex->ops->submit;
+	return s->ex && exec_is_cluster(s->ex);
 }
 
 long long sched_now_ns(void);		/* CLOCK_REALTIME */

@@ -4,7 +4,8 @@
  * What [node] sets is taken as written (it may declare more CPUs than the
  * machine has, as Slurm allows); what it leaves out is detected: GPUs,
  * their type and memory and the driver's CUDA version from nvidia-smi when
- * it is on the PATH, CPUs from sysconf, memory from /proc/meminfo.
+ * it is on the PATH (run with spawn_run, with a deadline: a wedged driver
+ * hangs it), CPUs from sysconf, memory from /proc/meminfo.
  *
  * A fit check answers three ways: fits now (with the GPU indices to give,
  * lowest free first), waits (with the numbers of what is missing), or never
@@ -26,17 +27,42 @@
 #include "config.h"
 #include "log.h"
 #include "sched_int.h"
+#include "spawn.h"
+
+#define SCHED_NODE_SMI_S	30		/* a hung driver makes nvidia-smi hang: not the daemon */
+
+/*
+ * The standard output of nvidia-smi with @argv (argv[0] "nvidia-smi"),
+ * malloc'd, whatever its exit status; NULL when it is not on the PATH or
+ * ran past SCHED_NODE_SMI_S.  Its stderr is dropped.
+ */
+static char *sched_node_smi(char *const *argv)
+{
+	struct spawn_out res;
+	char *out = NULL;
+
+	if (spawn_run(&(struct spawn){ .argv = argv, .timeout_ms = SCHED_NODE_SMI_S * 1000,
+				       .out_max = 1 << 20, .out_fd = -1 }, &res) == 0 &&
+	    !res.timed_out) {
+		out = res.out;
+		res.out = NULL;
+	} else if (res.timed_out) {
+		log_warn("node: nvidia-smi ran past %d s and was killed; GPUs not detected",
+			 SCHED_NODE_SMI_S);
+	}
+	spawn_out_free(&res);
+	return out;
+}
 
 /* Reads GPUs from `nvidia-smi`; leaves @node as it is when there is none. */
 static void sched_node_detect_gpus(struct sched_node *node)
 {
-	FILE *p = popen("nvidia-smi --query-gpu=index,name,memory.total "
-			"--format=csv,noheader,nounits 2>/dev/null", "r");
-	char line[512];
+	char *out = sched_node_smi((char *const[]){ "nvidia-smi",
+		"--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits", NULL });
+	char *line, *save = NULL;
 
-	if (!p)
-		return;
-	while (fgets(line, sizeof(line), p) && node->gpus < SCHED_MAX_GPUS) {
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line && node->gpus < SCHED_MAX_GPUS;
+	     line = strtok_r(NULL, "\n", &save)) {
 		char *name = strchr(line, ','), *mem = name ? strchr(name + 1, ',') : NULL;
 
 		if (!mem)
@@ -51,25 +77,18 @@ static void sched_node_detect_gpus(struct sched_node *node)
 			node->gpu_memory_gb = strtod(mem, NULL) / 1024.0;
 		node->gpus++;
 	}
-	pclose(p);
+	free(out);
 }
 
 /* The driver's CUDA version from the banner of `nvidia-smi`. */
 static char *sched_node_detect_cuda(void)
 {
-	FILE *p = popen("nvidia-smi 2>/dev/null", "r");
-	char line[512], *version = NULL;
+	char *out = sched_node_smi((char *const[]){ "nvidia-smi", NULL });
+	char *at = out ? strstr(out, "CUDA Version:") : NULL, v[32], *version = NULL;
 
-	if (!p)
-		return NULL;
-	while (fgets(line, sizeof(line), p)) {
-		char *at = strstr(line, "CUDA Version:");
-		char v[32];
-
-		if (!version && at && sscanf(at + 13, " %31[0-9.]", v) == 1)
-			version = strdup(v);
-	}
-	pclose(p);
+	if (at && sscanf(at + 13, " %31[0-9.]", v) == 1)
+		version = strdup(v);
+	free(out);
 	return version;
 }
 

@@ -517,7 +517,7 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 			    (int)w->run.pid, sched_gpu_list(w, gpus, sizeof(gpus)));
 	}
 	if (j->cancelled) {		/* cancelled while it was being started */
-		s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+		exec_signal(s->ex, &w->run, SIGTERM);
 		w->term_sent = true;
 		w->kill_at_ns = sched_mono_ns() + SCHED_KILL_GRACE * 1000000000LL;
 	}
@@ -611,7 +611,7 @@ static void sched_cluster_submit(struct sched *s, struct sched_launch **g, size_
 		} else {
 			for (size_t i = first; i < end; i++)
 				st[i - first] = g[i]->st;
-			ret = s->ex->ops->submit(s->ex, st, end - first, sp->gang, runs, g[first]->why,
+			ret = exec_submit(s->ex, st, end - first, sp->gang, runs, g[first]->why,
 						 sizeof(g[first]->why));
 		}
 		for (size_t i = first; i < end; i++) {
@@ -720,7 +720,7 @@ void sched_run_launch(struct sched *s, struct sched_launch *list)
 	for (struct sched_launch *l = list; l; l = l->next) {
 		l->ret = sched_launch_files(s, l);
 		if (l->ret == 0)
-			l->ret = s->ex->ops->start(s->ex, &l->st, &l->run);
+			l->ret = exec_start(s->ex, &l->st, &l->run);
 	}
 	pthread_mutex_lock(&s->lock);
 	for (struct sched_launch *l = list; l; l = l->next)
@@ -753,7 +753,7 @@ static int sched_place_job(struct sched *s, struct sched_job *j, char *why, size
 			continue;
 		if (sched_cluster(s)) {
 			/* the cluster places it: only whether it ever could */
-			fit = s->ex->ops->fits(s->ex, j->spec, i, why, len);
+			fit = exec_fits(s->ex, j->spec, i, why, len);
 			if (fit <= 0)
 				return fit;
 			why[0] = '\0';
@@ -1062,7 +1062,7 @@ static void sched_stop_rest(struct sched *s, struct sched_job *j)
 		if (sched_worker_waiting(w)) {
 			w->state = SCHED_CANCELLED;
 		} else if (w->running && !w->term_sent) {
-			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			exec_signal(s->ex, &w->run, SIGTERM);
 			w->term_sent = true;
 			w->kill_at_ns = now + SCHED_KILL_GRACE * 1000000000LL;
 		}
@@ -1350,7 +1350,7 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 
 		if (!w->running)
 			continue;
-		ret = s->ex->ops->poll(s->ex, &w->run, &res);
+		ret = exec_poll(s->ex, &w->run, &res);
 		if (ret < 0) {
 			log_err("job %s: worker %u: cannot watch it: %s", j->name, w->n, strerror(-ret));
 			res = (struct exec_result){ .how = EXEC_LOST, .upload = -1 };
@@ -1395,7 +1395,7 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 			w->timed_out = true;
 			sched_event(j, "worker %u: run timeout of %ld s reached; stopping it", w->n,
 				    j->spec->run_timeout);
-			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			exec_signal(s->ex, &w->run, SIGTERM);
 			w->term_sent = true;
 			w->kill_at_ns = now + SCHED_KILL_GRACE * 1000000000LL;
 		} else if (limit && !w->term_sent) {
@@ -1405,7 +1405,7 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 				*next = now + left;
 		}
 		if (w->term_sent && w->kill_at_ns && now >= w->kill_at_ns) {
-			s->ex->ops->signal(s->ex, &w->run, SIGKILL);
+			exec_signal(s->ex, &w->run, SIGKILL);
 			w->kill_at_ns = 0;
 		} else if (w->kill_at_ns && (!*next || w->kill_at_ns < *next)) {
 			*next = w->kill_at_ns;
@@ -1439,7 +1439,7 @@ static bool sched_wait_expired(struct sched *s, struct sched_job *j, long long n
 			w->state = SCHED_FAILED;
 		} else if (w->running && w->pending && !w->term_sent) {
 			/* still in the cluster's queue: taken out of it */
-			s->ex->ops->signal(s->ex, &w->run, SIGKILL);
+			exec_signal(s->ex, &w->run, SIGKILL);
 			w->term_sent = true;
 			queued++;
 		}
@@ -1480,7 +1480,7 @@ static void sched_place(struct sched *s, struct sched_job *j, int *depth)
 		/* a gang goes to the cluster whole: every worker must be able to run there */
 		for (size_t i = 0; i < j->n_workers && fit > 0; i++)
 			if (sched_worker_waiting(&j->workers[i]))
-				fit = s->ex->ops->fits(s->ex, j->spec, i, why, sizeof(why));
+				fit = exec_fits(s->ex, j->spec, i, why, sizeof(why));
 		if (fit > 0)
 			why[0] = '\0';
 	}
@@ -1609,7 +1609,7 @@ int sched_run_cancel(struct sched *s, struct sched_job *j)
 		if (sched_worker_waiting(w)) {
 			w->state = SCHED_CANCELLED;
 		} else if (w->running && !w->term_sent) {
-			s->ex->ops->signal(s->ex, &w->run, SIGTERM);
+			exec_signal(s->ex, &w->run, SIGTERM);
 			w->term_sent = true;
 			w->kill_at_ns = now + SCHED_KILL_GRACE * 1000000000LL;
 		}
@@ -1636,7 +1636,7 @@ void sched_run_adopt(struct sched *s)
 			snprintf(holder, sizeof(holder), "%s/%u", j->name, w->n);
 			if (!sched_cluster(s))
 				sched_node_hold(&s->node, res, w->gpus, w->n_gpus, holder);
-			ret = s->ex->ops->adopt(s->ex, &w->run, &r);
+			ret = exec_adopt(s->ex, &w->run, &r);
 			if (ret == 0 && sched_cluster(s)) {
 				w->pending = w->state != SCHED_RUNNING;
 				sched_event(j, "worker %u: found again in Slurm (job %s) after a restart of mlfs",

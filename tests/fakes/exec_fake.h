@@ -1,11 +1,13 @@
 /*
  * exec_fake.h - a fake executor for unit tests of the scheduler.
  *
- * exec_fake_ops sits behind the same struct exec_ops as exec_local_ops.  It
- * runs nothing: each start is recorded (job, worker, attempt, environment,
- * uid, gid, memory limit) and given a fake pid and an eventfd as its pidfd,
- * so the scheduler's thread wakes when the test ends the worker with
- * exec_fake_end().  Signals are recorded; SIGTERM and SIGKILL end the worker
+ * exec_fake_ops ("fake") sits behind the same struct exec_ops as
+ * exec_local_ops; a test registers it (exec_register) and names it in the
+ * config (executor = fake), and the scheduler finds it as it finds the
+ * real ones.  It runs nothing: each start is recorded (job, worker,
+ * attempt, environment, uid, gid, memory limit) and given a fake pid and an
+ * eventfd as its pidfd, so the scheduler's thread wakes when the test ends
+ * the worker with exec_fake_end().  Signals are recorded; SIGTERM and SIGKILL end the worker
  * as signaled unless told to ignore SIGTERM.  Every call is counted, the
  * next starts can be made to fail or held, and adopt answers what the test
  * says.

@@ -1,8 +1,9 @@
 #!/bin/bash
 # cli_test.sh - the commands and their bad input: a missing or malformed
 # config, a local root that does not exist, a mountpoint that does not exist
-# or is already mounted, daemonizing, fstab's mount -t fuse.mlfs, umount of
-# a busy mount, check, --help, --version.  Usage: cli_test.sh MLFS
+# or is already mounted, an unknown executor, daemonizing, fstab's mount -t
+# fuse.mlfs, umount of a busy mount, check, --help, --version.
+# Usage: cli_test.sh MLFS
 set -u
 MLFS=$1
 . "$(dirname "$0")/lib.sh"
@@ -39,6 +40,11 @@ fails "an archive source that is not there" "zip.conf:5: [dataset a] source: d:/
 printf '[datastore d]\ntype = local\nroot = %s/data\n[dataset typo]\nsource = d:/hj\n' "$T_DIR" >typo.conf
 fails "a dataset whose folder is not there" "typo.conf:5: [dataset typo] source: d:/hj: No such file or directory" "$MLFS" mount typo.conf "$M"
 check "nothing mounted after a missing dataset" nothing_mounted
+printf '[mlfs]\nstate_dir = s\ncache_dir = c\nexecutor = k8s\n' >executor.conf
+fails "an executor nobody knows, with file, line and the choices" \
+	"executor.conf:4: [mlfs] executor: unknown executor 'k8s' (use local or slurm)" \
+	"$MLFS" mount executor.conf "$M"
+check "nothing mounted after an unknown executor" nothing_mounted
 fails "a mountpoint that does not exist" "mountpoint $T_DIR/nowhere: No such file or directory" "$MLFS" mount good.conf "$T_DIR/nowhere"
 fails "a mountpoint that is a file" "not a folder" "$MLFS" mount good.conf "$T_DIR/good.conf"
 fails "an unknown FUSE option" "unknown option" "$MLFS" mount -o no_such_option good.conf "$M"
@@ -101,6 +107,8 @@ check "the installed manual page reads" sh -c "man -l '$T_DIR/inst/share/man/man
 check "check accepts a good config" sh -c "'$MLFS' check good.conf | grep -qx 'good.conf: ok'"
 fails "check names the line of a bad config" "malformed.conf:3:" "$MLFS" check malformed.conf
 fails "check reports every bad file" "noroot.conf:3:" "$MLFS" check good.conf malformed.conf noroot.conf
+fails "check names an unknown executor's line" "executor.conf:4: [mlfs] executor: unknown executor 'k8s'" \
+	"$MLFS" check executor.conf
 echo '{"name": "job"}' >job.json
 fails "check names the field a spec lacks" "job.json:1:1: workers: " "$MLFS" check job.json
 printf '{"workers": [{"command": "true"}]}\n' >good.json

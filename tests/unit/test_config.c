@@ -913,13 +913,26 @@ static void test_config_rejects_repeated_single_sections(void **state)
 		      "x.conf:7: duplicate [slurm] (first at line 3)");
 }
 
+/* An executor's name is not the config reader's to judge: exec_check_config does (test_registry). */
+static void test_config_keeps_the_executor_and_its_line(void **state)
+{
+	struct mlfs_config *cfg = parse_ok("[mlfs]\n\nexecutor = kubernetes\n");
+
+	(void)state;
+	assert_string_equal(cfg->executor, "kubernetes");
+	assert_int_equal(cfg->executor_line, 3);
+	config_free(cfg);
+	cfg = parse_ok("[mlfs]\n");
+	assert_string_equal(cfg->executor, "local");
+	assert_int_equal(cfg->executor_line, 0);
+	config_free(cfg);
+}
+
 static void test_config_rejects_bad_mlfs_values(void **state)
 {
 	(void)state;
 	EXPECT_ERRORS("[mlfs]\nexecutor = kubernetes\ntimeout = 0\nretries = -1\n"
 		      "cache_size = -1G\nstore = nowhere\n",
-		      "x.conf:2: [mlfs] executor: unknown executor 'kubernetes' "
-		      "(use local or slurm)",
 		      "x.conf:3: [mlfs] timeout: bad number '0' (use a whole number, 1 or more)",
 		      "x.conf:4: [mlfs] retries: bad number '-1' (use a whole number, 0 or more)",
 		      "x.conf:5: [mlfs] cache_size: bad size '-1G' "
@@ -1053,7 +1066,6 @@ static void test_config_reports_every_error_in_line_order(void **state)
 		      "x.conf:2: [dataset early] source: no datastore named 'gone'",
 		      "x.conf:4: [mlfs] cache_size: bad size '1X' "
 		      "(use a number with K, M, G or T)",
-		      "x.conf:5: [mlfs] executor: unknown executor 'k8s' (use local or slurm)",
 		      "x.conf:6: [mlfs] store: no datastore named 'nope'",
 		      "x.conf:7: [mlfs]: expected 'key = value', a [section] or a comment",
 		      "x.conf:8: [datastore late]: missing key 'type'",
@@ -1310,6 +1322,7 @@ int main(void)
 		cmocka_unit_test(test_config_rejects_missing_type_and_source_at_header_line),
 		cmocka_unit_test(test_config_rejects_repeated_keys_within_a_section),
 		cmocka_unit_test(test_config_rejects_repeated_single_sections),
+		cmocka_unit_test(test_config_keeps_the_executor_and_its_line),
 		cmocka_unit_test(test_config_rejects_bad_mlfs_values),
 		cmocka_unit_test(test_config_rejects_bad_node_and_slurm_values),
 		cmocka_unit_test(test_config_rejects_bad_datastore_common_values),

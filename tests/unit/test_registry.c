@@ -1,6 +1,8 @@
 /*
  * test_registry.c - the backend registry and the wrappers fs/ calls,
- * driven through a fake backend registered behind the real contract.
+ * driven through a fake backend registered behind the real contract; the
+ * executor registry and the wrappers the scheduler calls, through the fake
+ * executors.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,10 +22,15 @@
 #include "backend.h"
 #include "be_fake.h"
 #include "config.h"
+#include "exec.h"
+#include "exec_fake.h"
+#include "exec_fake_cluster.h"
 
 static int setup_group(void **state)
 {
 	(void)state;
+	if (exec_register(&exec_fake_ops) < 0 || exec_register(&exec_fake_cluster_ops) < 0)
+		return -1;
 	return backend_register(&be_fake_ops);
 }
 
@@ -386,6 +393,123 @@ static void test_wrappers_refuse_special_files_with_eperm_said_once(void **state
 	assert_int_equal(count_lines(mknod_log("fake", true)), 1);
 }
 
+/* ---- executors ---- */
+
+static void test_executors_are_found_by_name(void **state)
+{
+	const char *const *names = exec_names();
+	const struct exec_ops *ops = NULL;
+
+	(void)state;
+	assert_string_equal(names[0], "local");
+	assert_string_equal(names[1], "slurm");
+	assert_null(names[2]);		/* the built-in ones: fakes are not offered to users */
+	assert_int_equal(exec_lookup(&ops, "local"), 0);
+	assert_ptr_equal(ops, &exec_local_ops);
+	assert_int_equal(exec_lookup(&ops, "slurm"), 0);
+	assert_ptr_equal(ops, &exec_slurm_ops);
+	assert_int_equal(exec_lookup(&ops, "fake-cluster"), 0);
+	assert_ptr_equal(ops, &exec_fake_cluster_ops);
+	assert_int_equal(exec_lookup(&ops, "kubernetes"), -ENOENT);
+	assert_true(exec_builtin(&exec_local_ops));
+	assert_true(exec_builtin(&exec_slurm_ops));
+	assert_false(exec_builtin(&exec_fake_ops));
+}
+
+static void test_executors_are_checked_once_at_registration(void **state)
+{
+	struct exec_ops bad = exec_fake_ops;
+
+	(void)state;
+	bad.name = "bad";
+	bad.version = 0;
+	assert_int_equal(exec_register(&bad), -EINVAL);
+	bad.version = EXEC_OPS_VERSION + 1;
+	assert_int_equal(exec_register(&bad), -EINVAL);
+	bad.version = EXEC_OPS_VERSION;
+	bad.poll = NULL;
+	assert_int_equal(exec_register(&bad), -EINVAL);
+	bad = exec_fake_cluster_ops;
+	bad.name = "half-cluster";
+	bad.refresh = NULL;		/* the scheduler asks a cluster for all three */
+	assert_int_equal(exec_register(&bad), -EINVAL);
+	bad = exec_fake_ops;
+	bad.name = "";
+	assert_int_equal(exec_register(&bad), -EINVAL);
+	assert_int_equal(exec_register(NULL), -EINVAL);
+	/* the built-in tables pass the same check: the name is what is refused */
+	assert_int_equal(exec_register(&exec_local_ops), -EEXIST);
+	assert_int_equal(exec_register(&exec_slurm_ops), -EEXIST);
+	assert_int_equal(exec_register(&exec_fake_ops), -EEXIST);
+}
+
+static void test_executor_wrappers_answer_for_a_version_1_table(void **state)
+{
+	/* a cluster's table declared as version 1: its version 2 methods are never called */
+	static struct exec_ops old;
+	struct executor ex = { .ops = &old };
+	struct exec_run run = { .pidfd = -1 };
+	char why[64] = "";
+
+	(void)state;
+	old = exec_fake_cluster_ops;
+	old.version = 1;
+	old.name = "old-cluster";
+	assert_int_equal(exec_register(&old), 0);
+	exec_fake_cluster_reset();
+	assert_false(exec_is_cluster(&ex));
+	assert_int_equal(exec_refresh(&ex), -1);
+	assert_int_equal(exec_fits(&ex, NULL, 0, why, sizeof(why)), 1);
+	assert_int_equal(exec_submit(&ex, NULL, 0, false, &run, why, sizeof(why)), -ENOTSUP);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_REFRESH), 0);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_FITS), 0);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 0);
+
+	ex.ops = &exec_fake_cluster_ops;
+	assert_true(exec_is_cluster(&ex));
+	assert_int_equal(exec_refresh(&ex), EXEC_FAKE_CLUSTER_INTERVAL_MS);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_REFRESH), 1);
+	exec_fake_cluster_reset();
+}
+
+static void test_executor_of_the_config_is_checked_with_its_file_and_line(void **state)
+{
+	struct diag d;
+	struct mlfs_config *cfg = parse("[mlfs]\nstate_dir = /tmp/x\nexecutor = kubernetes\n", &d);
+	struct executor *ex = NULL;
+
+	(void)state;
+	/* the config reader takes any name: the registry knows which exist */
+	assert_string_equal(cfg->executor, "kubernetes");
+	assert_int_equal(exec_check_config(cfg, &d), -EINVAL);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.msgs[0], "reg.conf:3: [mlfs] executor: unknown executor 'kubernetes' "
+			    "(use local or slurm)");
+	assert_int_equal(exec_create(&ex, cfg), -ENOENT);
+	diag_free(&d);
+	config_free(cfg);
+
+	cfg = parse("[mlfs]\nexecutor = slurm\n", &d);
+	assert_int_equal(exec_check_config(cfg, &d), 0);
+	config_free(cfg);
+	cfg = parse("[mlfs]\nstate_dir = /tmp/x\n", &d);	/* local, unsaid */
+	assert_int_equal(exec_check_config(cfg, &d), 0);
+	assert_int_equal(d.n, 0);
+	config_free(cfg);
+
+	cfg = parse("[mlfs]\nexecutor = fake\n", &d);
+	exec_fake_reset();
+	assert_int_equal(exec_check_config(cfg, &d), 0);
+	assert_int_equal(exec_create(&ex, cfg), 0);
+	assert_ptr_equal(ex->ops, &exec_fake_ops);
+	exec_destroy(ex);
+	exec_destroy(NULL);
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_CREATE), 1);
+	assert_int_equal(exec_fake_calls(EXEC_FAKE_DESTROY), 1);
+	diag_free(&d);
+	config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +525,10 @@ int main(void)
 		cmocka_unit_test(test_wrappers_refuse_writes_to_a_read_only_backend),
 		cmocka_unit_test(test_wrappers_make_special_files_through_mknod),
 		cmocka_unit_test(test_wrappers_refuse_special_files_with_eperm_said_once),
+		cmocka_unit_test(test_executors_are_found_by_name),
+		cmocka_unit_test(test_executors_are_checked_once_at_registration),
+		cmocka_unit_test(test_executor_wrappers_answer_for_a_version_1_table),
+		cmocka_unit_test(test_executor_of_the_config_is_checked_with_its_file_and_line),
 	};
 
 	return cmocka_run_group_tests_name("registry", tests, setup_group, NULL);

@@ -1,6 +1,8 @@
 /*
  * test_sched.c - unit tests of the scheduler (sched/sched*.c) behind the
- * fake executor (tests/fakes/exec_fake.c).
+ * fake executor (tests/fakes/exec_fake.c), and behind the fake cluster
+ * executor (tests/fakes/exec_fake_cluster.c), both found by name in the
+ * executor registry as the real ones are.
  *
  * Each test gets a fresh state_dir under /tmp and a node it describes in
  * [node] text; the scheduler runs its real thread, journal and status.json,
@@ -32,6 +34,7 @@
 
 #include "config.h"
 #include "exec_fake.h"
+#include "exec_fake_cluster.h"
 #include "scheduler.h"
 #include "seed_specs.h"
 #include "sched_int.h"
@@ -127,6 +130,7 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(fx->dir));
 	pthread_mutex_init(&fx->lock, NULL);
 	exec_fake_reset();
+	exec_fake_cluster_reset();
 	*state = fx;
 	return 0;
 }
@@ -147,6 +151,7 @@ static int teardown(void **state)
 	sched_destroy(fx->s);
 	config_free(fx->cfg);
 	exec_fake_reset();
+	exec_fake_cluster_reset();
 	nftw(fx->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	for (size_t i = 0; i < fx->n_finals; i++)
 		free(fx->finals[i]);
@@ -155,21 +160,29 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Reads a config with the fixture's folders and @node as [node], and starts the scheduler. */
-static void fx_start(struct fx *fx, const char *node)
+/*
+ * Reads a config with the fixture's folders, @executor (a fake the
+ * registry knows) and @node as [node], and starts the scheduler.
+ */
+static void fx_start_on(struct fx *fx, const char *executor, const char *node)
 {
 	struct diag d;
 	char *text;
 
-	assert_true(asprintf(&text, "[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\n[node]\n%s",
-			     fx->dir, fx->dir, node) > 0);
+	assert_true(asprintf(&text, "[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\n"
+			     "executor = %s\n[node]\n%s", fx->dir, fx->dir, executor, node) > 0);
 	diag_init(&d);
 	if (config_parse(&fx->cfg, "test.conf", text, strlen(text), &d) != 0)
 		diag_print(&d, stderr);
 	diag_free(&d);
 	free(text);
 	assert_non_null(fx->cfg);
-	assert_int_equal(sched_create(&fx->s, fx->cfg, &exec_fake_ops, on_final, fx), 0);
+	assert_int_equal(sched_create(&fx->s, fx->cfg, on_final, fx), 0);
+}
+
+static void fx_start(struct fx *fx, const char *node)
+{
+	fx_start_on(fx, "fake", node);
 }
 
 /* A restart of the daemon: the same config and state_dir, a new scheduler. */
@@ -177,7 +190,7 @@ static void fx_restart(struct fx *fx)
 {
 	sched_destroy(fx->s);
 	fx->s = NULL;
-	assert_int_equal(sched_create(&fx->s, fx->cfg, &exec_fake_ops, on_final, fx), 0);
+	assert_int_equal(sched_create(&fx->s, fx->cfg, on_final, fx), 0);
 }
 
 static int submit_as(struct fx *fx, const char *json, uid_t uid, gid_t gid)
@@ -1269,6 +1282,180 @@ static void test_sched_end_openpai_job_whose_every_task_failed_is_failed(void **
 	assert_true(reason_has(fx, "pai2", "all 2 task(s) failed; the first: worker 1 exited 1"));
 }
 
+/* ---- behind a cluster executor (the fake cluster) ---- */
+
+/* A two-worker native job of one shape: an array on a cluster. */
+#define PAIR_JOB(name) \
+	"{\"name\": \"" name "\", \"resources\": {\"gpu_count\": 1}, " \
+	"\"workers\": [{\"command\": \"x\"}, {\"command\": \"y\"}]}"
+
+/* Waits until @worker of @job is in the fake cluster's hands (submitted by a submitter thread). */
+static void in_cluster(const char *job, unsigned int worker)
+{
+	char id[64];
+
+	WAIT_UNTIL(exec_fake_cluster_id(job, worker, id, sizeof(id)) == 0);
+}
+
+static void test_sched_cluster_job_is_submitted_once_with_all_its_workers(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_submission sub;
+	char id[64];
+
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, PAIR_JOB("pair"));
+	in_cluster("pair", 2);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 1);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_START), 0);
+	assert_true(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_FITS) >= 2);
+	assert_int_equal(exec_fake_cluster_submission(0, &sub), 0);
+	assert_string_equal(sub.job, "pair");
+	assert_int_equal(sub.n, 2);
+	assert_false(sub.together);
+	assert_int_equal(sub.workers[0], 1);
+	assert_int_equal(sub.workers[1], 2);
+	assert_int_equal(exec_fake_cluster_id("pair", 2, id, sizeof(id)), 0);
+	assert_string_equal(id, "F1_2");	/* an array: one id per worker */
+	WAIT_UNTIL(events_have(fx, "pair", "worker 2: attempt 1 submitted to Slurm as job F1_2"));
+	/* no node resources are held for a cluster's workers */
+	submit(fx, PAIR_JOB("more"));
+	in_cluster("more", 2);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 2);
+	WAIT_UNTIL(state_is(fx, "pair", "QUEUED") && state_is(fx, "more", "QUEUED"));
+	assert_true(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_REFRESH) > 0);
+}
+
+static void test_sched_cluster_gang_is_one_submission_of_its_workers_together(void **state)
+{
+	struct fx *fx = *state;
+	struct exec_fake_submission sub;
+	char id1[64], id2[64];
+
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, PAI_NULL_MIN("gang"));
+	in_cluster("gang", 2);
+	assert_int_equal(exec_fake_cluster_n_submissions(), 1);
+	assert_int_equal(exec_fake_cluster_submission(0, &sub), 0);
+	assert_int_equal(sub.n, 2);
+	assert_true(sub.together);
+	assert_int_equal(exec_fake_cluster_id("gang", 1, id1, sizeof(id1)), 0);
+	assert_int_equal(exec_fake_cluster_id("gang", 2, id2, sizeof(id2)), 0);
+	assert_string_equal(id1, "F1");		/* one allocation */
+	assert_string_equal(id2, "F1");
+	assert_int_equal(exec_fake_cluster_running("gang", 1), 0);
+	WAIT_UNTIL(render_is(fx, "gang", 2, "state", "RUNNING"));
+	exec_fake_cluster_end("gang", 1, EXEC_EXITED, 0);
+	exec_fake_cluster_end("gang", 2, EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "gang", "SUCCEEDED"));
+}
+
+static void test_sched_cluster_pending_reason_is_the_jobs_reason(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, JOB("wait", "\"gpu_count\": 1"));
+	in_cluster("wait", 1);
+	assert_int_equal(exec_fake_cluster_pending("wait", 1, "cluster: waiting for resources "
+						   "(Resources)"), 0);
+	WAIT_UNTIL(render_is(fx, "wait", 0, "reason", "cluster: waiting for resources (Resources)"));
+	assert_true(state_is(fx, "wait", "QUEUED"));
+	assert_true(render_is(fx, "wait", 1, "state", "QUEUED"));
+	/* a new reason is shown as it comes */
+	assert_int_equal(exec_fake_cluster_pending("wait", 1, "cluster: held by its user "
+						   "(JobHeldUser)"), 0);
+	WAIT_UNTIL(render_is(fx, "wait", 0, "reason", "cluster: held by its user (JobHeldUser)"));
+	assert_int_equal(exec_fake_cluster_running("wait", 1), 0);
+	WAIT_UNTIL(state_is(fx, "wait", "RUNNING"));
+	assert_true(events_have(fx, "wait", "worker 1: running on Slurm as job F1"));
+	assert_int_equal(exec_fake_cluster_end("wait", 1, EXEC_EXITED, 3), 0);
+	WAIT_UNTIL(state_is(fx, "wait", "FAILED"));
+	assert_true(render_is(fx, "wait", 1, "exit_code", "3"));
+	assert_int_equal(finals_of(fx, "wait"), 1);
+}
+
+static void test_sched_cluster_requeue_is_a_new_attempt_not_a_failure(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, PAIR_JOB("rq"));
+	in_cluster("rq", 2);
+	exec_fake_cluster_running("rq", 1);
+	exec_fake_cluster_running("rq", 2);
+	WAIT_UNTIL(render_is(fx, "rq", 0, "reason", "2 of 2 worker(s) running"));
+	assert_int_equal(exec_fake_cluster_requeue("rq", 1, "preempted"), 0);
+	WAIT_UNTIL(render_is(fx, "rq", 1, "state", "RETRYING"));
+	assert_true(events_have(fx, "rq", "worker 1: the fake cluster requeued F1_1: preempted; "
+				"it waits to run again"));
+	assert_true(state_is(fx, "rq", "RUNNING"));	/* worker 2 still runs */
+	assert_true(render_has(fx, "rq", 0, "status.json", "\"requeued\""));
+	exec_fake_cluster_running("rq", 1);
+	WAIT_UNTIL(render_is(fx, "rq", 1, "state", "RUNNING"));
+	exec_fake_cluster_end("rq", 1, EXEC_EXITED, 0);
+	exec_fake_cluster_end("rq", 2, EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "rq", "SUCCEEDED"));
+	/* the cluster ran it again: mlfs did not submit it twice */
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 1);
+	assert_true(render_has(fx, "rq", 0, "status.json", "\"requeued\""));
+}
+
+static void test_sched_cluster_cancel_of_a_pending_job_cancels_it(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, JOB("c", "\"gpu_count\": 1"));
+	in_cluster("c", 1);
+	exec_fake_cluster_pending("c", 1, "cluster: waiting for resources (Resources)");
+	WAIT_UNTIL(reason_has(fx, "c", "waiting for resources"));
+	assert_int_equal(sched_ctl(fx->s, "c", UID, SCHED_CTL_CANCEL), 0);
+	WAIT_UNTIL(state_is(fx, "c", "CANCELLED"));
+	assert_true(exec_fake_cluster_got_signal("c", 1, SIGTERM));
+}
+
+static void test_sched_cluster_never_fitting_worker_is_never_submitted(void **state)
+{
+	struct fx *fx = *state;
+
+	exec_fake_cluster_set_max_gpus(2);
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, JOB("big", "\"gpu_count\": 4"));
+	WAIT_UNTIL(render_is(fx, "big", 0, "reason", "never satisfiable on the fake cluster: "
+			     "4 GPUs asked, its largest node has 2"));
+	assert_true(state_is(fx, "big", "QUEUED"));
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 0);
+}
+
+static void test_sched_cluster_refused_submission_fails_with_the_clusters_words(void **state)
+{
+	struct fx *fx = *state;
+
+	exec_fake_cluster_fail_next_submit(-EINVAL, "sbatch refused it: invalid partition");
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, JOB("no", "\"gpu_count\": 1"));
+	WAIT_UNTIL(state_is(fx, "no", "FAILED"));
+	assert_true(events_have(fx, "no", "worker 1: cannot start: sbatch refused it: invalid partition"));
+}
+
+static void test_sched_cluster_restart_finds_its_workers_again(void **state)
+{
+	struct fx *fx = *state;
+
+	fx_start_on(fx, "fake-cluster", NODE_2_A100);
+	submit(fx, JOB("keep", "\"gpu_count\": 1"));
+	in_cluster("keep", 1);
+	exec_fake_cluster_running("keep", 1);
+	WAIT_UNTIL(state_is(fx, "keep", "RUNNING") && running_on_disk(fx, "keep"));
+	fx_restart(fx);
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_ADOPT), 1);
+	assert_true(events_have(fx, "keep", "worker 1: found again in Slurm (job F1)"));
+	exec_fake_cluster_end("keep", 1, EXEC_EXITED, 0);
+	WAIT_UNTIL(state_is(fx, "keep", "SUCCEEDED"));
+	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 1);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1319,7 +1506,18 @@ int main(void)
 		T(test_sched_end_kibernetika_first_failed_replica_fails_once_restarts_are_spent),
 		T(test_sched_end_openpai_null_min_failed_succeeds_with_one_failure),
 		T(test_sched_end_openpai_job_whose_every_task_failed_is_failed),
+		T(test_sched_cluster_job_is_submitted_once_with_all_its_workers),
+		T(test_sched_cluster_gang_is_one_submission_of_its_workers_together),
+		T(test_sched_cluster_pending_reason_is_the_jobs_reason),
+		T(test_sched_cluster_requeue_is_a_new_attempt_not_a_failure),
+		T(test_sched_cluster_cancel_of_a_pending_job_cancels_it),
+		T(test_sched_cluster_never_fitting_worker_is_never_submitted),
+		T(test_sched_cluster_refused_submission_fails_with_the_clusters_words),
+		T(test_sched_cluster_restart_finds_its_workers_again),
 	};
 
+	/* the fakes are found by name, as the real executors are */
+	assert_int_equal(exec_register(&exec_fake_ops), 0);
+	assert_int_equal(exec_register(&exec_fake_cluster_ops), 0);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
