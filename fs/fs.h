@@ -93,6 +93,8 @@ struct fs {
 	size_t nvnodes;
 	time_t started;
 	atomic_uint_fast64_t open_files;
+	struct fs_file *all_opens;	/* every open file, guarded by cache_lock: what the
+					 * kernel never released by the end is freed by fs_destroy */
 	atomic_uint_fast64_t dir_entries;	/* held by open folders now (fs_ops.c) */
 	atomic_uint_fast64_t dir_entries_peak;	/* the most held at once */
 	atomic_uint_fast64_t gen;	/* bumped by every change made through the mount */
@@ -139,6 +141,9 @@ int fs_uploads_content(struct fs *fs, char **buf, size_t *len);
 /* Makes @top the permanent top node of @v inside the virtual folder @dir. */
 int fs_view_top(struct node *top, struct view *v, struct node *dir);
 void fs_destroy(struct fs *fs);
+
+/* Releases the files the kernel left open (a RELEASE after the session's end). (fs_ops.c) */
+void fs_release_all(struct fs *fs);
 struct node *fs_node(struct fs *fs, uint64_t nodeid);
 uint64_t fs_nodeid(struct fs *fs, struct node *n);
 /* Finds a permanent child of a virtual folder. */

@@ -40,6 +40,7 @@ struct fs_file {
 	int backing_id;			/* > 0: the kernel reads and writes it itself */
 	struct cache_file *cf;		/* reads of a remote file go through the disk cache */
 	struct fs_file *onext, *oprev;	/* node->opens, guarded by fs->cache_lock */
+	struct fs_file *anext, *aprev;	/* fs->all_opens, guarded by fs->cache_lock */
 };
 
 struct fs_dirent {
@@ -672,27 +673,37 @@ static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
 static void fs_file_opened(struct fs *fs, struct fs_file *f)
 {
 	atomic_fetch_add(&fs->open_files, 1);
-	if (!f->bf)
-		return;
 	pthread_mutex_lock(&fs->cache_lock);
-	f->onext = f->node->opens;
-	if (f->onext)
-		f->onext->oprev = f;
-	f->node->opens = f;
+	f->anext = fs->all_opens;
+	if (f->anext)
+		f->anext->aprev = f;
+	fs->all_opens = f;
+	if (f->bf) {
+		f->onext = f->node->opens;
+		if (f->onext)
+			f->onext->oprev = f;
+		f->node->opens = f;
+	}
 	pthread_mutex_unlock(&fs->cache_lock);
 }
 
 static void fs_file_closing(struct fs *fs, struct fs_file *f)
 {
-	if (!f->bf)
-		return;
 	pthread_mutex_lock(&fs->cache_lock);
-	if (f->oprev)
-		f->oprev->onext = f->onext;
+	if (f->aprev)
+		f->aprev->anext = f->anext;
 	else
-		f->node->opens = f->onext;
-	if (f->onext)
-		f->onext->oprev = f->oprev;
+		fs->all_opens = f->anext;
+	if (f->anext)
+		f->anext->aprev = f->aprev;
+	if (f->bf) {
+		if (f->oprev)
+			f->oprev->onext = f->onext;
+		else
+			f->node->opens = f->onext;
+		if (f->onext)
+			f->onext->oprev = f->oprev;
+	}
 	pthread_mutex_unlock(&fs->cache_lock);
 }
 
@@ -710,6 +721,12 @@ static void fs_release_file(struct fs *fs, struct fs_file *f)
 	free(f->buf);
 	free(f);
 	atomic_fetch_sub(&fs->open_files, 1);
+}
+
+void fs_release_all(struct fs *fs)
+{
+	while (fs->all_opens)
+		fs_release_file(fs, fs->all_opens);
 }
 
 static void fs_reply_open(fuse_req_t req, struct fs *fs, struct fs_file *f,

@@ -620,6 +620,7 @@ void fs_destroy(struct fs *fs)
 	if (!fs)
 		return;
 	fs_jobs_stop(fs);
+	fs_release_all(fs);	/* before the nodes, caches and backends the files use */
 	for (struct node *n = fs->all, *next; n; n = next) {
 		next = n->lnext;
 		free(n->name);

@@ -32,6 +32,16 @@ static int image_ref_fail(char *why, size_t len, const char *fmt, const char *pa
 	return -EINVAL;
 }
 
+/* Copies @len bytes of @src into @dst (@size bytes); -1 when they do not fit. */
+static int image_copy(char *dst, size_t size, const char *src, size_t len)
+{
+	if (len >= size)
+		return -1;
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+	return 0;
+}
+
 static int image_lower_alnum(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -161,7 +171,8 @@ static int image_name_parse(const char *name, struct image_ref *out, char *why, 
 			return image_ref_fail(why, why_len, "the registry '%s' is not a host name "
 					      "or address with an optional :PORT", host);
 		}
-		snprintf(out->domain, sizeof(out->domain), "%.*s", (int)(slash - name), name);
+		if (image_copy(out->domain, sizeof(out->domain), name, (size_t)(slash - name)) < 0)
+			return image_ref_fail(why, why_len, "the name is longer than %s bytes", "255");
 		path = slash + 1;
 	}
 	if (!*path)
@@ -182,7 +193,8 @@ static int image_name_parse(const char *name, struct image_ref *out, char *why, 
 			break;
 		p = end + 1;
 	}
-	snprintf(out->path, sizeof(out->path), "%s", path);
+	if (image_copy(out->path, sizeof(out->path), path, strlen(path)) < 0)
+		return image_ref_fail(why, why_len, "the name is longer than %s bytes", "255");
 	return 0;
 }
 
@@ -203,7 +215,8 @@ int image_ref_parse(const char *s, struct image_ref *out, char *why, size_t why_
 		if (strchr(at + 1, '@') || image_digest_ok(at + 1) < 0)
 			return image_ref_fail(why, why_len, "the digest '%s' is not ALGORITHM:HEX "
 					      "(sha256: 64 lower-case hex digits)", at + 1);
-		snprintf(out->digest, sizeof(out->digest), "%s", at + 1);
+		if (image_copy(out->digest, sizeof(out->digest), at + 1, strlen(at + 1)) < 0)
+			return image_ref_fail(why, why_len, "the digest is longer than %s bytes", "159");
 	}
 	len = at ? (size_t)(at - s) : strlen(s);
 	if (len >= sizeof(name))
@@ -216,7 +229,9 @@ int image_ref_parse(const char *s, struct image_ref *out, char *why, size_t why_
 		if (image_tag_ok(colon + 1) < 0)
 			return image_ref_fail(why, why_len, "the tag '%s' is not 1 to 128 letters, "
 					      "digits, '_', '.' or '-' (not first)", colon + 1);
-		snprintf(out->tag, sizeof(out->tag), "%s", colon + 1);
+		if (image_copy(out->tag, sizeof(out->tag), colon + 1, strlen(colon + 1)) < 0)
+			return image_ref_fail(why, why_len, "the tag '%s' is longer than 128 characters",
+					      colon + 1);
 		name[colon - name] = '\0';
 	}
 	return image_name_parse(name, out, why, why_len);
