@@ -36,6 +36,7 @@
 
 #include "config.h"
 #include "config_value.h"
+#include "container.h"
 #include "ini.h"
 #include "path.h"
 
@@ -53,6 +54,7 @@ enum config_section {
 	CS_CONTAINERS,
 	CS_DATASTORE,
 	CS_SOURCE,
+	CS_ENVIRONMENT,
 };
 
 #define CS_SINGLES	4	/* CS_MLFS, CS_NODE, CS_SLURM, CS_CONTAINERS: at most once each */
@@ -248,6 +250,16 @@ static const struct config_key config_containers_keys[] = {
 	{ NULL, CT_STRING, 0 },
 };
 
+#define ENVIRONMENT_AT(field)	offsetof(struct environment_config, field)
+
+static const struct config_key config_environment_keys[] = {
+	{ "image", CT_STRING, ENVIRONMENT_AT(image) },	/* checked by image_ref_parse first */
+	{ "python_version", CT_DOTTED, ENVIRONMENT_AT(python_version) },
+	{ "framework", CT_STRING, ENVIRONMENT_AT(framework) },
+	{ "framework_version", CT_DOTTED, ENVIRONMENT_AT(framework_version) },
+	{ NULL, CT_STRING, 0 },
+};
+
 /* The keys every datastore type has, other than `type`. */
 static const struct config_key config_datastore_keys[] = {
 	{ "uid", CT_UID, DATASTORE_AT(uid) },
@@ -263,6 +275,9 @@ _Static_assert(CONFIG_N(config_mlfs_keys) <= CONFIG_KEYS_MAX, "too many [mlfs] k
 _Static_assert(CONFIG_N(config_node_keys) <= CONFIG_KEYS_MAX, "too many [node] keys");
 _Static_assert(CONFIG_N(config_slurm_keys) <= CONFIG_KEYS_MAX, "too many [slurm] keys");
 _Static_assert(CONFIG_N(config_containers_keys) <= CONFIG_KEYS_MAX, "too many [containers] keys");
+_Static_assert(CONFIG_N(config_environment_keys) - 1 ==
+	       sizeof(((struct environment_config *)0)->key_line) / sizeof(int),
+	       "a key_line for each [environment] key");
 
 /* Indexed by section - CS_MLFS. */
 static const struct config_key *const config_single_keys[CS_SINGLES] = {
@@ -283,6 +298,7 @@ static const struct config_section_type {
 	{ "dataset", CS_SOURCE, SOURCE_DATASET, 1 },
 	{ "checkpoint", CS_SOURCE, SOURCE_CHECKPOINT, 1 },
 	{ "model", CS_SOURCE, SOURCE_MODEL, 1 },
+	{ "environment", CS_ENVIRONMENT, SOURCE_DATASET, 1 },
 };
 
 static const char *const config_source_words[] = {
@@ -374,6 +390,37 @@ static int config_open_datastore(struct config_parser *p, const char *name, int 
 	if (!ds->name)
 		return -ENOMEM;
 	p->section = CS_DATASTORE;
+	return 0;
+}
+
+/* [environment NAME]: a datastore's alphabet, since specs and messages name it. */
+static int config_open_environment(struct config_parser *p, const char *name, int line)
+{
+	struct mlfs_config *cfg = p->cfg;
+	struct environment_config *env;
+
+	if (!config_datastore_name_ok(name, strlen(name))) {
+		config_error(p, line, "%s: bad environment name (use 1 to 64 letters, digits, "
+			     "'.', '_' or '-')", p->label);
+		return 0;
+	}
+	for (size_t i = 0; i < cfg->n_environments; i++)
+		if (strcmp(cfg->environments[i].name, name) == 0) {
+			config_error(p, line, "duplicate %s (first at line %d)", p->label,
+				     cfg->environments[i].line);
+			return 0;
+		}
+	env = reallocarray(cfg->environments, cfg->n_environments + 1, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	cfg->environments = env;
+	env += cfg->n_environments;
+	*env = (struct environment_config){ .line = line };
+	p->cur = cfg->n_environments++;
+	env->name = strdup(name);
+	if (!env->name)
+		return -ENOMEM;
+	p->section = CS_ENVIRONMENT;
 	return 0;
 }
 
@@ -472,7 +519,8 @@ static int config_on_section(struct config_parser *p, int line, const char *text
 	p->label = NULL;
 	if (!t) {
 		config_error(p, line, "unknown section [%s] (use mlfs, node, slurm, "
-			     "containers, datastore, dataset, checkpoint or model)", text);
+			     "containers, datastore, dataset, checkpoint, model or environment)",
+			     text);
 		return 0;
 	}
 	if (t->named != (*name != '\0')) {
@@ -486,6 +534,8 @@ static int config_on_section(struct config_parser *p, int line, const char *text
 		return config_open_datastore(p, name, line);
 	if (t->section == CS_SOURCE)
 		return config_open_source(p, t->kind, name, line);
+	if (t->section == CS_ENVIRONMENT)
+		return config_open_environment(p, name, line);
 	return config_open_single(p, t->section, line);
 }
 
@@ -557,6 +607,32 @@ static int config_datastore_key(struct config_parser *p, int line, const char *k
 	}
 	i = config_key_index(config_datastore_keys, key);
 	return i < 0 ? 0 : config_set(p, line, &config_datastore_keys[i], ds, value);
+}
+
+static int config_environment_key(struct config_parser *p, int line, const char *key,
+				  const char *value)
+{
+	struct environment_config *env = &p->cfg->environments[p->cur];
+	int i = config_key_index(config_environment_keys, key);
+	struct image_ref ref;
+	char why[256];
+
+	if (i < 0) {
+		config_error(p, line, "%s: unknown key '%s'", p->label, key);
+		return 0;
+	}
+	if (env->key_line[i]) {
+		config_key_error(p, line, key, "duplicate key (first at line %d)", env->key_line[i]);
+		return 0;
+	}
+	env->key_line[i] = line;
+	if (config_empty(p, line, key, value))
+		return 0;
+	if (strcmp(key, "image") == 0 && image_ref_parse(value, &ref, why, sizeof(why)) < 0) {
+		config_key_error(p, line, key, "not a valid image name: %s", why);
+		return 0;
+	}
+	return config_set(p, line, &config_environment_keys[i], env, value);
 }
 
 static int config_word_in(const char *const *words, const char *word)
@@ -659,6 +735,8 @@ static int config_on_key(struct config_parser *p, int line, const char *key,
 		return config_datastore_key(p, line, key, value);
 	case CS_SOURCE:
 		return config_source_key(p, line, key, value);
+	case CS_ENVIRONMENT:
+		return config_environment_key(p, line, key, value);
 	default:
 		return config_single_key(p, line, key, value);
 	}
@@ -700,6 +778,43 @@ static void config_check_source(struct config_parser *p, const struct source_con
 			     word, src->name, src->datastore);
 }
 
+static bool config_same_text(const char *a, const char *b, bool nocase)
+{
+	if (!a || !b)
+		return !a && !b;
+	return nocase ? strcasecmp(a, b) == 0 : strcmp(a, b) == 0;
+}
+
+/*
+ * An [environment] needs an image and something a spec chooses it by, and
+ * no two may be chosen by the same values: a spec could not tell them apart.
+ */
+static void config_check_environment(struct config_parser *p, size_t i)
+{
+	const struct environment_config *e = &p->cfg->environments[i];
+
+	if (!e->key_line[0])
+		config_error(p, e->line, "[environment %s]: missing key 'image'", e->name);
+	if (!e->key_line[1] && !e->key_line[2])
+		config_error(p, e->line, "[environment %s]: set python_version or framework "
+			     "(a spec chooses an environment by them)", e->name);
+	else if (e->key_line[3] && !e->key_line[2])
+		config_error(p, e->line, "[environment %s]: framework_version without framework",
+			     e->name);
+	for (size_t k = 0; k < i; k++) {
+		const struct environment_config *o = &p->cfg->environments[k];
+
+		if (config_same_text(e->python_version, o->python_version, false) &&
+		    config_same_text(e->framework, o->framework, true) &&
+		    config_same_text(e->framework_version, o->framework_version, false)) {
+			config_error(p, e->line, "[environment %s]: the same python_version, framework "
+				     "and framework_version as [environment %s] at line %d: a spec "
+				     "could not choose between them", e->name, o->name, o->line);
+			break;
+		}
+	}
+}
+
 static void config_check_refs(struct config_parser *p)
 {
 	const struct mlfs_config *cfg = p->cfg;
@@ -712,6 +827,8 @@ static void config_check_refs(struct config_parser *p)
 				     cfg->datastores[i].name);
 	for (size_t i = 0; i < cfg->n_sources; i++)
 		config_check_source(p, &cfg->sources[i]);
+	for (size_t i = 0; i < cfg->n_environments; i++)
+		config_check_environment(p, i);
 	if (cfg->store && !config_find_datastore(cfg, cfg->store))
 		config_error(p, store_line, "[mlfs] store: no datastore named '%s'", cfg->store);
 }
@@ -1168,6 +1285,16 @@ void config_free(struct mlfs_config *cfg)
 		free(src->path);
 		free(src->url_scheme);
 	}
+	for (size_t i = 0; i < cfg->n_environments; i++) {
+		struct environment_config *e = &cfg->environments[i];
+
+		free(e->name);
+		free(e->image);
+		free(e->python_version);
+		free(e->framework);
+		free(e->framework_version);
+	}
+	free(cfg->environments);
 	free(cfg->datastores);
 	free(cfg->sources);
 	free(cfg->node.gpu_type);

@@ -183,6 +183,25 @@ static int config_value_version(const char *s, void *field, const char *file)
 	return config_value_string(s, field, file);
 }
 
+/* Numbers joined by dots, as in "3.11" or "2.1.0". */
+static int config_value_dotted(const char *s, void *field, const char *file)
+{
+	const char *p = s;
+
+	for (;;) {
+		size_t n = strspn(p, "0123456789");
+
+		if (n == 0)
+			return -EINVAL;
+		p += n;
+		if (*p == '\0')
+			break;
+		if (*p++ != '.')
+			return -EINVAL;
+	}
+	return config_value_string(s, field, file);
+}
+
 static int config_value_price(const char *s, void *field, const char *file)
 {
 	struct config_value_decimal dec;
@@ -305,6 +324,8 @@ static const struct config_value_info {
 	[CT_FALLBACK] = { config_value_fallback, "unknown fallback", "use refuse or host" },
 	[CT_HOSTS] = { config_value_hosts, "bad registry list",
 		       "use HOST:PORT entries separated by blanks or commas" },
+	[CT_DOTTED] = { config_value_dotted, "bad version",
+			"use numbers joined by dots, such as 3.11 or 2.1.0" },
 };
 
 int config_value_set(enum config_type type, const char *s, void *field, const char *file)

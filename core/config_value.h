@@ -22,6 +22,7 @@ enum config_type {
 	CT_MODE,	/* long, octal, at most 07777 */
 	CT_FALLBACK,	/* bool, "refuse" (false) or "host" (true) */
 	CT_HOSTS,	/* char *, HOST:PORT entries separated by blanks or commas */
+	CT_DOTTED,	/* char *, numbers joined by dots: "3", "3.11", "2.1.0" */
 };
 
 /* Parses @s as @type into @field (whose C type the enum comments give). 0 or -EINVAL. */

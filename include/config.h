@@ -101,6 +101,22 @@ struct containers_config {
 	bool fallback_host;	/* fallback = host: no runtime, run on the node */
 };
 
+/*
+ * [environment NAME] (DESIGN §4): a proxiML base environment, chosen by a
+ * native spec's environment.python_version, framework and
+ * framework_version (spec_env.c), and the image it runs in.
+ */
+struct environment_config {
+	char *name;
+	int line;		/* of the section header */
+	char *image;		/* a valid image reference (image_ref_parse); required */
+	char *python_version;	/* numbers joined by dots ("3.11"); NULL: not set */
+	char *framework;	/* compared without case ("PyTorch"); NULL: not set */
+	char *framework_version;	/* numbers joined by dots ("2.1.0"); NULL: not set */
+	int key_line[4];	/* where image, python_version, framework, framework_version
+				 * were given (0: not), a bad value too */
+};
+
 struct mlfs_config {
 	char *file;		/* path the config was read from */
 	char *state_dir;
@@ -120,6 +136,8 @@ struct mlfs_config {
 	size_t n_datastores;
 	struct source_config *sources;
 	size_t n_sources;
+	struct environment_config *environments;	/* in file order */
+	size_t n_environments;
 };
 
 /*

@@ -526,6 +526,68 @@ static void test_config_reads_containers_keys_and_checks_them(void **state)
 		      "x.conf:5: [containers]: unknown key 'image'");
 }
 
+static void test_config_reads_environment_sections_in_file_order(void **state)
+{
+	struct mlfs_config *cfg = parse_ok("[environment tf]\nimage = reg.lan:5000/team/tf:2.11\n"
+					   "python_version = 3.9\nframework = TensorFlow\n"
+					   "framework_version = 2.11.0\n"
+					   "[environment py311]\npython_version = 3.11\n"
+					   "image = debian:12\n");
+
+	(void)state;
+	assert_int_equal(cfg->n_environments, 2);
+	assert_string_equal(cfg->environments[0].name, "tf");
+	assert_int_equal(cfg->environments[0].line, 1);
+	assert_string_equal(cfg->environments[0].image, "reg.lan:5000/team/tf:2.11");
+	assert_string_equal(cfg->environments[0].python_version, "3.9");
+	assert_string_equal(cfg->environments[0].framework, "TensorFlow");
+	assert_string_equal(cfg->environments[0].framework_version, "2.11.0");
+	assert_string_equal(cfg->environments[1].name, "py311");
+	assert_string_equal(cfg->environments[1].python_version, "3.11");
+	assert_null(cfg->environments[1].framework);
+	assert_null(cfg->environments[1].framework_version);
+	config_free(cfg);
+}
+
+static void test_config_checks_each_environment_key(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS("[environment a]\nimage = Team/TF:1\npython_version = 3.x\n"
+		      "framework_version = 2.\nflavour = sweet\npython_version = 3.9\n"
+		      "framework =\n[environment b c]\n",
+		      "x.conf:2: [environment a] image: not a valid image name: the path component "
+		      "'Team' is not lower-case letters and digits joined by '.', '_', '__' or '-'",
+		      "x.conf:3: [environment a] python_version: bad version '3.x' (use numbers "
+		      "joined by dots, such as 3.11 or 2.1.0)",
+		      "x.conf:4: [environment a] framework_version: bad version '2.' (use numbers "
+		      "joined by dots, such as 3.11 or 2.1.0)",
+		      "x.conf:5: [environment a]: unknown key 'flavour'",
+		      "x.conf:6: [environment a] python_version: duplicate key (first at line 3)",
+		      "x.conf:7: [environment a] framework: empty value",
+		      "x.conf:8: [environment b c]: bad environment name (use 1 to 64 letters, "
+		      "digits, '.', '_' or '-')");
+}
+
+static void test_config_refuses_environments_a_spec_cannot_choose(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS("[environment noimage]\npython_version = 3.9\n"
+		      "[environment nokeys]\nimage = debian:12\n"
+		      "[environment fvonly]\nimage = debian:12\nframework_version = 2.1\n"
+		      "[environment a]\nimage = x/a:1\nframework = pytorch\n"
+		      "[environment b]\nimage = x/b:1\nframework = PyTorch\n"
+		      "[environment a]\nimage = x/c:1\npython_version = 3.8\n",
+		      "x.conf:1: [environment noimage]: missing key 'image'",
+		      "x.conf:3: [environment nokeys]: set python_version or framework (a spec "
+		      "chooses an environment by them)",
+		      "x.conf:5: [environment fvonly]: set python_version or framework (a spec "
+		      "chooses an environment by them)",
+		      "x.conf:11: [environment b]: the same python_version, framework and "
+		      "framework_version as [environment a] at line 8: a spec could not choose "
+		      "between them",
+		      "x.conf:14: duplicate [environment a] (first at line 8)");
+}
+
 static void test_config_reads_every_mlfs_node_and_slurm_key(void **state)
 {
 	struct mlfs_config *cfg = parse_ok(
@@ -830,11 +892,11 @@ static void test_config_rejects_unknown_and_malformed_sections(void **state)
 	EXPECT_ERRORS("[foo]\nkey = ignored\n[datastorex y]\n[MLFS]\n[mlfs x]\n"
 		      "[datastore]\n[dataset]\n[node\n[slurm] x\n[]\n",
 		      "x.conf:1: unknown section [foo] (use mlfs, node, slurm, containers, "
-		      "datastore, dataset, checkpoint or model)",
+		      "datastore, dataset, checkpoint, model or environment)",
 		      "x.conf:3: unknown section [datastorex y] (use mlfs, node, slurm, "
-		      "containers, datastore, dataset, checkpoint or model)",
+		      "containers, datastore, dataset, checkpoint, model or environment)",
 		      "x.conf:4: unknown section [MLFS] (use mlfs, node, slurm, containers, "
-		      "datastore, dataset, checkpoint or model)",
+		      "datastore, dataset, checkpoint, model or environment)",
 		      "x.conf:5: [mlfs] takes no name: [mlfs]",
 		      "x.conf:6: [datastore] needs a name: [datastore NAME]",
 		      "x.conf:7: [dataset] needs a name: [dataset NAME]",
@@ -1078,7 +1140,7 @@ static void test_config_ignores_keys_of_a_rejected_section(void **state)
 	(void)state;
 	EXPECT_ERRORS("[bogus]\na = 1\nb =\n[mlfs]\ntimeout = 5\n[mlfs]\nnot_a_key = 1\n",
 		      "x.conf:1: unknown section [bogus] (use mlfs, node, slurm, containers, "
-		      "datastore, dataset, checkpoint or model)",
+		      "datastore, dataset, checkpoint, model or environment)",
 		      "x.conf:6: duplicate [mlfs] (first at line 4)");
 }
 
@@ -1300,6 +1362,9 @@ int main(void)
 		cmocka_unit_test(test_config_empty_sections_keep_defaults),
 		cmocka_unit_test(test_config_reads_every_mlfs_node_and_slurm_key),
 		cmocka_unit_test(test_config_reads_containers_keys_and_checks_them),
+		cmocka_unit_test(test_config_reads_environment_sections_in_file_order),
+		cmocka_unit_test(test_config_checks_each_environment_key),
+		cmocka_unit_test(test_config_refuses_environments_a_spec_cannot_choose),
 		cmocka_unit_test(test_config_log_size_and_max_jobs),
 		cmocka_unit_test(test_config_keeps_1000_byte_value_intact),
 		cmocka_unit_test(test_config_keeps_100k_value_intact_and_counts_lines_after_it),

@@ -15,7 +15,8 @@
  * The first component is a domain when it has a '.' or a ':' or is
  * "localhost", and only when more components follow.  A name is at most
  * 255 bytes.  Messages say which part is wrong and how, for the
- * "file:line:col: field: message" a spec error becomes.
+ * "file:line:col: field: message" a spec error becomes.  In core/, since the
+ * config checks the images of its [environment] sections too.
  */
 #include <errno.h>
 #include <stdio.h>
