@@ -183,23 +183,24 @@ static int config_value_version(const char *s, void *field, const char *file)
 	return config_value_string(s, field, file);
 }
 
-/* Numbers joined by dots, as in "3.11" or "2.1.0". */
-static int config_value_dotted(const char *s, void *field, const char *file)
+bool config_dotted_version(const char *s)
 {
-	const char *p = s;
-
 	for (;;) {
-		size_t n = strspn(p, "0123456789");
+		size_t n = strspn(s, "0123456789");
 
 		if (n == 0)
-			return -EINVAL;
-		p += n;
-		if (*p == '\0')
-			break;
-		if (*p++ != '.')
-			return -EINVAL;
+			return false;
+		s += n;
+		if (*s == '\0')
+			return true;
+		if (*s++ != '.')
+			return false;
 	}
-	return config_value_string(s, field, file);
+}
+
+static int config_value_dotted(const char *s, void *field, const char *file)
+{
+	return config_dotted_version(s) ? config_value_string(s, field, file) : -EINVAL;
 }
 
 static int config_value_price(const char *s, void *field, const char *file)

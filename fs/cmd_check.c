@@ -131,10 +131,34 @@ int cmd_load_spec(struct spec **out, const char *file, const struct mlfs_config 
 }
 
 /* @cfg: with -c, the config the spec's data is checked against; else NULL. */
+/* With -c, the [environment] its base environment resolves to (jobs/ checks it at close). */
+static int check_environment(struct spec *spec, const char *file, const struct mlfs_config *cfg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct diag d;
+	int ret;
+
+	if (!cfg || !spec->base_env.field)
+		return 0;
+	ret = check_read(file, &text, &len);
+	if (ret < 0)
+		return ret;
+	diag_init(&d);
+	ret = spec_check_environment(spec, cfg, file, text, len, &d);
+	diag_print(&d, stderr);
+	diag_free(&d);
+	free(text);
+	return ret;
+}
+
 static int check_spec(const char *file, const struct mlfs_config *cfg)
 {
 	struct spec *spec;
 	int ret = cmd_load_spec(&spec, file, cfg);
+
+	if (ret == 0)
+		ret = check_environment(spec, file, cfg);
 
 	if (ret == 0)
 		printf("%s: ok (%s spec, job %s, %zu worker(s))\n", file,

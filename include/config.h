@@ -187,6 +187,9 @@ const struct datastore_config *config_find_datastore(const struct mlfs_config *c
  */
 int config_parse_size(const char *s, uint64_t *out);
 
+/* Whether @s is numbers joined by dots ("3", "3.11", "2.1.0"), as environment versions are. */
+bool config_dotted_version(const char *s);
+
 /*
  * Hands out @value as an absolute path: unchanged when it starts with '/',
  * else taken relative to the folder of the config file @file (made absolute

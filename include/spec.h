@@ -118,6 +118,30 @@ struct spec_data {
 	struct spec_location model;
 };
 
+/*
+ * proxiML's base environment: native environment.python_version, framework
+ * and framework_version, chosen among the node's [environment NAME]
+ * sections at acceptance (spec_check_environment), which gives every worker
+ * that section's image.  All NULL when the spec asks for none.
+ */
+struct spec_base_env {
+	char *python_version;		/* as written; a JSON number as its shortest text */
+	char *framework;
+	char *framework_version;
+	char *field;			/* the first of them the spec gives, for messages */
+	char *name;			/* the section chosen; NULL until then */
+};
+
+/*
+ * Packages installed in the worker's image before its command, apt then
+ * conda then pip (native environment.packages; container.h).  Each name has
+ * no blank or control character and does not start with '-'.
+ */
+struct spec_packages {
+	char **apt, **conda, **pip;
+	size_t n_apt, n_conda, n_pip;
+};
+
 struct spec {
 	enum spec_format format;
 	char *name;			/* matches ^[A-Za-z0-9._~-]{1,64}$, not "." or ".." */
@@ -136,6 +160,8 @@ struct spec {
 	size_t n_roles;
 	char *description;		/* NULL when none */
 	struct spec_data data;		/* empty for formats without data sections */
+	struct spec_base_env base_env;	/* native only */
+	struct spec_packages packages;	/* native only */
 };
 
 /*
@@ -194,6 +220,23 @@ struct mlfs_config;
  */
 int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
 		    const char *text, size_t len, struct diag *d);
+
+/*
+ * Gives the workers of @s the image of the [environment NAME] of @cfg its
+ * base environment asks for (spec_env.c), and names it in
+ * s->base_env.name; nothing when it asks for none.  When no section
+ * matches: -EINVAL, "@file:line:col: FIELD: message" in @d naming the
+ * sections @cfg has (@text as for spec_check_data; @d NULL: no message).
+ * -ENOMEM.
+ */
+int spec_check_environment(struct spec *s, const struct mlfs_config *cfg, const char *file,
+			   const char *text, size_t len, struct diag *d);
+
+/*
+ * Gives the workers of @s the image @image of the [environment] @name: a
+ * job read back keeps what it was given at acceptance.  0 or -ENOMEM.
+ */
+int spec_set_environment(struct spec *s, const char *name, const char *image);
 
 /*
  * Adds "file:line:col: FIELD: MSG" to @d, the position that of @field in

@@ -641,6 +641,10 @@ int sched_images_check(struct sched *s, struct spec *sp, const char *file, const
 					 img->ref_field, why);
 				sched_spec_ignore(sp, msg);
 			}
+			if (!listed && i == 0 && sp->packages.n_apt + sp->packages.n_conda +
+						 sp->packages.n_pip)
+				sched_spec_ignore(sp, "environment.packages: not installed: the command "
+						  "runs on the node, with no image to install them in");
 			continue;	/* the image stays: it tells sched_run this worker falls back */
 		}
 		if (!d)
@@ -687,6 +691,8 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 	ret = spec_parse(&spec, file, text, len, defname, d);
 	free(defname);
 	if (ret == 0 && (ret = spec_check_data(spec, s->cfg, file, text, len, d)) < 0)
+		spec_free(spec);
+	if (ret == 0 && (ret = spec_check_environment(spec, s->cfg, file, text, len, d)) < 0)
 		spec_free(spec);
 	if (ret == 0 && (ret = sched_images_check(s, spec, file, text, len, d)) < 0)
 		spec_free(spec);

@@ -81,11 +81,26 @@ static int sched_journal_append(struct sched *s, json_t *rec)
 	return ret;
 }
 
+/*
+ * The accept record; with the [environment] a base environment was given
+ * at acceptance, which the job keeps (spec_env.c) whatever the config says
+ * later.
+ */
 static json_t *sched_accept_record(const struct sched_job *j)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s%}", "op", "accept", "name", j->name,
-			 "file", j->file, "uid", (json_int_t)j->uid, "gid", (json_int_t)j->gid,
-			 "accepted_ns", (json_int_t)j->accepted_ns, "spec", j->text, j->text_len);
+	const struct spec *sp = j->spec;
+	json_t *rec = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s%}", "op", "accept",
+				"name", j->name, "file", j->file, "uid", (json_int_t)j->uid,
+				"gid", (json_int_t)j->gid, "accepted_ns", (json_int_t)j->accepted_ns,
+				"spec", j->text, j->text_len);
+
+	if (rec && sp->base_env.name && sp->n_workers && sp->workers[0].image.ref &&
+	    json_object_set_new(rec, "environment", json_pack("{s:s, s:s}", "name",
+				sp->base_env.name, "image", sp->workers[0].image.ref)) < 0) {
+		json_decref(rec);
+		rec = NULL;
+	}
+	return rec;
 }
 
 int sched_store_accept(struct sched *s, const struct sched_job *j)
@@ -370,7 +385,8 @@ static struct sched_job *sched_load_job(struct sched *s, json_t *rec)
 {
 	const char *name = json_string_value(json_object_get(rec, "name"));
 	const char *file = json_string_value(json_object_get(rec, "file"));
-	json_t *text = json_object_get(rec, "spec");
+	json_t *text = json_object_get(rec, "spec"), *env;
+	const char *ename, *eimage;
 	struct sched_job *j = NULL;
 	struct spec *spec = NULL;
 	struct diag d;
@@ -386,6 +402,13 @@ static struct sched_job *sched_load_job(struct sched *s, json_t *rec)
 		return NULL;
 	}
 	diag_free(&d);
+	env = json_object_get(rec, "environment");
+	ename = json_string_value(json_object_get(env, "name"));
+	eimage = json_string_value(json_object_get(env, "image"));
+	if (ename && eimage && spec_set_environment(spec, ename, eimage) < 0) {
+		spec_free(spec);
+		return NULL;
+	}
 	sched_images_check(s, spec, file, NULL, 0, NULL);
 	sched_node_ignored(s, spec);
 	if (sched_job_new(s, spec, file, json_string_value(text), json_string_length(text),

@@ -788,6 +788,22 @@ static void spec_data_free(struct spec_data *d)
 	spec_location_free(&d->model);
 }
 
+static void spec_base_env_free(struct spec_base_env *b)
+{
+	free(b->python_version);
+	free(b->framework);
+	free(b->framework_version);
+	free(b->field);
+	free(b->name);
+}
+
+static void spec_packages_free(struct spec_packages *p)
+{
+	spec_names_free(p->apt, p->n_apt);
+	spec_names_free(p->conda, p->n_conda);
+	spec_names_free(p->pip, p->n_pip);
+}
+
 void spec_free(struct spec *s)
 {
 	if (!s)
@@ -805,6 +821,8 @@ void spec_free(struct spec *s)
 		free(s->ignored[i]);
 	free(s->ignored);
 	spec_data_free(&s->data);
+	spec_base_env_free(&s->base_env);
+	spec_packages_free(&s->packages);
 	free(s);
 }
 
@@ -995,6 +1013,29 @@ static json_t *spec_data_json(const struct spec_data *d)
 	return o;
 }
 
+/* environment's members beside variables: the base environment and the packages, when set. */
+static void spec_environment_json(json_t *env, const struct spec *s)
+{
+	const struct spec_base_env *b = &s->base_env;
+	const struct spec_packages *p = &s->packages;
+
+	if (!env)
+		return;
+	if (b->python_version)
+		json_object_set_new(env, "python_version", json_string(b->python_version));
+	if (b->framework)
+		json_object_set_new(env, "framework", json_string(b->framework));
+	if (b->framework_version)
+		json_object_set_new(env, "framework_version", json_string(b->framework_version));
+	if (b->name)	/* the [environment NAME] it was given; the image is each worker's */
+		json_object_set_new(env, "base_environment", json_string(b->name));
+	if (p->n_apt + p->n_conda + p->n_pip)
+		json_object_set_new(env, "packages", json_pack("{s:o, s:o, s:o}",
+			"apt", spec_names_json(p->apt, p->n_apt),
+			"conda", spec_names_json(p->conda, p->n_conda),
+			"pip", spec_names_json(p->pip, p->n_pip)));
+}
+
 char *spec_to_json(const struct spec *s)
 {
 	json_t *o, *data;
@@ -1011,6 +1052,7 @@ char *spec_to_json(const struct spec *s)
 		      "ignored", spec_names_json(s->ignored, s->n_ignored));
 	if (!o)
 		return NULL;
+	spec_environment_json(json_object_get(o, "environment"), s);
 	if (s->n_roles)
 		json_object_set_new(o, "roles", spec_roles_json(s));
 	if (s->description)

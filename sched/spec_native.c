@@ -38,9 +38,13 @@
  *   true); given for another type it is listed as ignored, and
  *   data.output.archive is false, which is what happens.
  * - environment.image (or proxiML's SDK name custom_image) is every
- *   worker's container image.  environment.packages (not installed yet)
- *   and proxiML's environment.type and worker_key_types are listed as
- *   ignored.  Unknown fields are listed as ignored, not refused.
+ *   worker's container image; environment.python_version, framework and
+ *   framework_version ask for a base environment instead, which the
+ *   scheduler resolves to an [environment NAME] of its config
+ *   (spec_env.c): one or the other, not both.  environment.packages (apt,
+ *   conda, pip: one package an entry) needs one of them.  proxiML's
+ *   environment.type and worker_key_types are listed as ignored.  Unknown
+ *   fields are listed as ignored, not refused.
  *
  * What it does not do: decide whether a GPU type or dataset exists (the
  * scheduler and the data sources know that).
@@ -51,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "spec_int.h"
 
 #define SPEC_NATIVE_MAX_WORKERS 1024
@@ -640,17 +645,111 @@ static void spec_native_variables(struct spec_native *n, json_t *vars)
 	}
 }
 
+/*
+ * One list of environment.packages: each entry one package, as its tool
+ * reads it ("numpy==1.26.4", "libgl1=1.6.0-1"), handed to the tool as one
+ * argument, so no blank, no control character, no leading '-'.
+ */
+static void spec_native_package_list(struct spec_ctx *c, json_t *p, const char *tool,
+				     char ***out, size_t *n_out)
+{
+	char path[64], shown[SPEC_SHOW_MAX];
+	json_t *list, *e;
+	size_t i;
+
+	if (spec_get_strings(c, p, "environment.packages", tool, &list) <= 0)
+		return;
+	if (json_array_size(list) > SPEC_NATIVE_MAX_NAMES) {
+		spec_error(c, "environment.packages", "%s lists %zu packages; at most %d", tool,
+			   json_array_size(list), SPEC_NATIVE_MAX_NAMES);
+		return;
+	}
+	*out = calloc(json_array_size(list) + 1, sizeof(char *));
+	if (!*out) {
+		c->nomem = true;
+		return;
+	}
+	json_array_foreach(list, i, e) {
+		const char *name = json_string_value(e);
+		bool odd = false;
+
+		for (const char *ch = name; *ch; ch++)
+			odd |= (unsigned char)*ch <= ' ' || *ch == 0x7f;
+		snprintf(path, sizeof(path), "environment.packages.%s[%zu]", tool, i);
+		if (name[0] == '-')
+			spec_error(c, path, "\"%s\" starts with '-': a package, not an option of %s",
+				   spec_show(shown, name), tool);
+		else if (odd || strlen(name) > 512)
+			spec_error(c, path, "\"%s\" is not one package name: one entry per package, "
+				   "without blanks, such as \"numpy==1.26.4\"", spec_show(shown, name));
+		else
+			(*out)[(*n_out)++] = spec_strdup(c, name);
+	}
+}
+
 static void spec_native_packages(struct spec_native *n, json_t *env)
 {
 	static const char *const known[] = { "apt", "pip", "conda", NULL };
-	json_t *p, *list;
+	struct spec_packages *pk = &n->c->s->packages;
+	json_t *p;
 
 	if (spec_get_object(n->c, env, "environment", "packages", &p) <= 0)
 		return;
-	spec_ignore(n->c, "environment.packages: needs a container runtime, not yet supported");
 	spec_ignore_unknown(n->c, p, "environment.packages", known);
-	for (int i = 0; known[i]; i++)
-		spec_get_strings(n->c, p, "environment.packages", known[i], &list);
+	spec_native_package_list(n->c, p, "apt", &pk->apt, &pk->n_apt);
+	spec_native_package_list(n->c, p, "conda", &pk->conda, &pk->n_conda);
+	spec_native_package_list(n->c, p, "pip", &pk->pip, &pk->n_pip);
+}
+
+/*
+ * A version of the base environment: numbers joined by dots as a string, or
+ * a JSON number (its shortest text: write "3.10" as a string).  NULL when
+ * absent or bad (reported).
+ */
+static char *spec_native_version(struct spec_ctx *c, json_t *env, const char *key)
+{
+	json_t *v = json_object_get(env, key);
+	char buf[64], path[64], shown[SPEC_SHOW_MAX];
+	const char *s = json_string_value(v);
+
+	snprintf(path, sizeof(path), "environment.%s", key);
+	if (json_is_integer(v) || json_is_real(v)) {
+		snprintf(buf, sizeof(buf), "%g", json_number_value(v));
+		s = buf;
+	} else if (!v || json_is_null(v)) {
+		return NULL;
+	} else if (!s) {
+		spec_error(c, path, "must be a version like \"3.11\", got %s", spec_json_type(v));
+		return NULL;
+	}
+	if (!config_dotted_version(s)) {
+		spec_error(c, path, "must be a version like \"3.11\", got \"%s\"", spec_show(shown, s));
+		return NULL;
+	}
+	return spec_strdup(c, s);
+}
+
+/* proxiML's base environment: python_version, framework, framework_version. */
+static void spec_native_base_env(struct spec_native *n, json_t *env)
+{
+	struct spec_base_env *b = &n->c->s->base_env;
+	const char *fw;
+	int ret;
+
+	b->python_version = spec_native_version(n->c, env, "python_version");
+	ret = spec_get_string(n->c, env, "environment", "framework", &fw);
+	if (ret > 0 && spec_blank(fw))
+		spec_error(n->c, "environment.framework", "must not be empty");
+	else if (ret > 0)
+		b->framework = spec_strdup(n->c, fw);
+	b->framework_version = spec_native_version(n->c, env, "framework_version");
+	if (b->framework_version && ret == 0)
+		spec_error(n->c, "environment.framework_version",
+			   "a framework's version needs environment.framework");
+	if (b->python_version || b->framework || b->framework_version)
+		b->field = spec_strdup(n->c, b->python_version ? "environment.python_version" :
+				       b->framework ? "environment.framework" :
+				       "environment.framework_version");
 }
 
 /*
@@ -671,10 +770,30 @@ static void spec_native_image(struct spec_native *n, json_t *env)
 		spec_set_image(n->c, &n->image, "environment.custom_image", custom, false);
 }
 
+/*
+ * A base environment or a Customer Provided image, not both (proxiML's
+ * form offers one or the other); packages need one of them to go into.
+ */
+static void spec_native_env_rules(struct spec_native *n)
+{
+	const struct spec *s = n->c->s;
+	const struct spec_packages *pk = &s->packages;
+
+	if (s->base_env.field && n->image.ref)
+		spec_error(n->c, s->base_env.field, "a base environment and %s exclude each other: "
+			   "give one (%s is proxiML's Customer Provided image)", n->image.ref_field,
+			   n->image.ref_field);
+	else if (pk->n_apt + pk->n_conda + pk->n_pip && !s->base_env.field && !n->image.ref)
+		spec_error(n->c, "environment.packages", "they are installed in the job's image, and "
+			   "it names none: give environment.image, or a base environment "
+			   "(environment.python_version, framework, framework_version)");
+}
+
 static void spec_native_environment(struct spec_native *n, json_t *root)
 {
 	static const char *const known[] = {
-		"variables", "packages", "type", "image", "custom_image", "worker_key_types", NULL,
+		"variables", "packages", "type", "image", "custom_image", "worker_key_types",
+		"python_version", "framework", "framework_version", NULL,
 	};
 	struct spec_ctx *c = n->c;
 	json_t *env, *vars, *list;
@@ -689,8 +808,10 @@ static void spec_native_environment(struct spec_native *n, json_t *root)
 	if (spec_get_string(c, env, "environment", "type", &text) > 0)
 		spec_ignore(c, "environment.type: not used; workers run in the node's own environment");
 	spec_native_image(n, env);
+	spec_native_base_env(n, env);
 	if (spec_get_strings(c, env, "environment", "worker_key_types", &list) > 0)
 		spec_ignore(c, "environment.worker_key_types: third-party keys are not yet supported");
+	spec_native_env_rules(n);
 }
 
 /* ---- the whole spec ---- */

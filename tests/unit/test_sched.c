@@ -1230,6 +1230,47 @@ static void test_sched_image_without_runtime_is_refused_or_falls_back(void **sta
 }
 
 /*
+ * A base environment is resolved at acceptance, shown in spec.json, and
+ * kept across a restart whatever the config says by then; no match is
+ * EINVAL naming the choices.
+ */
+static void test_sched_base_environment_is_resolved_at_acceptance_and_kept(void **state)
+{
+	static const char spec[] =
+		"{\"name\": \"env\", \"resources\": {\"cpu_count\": 4},\n"
+		" \"environment\": {\"python_version\": \"3.11\", \"packages\": {\"pip\": [\"x\"]}},\n"
+		" \"workers\": [{\"command\": \"true\"}]}";
+	static const char nomatch[] =
+		"{\"name\": \"nomatch\", \"resources\": {\"cpu_count\": 4},\n"
+		" \"environment\": {\"python_version\": \"2.7\"},\n"
+		" \"workers\": [{\"command\": \"true\"}]}";
+	struct fx *fx = *state;
+	char *name = NULL;
+	struct diag d;
+
+	fx_start(fx, NODE_2_A100 "[containers]\nfallback = host\n"
+		 "[environment py311]\nimage = reg.lan/py:3.11\npython_version = 3.11\n");
+	diag_init(&d);
+	assert_int_equal(sched_submit(fx->s, "nomatch.json", nomatch, strlen(nomatch), UID, GID,
+				      &name, &d), -EINVAL);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.msgs[0], "nomatch.json:2:36: environment.python_version: no base "
+			    "environment of this node has python_version 2.7; it has py311 "
+			    "(python_version 3.11)");
+	diag_free(&d);
+	submit(fx, spec);
+	assert_true(render_has(fx, "env", 0, "spec.json", "\"image\": \"reg.lan/py:3.11\""));
+	assert_true(render_has(fx, "env", 0, "spec.json", "\"base_environment\": \"py311\""));
+	assert_true(render_has(fx, "env", 0, "status.json", "environment.packages: not installed"));
+	/* the config's section now names another image: the job keeps its own */
+	free(fx->cfg->environments[0].image);
+	fx->cfg->environments[0].image = strdup("reg.lan/py:3.11-new");
+	fx_restart(fx);
+	assert_true(render_has(fx, "env", 0, "spec.json", "\"image\": \"reg.lan/py:3.11\""));
+	assert_false(render_has(fx, "env", 0, "spec.json", "3.11-new"));
+}
+
+/*
  * One failed replica of two fails the task and stops the other; with
  * maxRestartCount 1 the task runs once more, whole, and fails for good at
  * the next failure.
@@ -1503,6 +1544,7 @@ int main(void)
 		T(test_sched_end_gpulab_job_fails_when_its_worker_failed),
 		T(test_sched_end_kibernetika_seed_task_whose_command_fails_is_failed),
 		T(test_sched_image_without_runtime_is_refused_or_falls_back),
+		T(test_sched_base_environment_is_resolved_at_acceptance_and_kept),
 		T(test_sched_end_kibernetika_first_failed_replica_fails_once_restarts_are_spent),
 		T(test_sched_end_openpai_null_min_failed_succeeds_with_one_failure),
 		T(test_sched_end_openpai_job_whose_every_task_failed_is_failed),

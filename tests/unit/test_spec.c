@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "config.h"
 #include "diag.h"
 #include "json_pos.h"
 #include "spec.h"
@@ -244,7 +245,8 @@ static void test_spec_ignored_lists_unsupported_and_unknown_fields_in_order(void
 		"  \"checkpoints\": [\"ck1\"],\n"
 		"  \"resources\": {\"gpu_count\": 1, \"shm\": 2},\n"
 		"  \"environment\": {\"type\": \"DEEPLEARNING_PY39\", \"worker_key_types\": [\"aws\"],\n"
-		"    \"packages\": {\"pip\": [\"numpy==1.26\"], \"npm\": []}, \"x\": {}},\n"));
+		"    \"packages\": {\"pip\": [\"numpy==1.26\"], \"npm\": []}, \"x\": {},\n"
+		"    \"image\": \"debian:12\"},\n"));
 
 	(void)state;
 	EXPECT_IGNORED(s,
@@ -254,7 +256,6 @@ static void test_spec_ignored_lists_unsupported_and_unknown_fields_in_order(void
 		"model.ref: unknown field, not used",
 		"resources.shm: unknown field, not used",
 		"environment.x: unknown field, not used",
-		"environment.packages: needs a container runtime, not yet supported",
 		"environment.packages.npm: unknown field, not used",
 		"environment.type: not used; workers run in the node's own environment",
 		"environment.worker_key_types: third-party keys are not yet supported");
@@ -901,6 +902,162 @@ static void test_spec_bad_packages_are_refused(void **state)
 		      "x.json:2:55: environment.packages.pip[0]: must be a string, got integer");
 }
 
+static void test_spec_packages_are_one_name_an_entry_and_need_an_image(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS(WITH_WORKER("  \"environment\": {\"image\": \"debian:12\", \"packages\": {\"apt\": [\"-o\",\n"
+				  "    \"a b\", \"ok=1\"], \"pip\": [\"x\\ny\"]}},\n"),
+		      "x.json:2:62: environment.packages.apt[0]: \"-o\" starts with '-': a package, not "
+		      "an option of apt",
+		      "x.json:3:5: environment.packages.apt[1]: \"a b\" is not one package name: one "
+		      "entry per package, without blanks, such as \"numpy==1.26.4\"",
+		      "x.json:3:29: environment.packages.pip[0]: \"x?y\" is not one package name: "
+		      "one entry per package, without blanks, such as \"numpy==1.26.4\"");
+	EXPECT_ERRORS(WITH_WORKER("  \"environment\": {\"packages\": {\"pip\": [\"torch\"]}},\n"),
+		      "x.json:2:31: environment.packages: they are installed in the job's image, and "
+		      "it names none: give environment.image, or a base environment "
+		      "(environment.python_version, framework, framework_version)");
+}
+
+static void test_spec_base_environment_is_kept_with_its_packages_in_order(void **state)
+{
+	struct spec *s = parse_ok(WITH_WORKER(
+		"  \"environment\": {\"python_version\": 3.9, \"framework\": \"PyTorch\",\n"
+		"    \"framework_version\": \"2.10\", \"packages\": {\"pip\": [\"b\", \"a==1\"],\n"
+		"    \"apt\": [\"libgl1\"], \"conda\": []}},\n"));
+	char *text;
+
+	(void)state;
+	assert_string_equal(s->base_env.python_version, "3.9");
+	assert_string_equal(s->base_env.framework, "PyTorch");
+	assert_string_equal(s->base_env.framework_version, "2.10");
+	assert_string_equal(s->base_env.field, "environment.python_version");
+	assert_null(s->base_env.name);
+	assert_null(s->workers[0].image.ref);	/* until the scheduler resolves it */
+	assert_int_equal(s->packages.n_apt, 1);
+	assert_string_equal(s->packages.apt[0], "libgl1");
+	assert_int_equal(s->packages.n_conda, 0);
+	assert_int_equal(s->packages.n_pip, 2);
+	assert_string_equal(s->packages.pip[0], "b");
+	assert_string_equal(s->packages.pip[1], "a==1");
+	assert_int_equal(s->n_ignored, 0);
+	text = spec_to_json(s);
+	assert_non_null(strstr(text, "\"python_version\": \"3.9\",\n    \"framework\": \"PyTorch\",\n"
+				     "    \"framework_version\": \"2.10\",\n    \"packages\": {\n"
+				     "      \"apt\": [\n        \"libgl1\"\n      ],\n"
+				     "      \"conda\": [],\n      \"pip\": [\n        \"b\",\n        \"a==1\"\n"));
+	free(text);
+	spec_free(s);
+}
+
+static void test_spec_base_environment_and_image_exclude_each_other(void **state)
+{
+	(void)state;
+	EXPECT_ERRORS(WITH_WORKER("  \"environment\": {\"image\": \"debian:12\", \"framework\": \"tf\"},\n"),
+		      "x.json:2:54: environment.framework: a base environment and environment.image "
+		      "exclude each other: give one (environment.image is proxiML's Customer Provided "
+		      "image)");
+	EXPECT_ERRORS(WITH_WORKER("  \"environment\": {\"python_version\": \"3.x\", \"framework\": \"\",\n"
+				  "    \"framework_version\": [2]},\n"),
+		      "x.json:2:37: environment.python_version: must be a version like \"3.11\", got \"3.x\"",
+		      "x.json:2:57: environment.framework: must not be empty",
+		      "x.json:3:26: environment.framework_version: must be a version like \"3.11\", got array");
+	EXPECT_ERRORS(WITH_WORKER("  \"environment\": {\"framework_version\": \"2.1\"},\n"),
+		      "x.json:2:40: environment.framework_version: a framework's version needs "
+		      "environment.framework");
+}
+
+/* The base environment of @spec_env (an "environment" object's members) resolved against @conf. */
+static int resolve(const char *conf, const char *spec_env, struct spec **out, struct diag *d)
+{
+	struct mlfs_config *cfg = NULL;
+	char text[1024];
+	struct diag cd;
+	int ret;
+
+	diag_init(&cd);
+	assert_int_equal(config_parse(&cfg, "n.conf", conf, strlen(conf), &cd), 0);
+	diag_free(&cd);
+	snprintf(text, sizeof(text), "{\"environment\": {%s},\n \"workers\": [\"x\", \"y\"]}",
+		 spec_env);
+	*out = parse_ok(text);
+	diag_init(d);
+	ret = spec_check_environment(*out, cfg, "x.json", text, strlen(text), d);
+	config_free(cfg);
+	return ret;
+}
+
+static const char resolve_conf[] =
+	"[environment py39]\nimage = r/py:3.9\npython_version = 3.9\n"
+	"[environment torch-old]\nimage = r/torch:1.9\npython_version = 3.9\nframework = PyTorch\n"
+	"framework_version = 1.9\n"
+	"[environment torch-new]\nimage = r/torch:1.13\npython_version = 3.9\nframework = pytorch\n"
+	"framework_version = 1.13\n"
+	"[environment torch-py310]\nimage = r/torch:1.13-py310\npython_version = 3.10\n"
+	"framework = pytorch\nframework_version = 1.13\n";
+
+static void test_spec_environment_resolves_to_the_matching_section(void **state)
+{
+	static const struct {
+		const char *spec, *name;
+	} cases[] = {
+		/* every field given: that one */
+		{ "\"python_version\": \"3.9\", \"framework\": \"PYTORCH\", \"framework_version\": \"1.9\"",
+		  "torch-old" },
+		/* no framework_version: the highest, 1.13 above 1.9, then the highest python */
+		{ "\"framework\": \"pytorch\"", "torch-py310" },
+		{ "\"python_version\": 3.9, \"framework\": \"pytorch\"", "torch-new" },
+		/* a python_version alone: any framework, the highest framework_version */
+		{ "\"python_version\": 3.9", "torch-new" },
+		{ "\"python_version\": \"3.10\"", "torch-py310" },
+	};
+	struct spec *s;
+	struct diag d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(resolve(resolve_conf, cases[i].spec, &s, &d), 0);
+		assert_int_equal(d.n, 0);
+		assert_string_equal(s->base_env.name, cases[i].name);
+		for (size_t w = 0; w < s->n_workers; w++) {
+			assert_non_null(strstr(s->workers[w].image.ref, "r/"));
+			assert_string_equal(s->workers[w].image.ref_field, s->base_env.field);
+		}
+		diag_free(&d);
+		spec_free(s);
+	}
+	assert_int_equal(resolve(resolve_conf, "\"framework\": \"PyTorch\", \"framework_version\": \"1.9\"",
+				 &s, &d), 0);
+	assert_string_equal(s->workers[1].image.ref, "r/torch:1.9");
+	diag_free(&d);
+	spec_free(s);
+}
+
+static void test_spec_environment_without_a_match_names_the_choices(void **state)
+{
+	struct spec *s;
+	struct diag d;
+
+	(void)state;
+	assert_int_equal(resolve(resolve_conf, "\"python_version\": \"3.11\", \"framework\": \"tf\"",
+				 &s, &d), -EINVAL);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.msgs[0], "x.json:1:36: environment.python_version: no base environment "
+			    "of this node has python_version 3.11, framework tf; it has py39 "
+			    "(python_version 3.9), torch-old (python_version 3.9, framework PyTorch "
+			    "1.9), torch-new (python_version 3.9, framework pytorch 1.13), torch-py310 "
+			    "(python_version 3.10, framework pytorch 1.13)");
+	assert_null(s->workers[0].image.ref);
+	diag_free(&d);
+	spec_free(s);
+	assert_int_equal(resolve("[mlfs]\n", "\"framework\": \"tf\"", &s, &d), -EINVAL);
+	assert_string_equal(d.msgs[0], "x.json:1:31: environment.framework: no base environment of "
+			    "this node has framework tf: it has none ([environment NAME] in its "
+			    "config); give environment.image instead");
+	diag_free(&d);
+	spec_free(s);
+}
+
 /* ---- bad specs: data and model paths ---- */
 
 static void test_spec_bad_output_path_for_each_type_is_refused(void **state)
@@ -1200,6 +1357,11 @@ int main(void)
 		cmocka_unit_test(test_spec_bad_file_name_is_reported_under_name_when_spec_has_none),
 		cmocka_unit_test(test_spec_bad_environment_variable_names_and_values_are_refused),
 		cmocka_unit_test(test_spec_bad_packages_are_refused),
+		cmocka_unit_test(test_spec_packages_are_one_name_an_entry_and_need_an_image),
+		cmocka_unit_test(test_spec_base_environment_is_kept_with_its_packages_in_order),
+		cmocka_unit_test(test_spec_base_environment_and_image_exclude_each_other),
+		cmocka_unit_test(test_spec_environment_resolves_to_the_matching_section),
+		cmocka_unit_test(test_spec_environment_without_a_match_names_the_choices),
 		cmocka_unit_test(test_spec_bad_output_path_for_each_type_is_refused),
 		cmocka_unit_test(test_spec_output_type_must_be_known_and_fields_present),
 		cmocka_unit_test(test_spec_bad_input_and_model_paths_are_refused),
