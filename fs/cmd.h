@@ -40,6 +40,25 @@ int cmd_sync(int argc, char **argv);
 int cmd_logpipe(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 
+/* proxiML's environment.packages installed in an image of their own (cmd_image_env.c). */
+struct container_runtime;
+struct image_env {
+	const char *base;		/* on the node already */
+	const char *target;		/* the image to make (container.h: localhost/mlfs-env/HASH) */
+	const char *packages;		/* the file container_packages_file wrote */
+	void (*on_line)(void *arg, const char *line);	/* each line of the steps, for the log */
+	void *arg;
+	char why[512];			/* once failed: "STEP: the tool's last words" */
+};
+
+/*
+ * Makes e->target of e->base with the packages installed, as root in a
+ * preparation container, then `podman commit`.  The caller holds
+ * e->target's lock.  0, or -1 with why in e->why ("apt-get install: E:
+ * Unable to locate package x").
+ */
+int image_env_build(const struct container_runtime *rt, struct image_env *e);
+
 /* Prints upload progress on stderr (an output_progress_fn, cmd_job.c). */
 struct output;
 void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t done,

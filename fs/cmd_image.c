@@ -1,6 +1,9 @@
 /*
  * cmd_image.c - `mlfs image pull CONFIG IMAGE [--progress FILE]`: puts a
- * worker's image on the node, once.
+ * worker's image on the node, once.  With `--packages FILE --as TARGET`
+ * (proxiML's environment.packages) it puts TARGET there: IMAGE with the
+ * packages installed, made once (cmd_image_env.c) under TARGET's own lock
+ * and kept for the next job with the same packages.
  *
  * The local executor runs it in STAGING_IN, before a worker's view, as
  * root; its output is the worker's log.  Every job that needs the same
@@ -43,6 +46,7 @@
 struct image_pull {
 	const char *image;
 	const char *progress;		/* NULL: none */
+	const char *packages, *target;	/* --packages FILE --as TARGET; NULL: none */
 	char last[512];			/* podman's last line that says something */
 };
 
@@ -197,8 +201,70 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	return 0;
 }
 
+/* A line of the packages' installation: into the log, and the progress shown as reason. */
+static void image_env_line(void *arg, const char *line)
+{
+	struct image_pull *ip = arg;
+	char text[600];
+
+	printf("%s\n", line);
+	fflush(stdout);
+	if (!*line)
+		return;
+	snprintf(text, sizeof(text), "installing packages: %.560s", line);
+	image_progress(ip, text);
+}
+
+/*
+ * --packages: ip->target, made of ip->image with the packages installed
+ * (cmd_image_env.c), under its own lock, so that every job of the same
+ * packages waits for one build and then finds it made; the base is pulled
+ * (under its lock) only when the target is not there.
+ */
+static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
+{
+	struct container_runtime rt;
+	struct image_env env = { .base = ip->image, .target = ip->target, .packages = ip->packages,
+				 .on_line = image_env_line, .arg = ip };
+	int lock, ret;
+
+	container_runtime_detect(&rt, cfg, false);
+	if (!rt.usable) {
+		printf("mlfs: cannot prepare %s: %s\n", ip->image, rt.why);
+		return 1;
+	}
+	lock = image_lock(cfg, ip->target);
+	if (lock < 0) {
+		printf("mlfs: cannot take the lock of %s: %s\n", ip->target, strerror(-lock));
+		return 1;
+	}
+	if (image_exists(&rt, ip->target) == 1) {
+		printf("mlfs: the packages are installed already: %s (%s with the same packages and "
+		       "variables)\n", ip->target, ip->image);
+		image_progress(ip, "on the node");
+		close(lock);
+		return 0;
+	}
+	ret = image_pull(cfg, ip);
+	if (ret == 0) {
+		printf("mlfs: installing the packages in %s, as %s\n", ip->image, ip->target);
+		fflush(stdout);
+		image_progress(ip, "installing packages");
+		if (image_env_build(&rt, &env) < 0) {
+			printf("mlfs: cannot prepare %s: %s\n", ip->image, env.why);
+			ret = 1;
+		} else {
+			printf("mlfs: made %s\n", ip->target);
+			image_progress(ip, "on the node");
+		}
+	}
+	close(lock);
+	return ret;
+}
+
 static const char image_usage[] =
-	"usage: mlfs image pull CONFIG IMAGE [--progress FILE]\n";
+	"usage: mlfs image pull CONFIG IMAGE [--progress FILE]\n"
+	"       mlfs image pull CONFIG IMAGE --packages FILE --as TARGET [--progress FILE]\n";
 
 int cmd_image(int argc, char **argv)
 {
@@ -214,15 +280,23 @@ int cmd_image(int argc, char **argv)
 	for (int i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "--progress") == 0 && i + 1 < argc) {
 			ip.progress = argv[++i];
+		} else if (strcmp(argv[i], "--packages") == 0 && i + 1 < argc) {
+			ip.packages = argv[++i];
+		} else if (strcmp(argv[i], "--as") == 0 && i + 1 < argc) {
+			ip.target = argv[++i];
 		} else {
 			fprintf(stderr, "mlfs image: unknown argument '%s'\n%s", argv[i], image_usage);
 			return 2;
 		}
 	}
+	if (!ip.packages != !ip.target) {
+		fprintf(stderr, "mlfs image: --packages and --as go together\n%s", image_usage);
+		return 2;
+	}
 	if (cmd_load_config(&cfg, argv[2]) < 0)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ret = image_pull(cfg, &ip);
+	ret = ip.packages ? image_prepare(cfg, &ip) : image_pull(cfg, &ip);
 	config_free(cfg);
 	return ret;
 }

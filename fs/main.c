@@ -20,6 +20,7 @@ static const char mlfs_usage[] =
 	"       mlfs check [-c CONFIG] FILE...\n"
 	"       mlfs logpipe [--max BYTES] LOG JOBLOG WORKER\n"
 	"       mlfs image pull CONFIG IMAGE [--progress FILE]\n"
+	"       mlfs image pull CONFIG IMAGE --packages FILE --as TARGET [--progress FILE]\n"
 	"       mlfs --help | --version\n"
 	"\n"
 	"  mount    mount the gateway tree of CONFIG at MOUNTPOINT (daemonizes unless -f;\n"
@@ -33,7 +34,8 @@ static const char mlfs_usage[] =
 	"  logpipe  copy standard input into a worker's logs within log_size (what a\n"
 	"           Slurm batch script pipes each worker's output through)\n"
 	"  image    pull a worker's container image onto the node, once for every job\n"
-	"           that needs it at the same time (what a worker's start runs)\n"
+	"           that needs it at the same time (what a worker's start runs); with\n"
+	"           --packages, that image with a spec's packages installed, made once\n"
 	"\n"
 	"See mlfs(1) for the tree, the config file and the exit statuses.\n";
 

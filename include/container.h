@@ -116,6 +116,29 @@ struct container_run {
 int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,
 		   char *buf, size_t buf_len);
 
+/* ---- packages installed before the command (proxiML's environment.packages) ---- */
+
+#define CONTAINER_ENV_PREFIX	"localhost/mlfs-env/"
+#define CONTAINER_ENV_REF_MAX	(sizeof(CONTAINER_ENV_PREFIX) + 32)
+
+struct spec;
+
+/*
+ * Writes at @path (mode 0600: variables may be secrets) what the packages
+ * of @s are installed from, as `mlfs image pull --packages` reads it: one
+ * "apt NAME", "conda NAME" or "pip NAME" line a package, in that order,
+ * then one "env NAME=VALUE" line a variable of environment.variables (the
+ * package tools read them: PIP_INDEX_URL, a proxy; a value holding a
+ * newline is left out, with a warning).  @ref (CONTAINER_ENV_REF_MAX
+ * bytes) gets the name of the image @base becomes with them:
+ * CONTAINER_ENV_PREFIX and 32 hex digits of the SHA-256 of base and file.
+ * The same base, packages and variables give the same name, so later jobs
+ * reuse the image; any other input, another user's index for one, gives
+ * another.  1 when written, 0 when @s lists no package (nothing written),
+ * or a negated errno.
+ */
+int container_packages_file(const char *path, const struct spec *s, const char *base, char *ref);
+
 /*
  * The worker's variables @envp ("NAME=VALUE", NULL-terminated) in
  * podman's --env-file format at @path (mode 0600): one per line.  A value

@@ -23,6 +23,14 @@
  * exactly the GPUs it was given: their /dev/nvidiaN plus the control
  * devices.  `--pull never`: the image was pulled before, once per node
  * (`mlfs image pull`), so a container never pulls by itself.
+ *
+ * A worker whose spec lists packages (proxiML's environment.packages) runs
+ * in an image of its own, made once per node from its base image by `mlfs
+ * image pull --packages` (fs/cmd_image_env.c) and named after what went
+ * into it (container_env_ref): the packages and the spec's variables,
+ * which steer the package tools (PIP_INDEX_URL).  Jobs asking for the same
+ * reuse it; a job asking with another index never gets what another
+ * user's index gave.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,9 +44,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "config.h"
 #include "container.h"
 #include "log.h"
+#include "spec.h"
 
 /* ---- detection ---- */
 
@@ -366,6 +377,106 @@ int container_argv(const struct container_run *r, const char *cgroup_parent, cha
 		return -ENAMETOOLONG;
 	argv[a.n] = NULL;
 	return 0;
+}
+
+/* ---- packages ---- */
+
+static bool container_text_add(char **text, size_t *len, const char *kind, const char *a,
+			       const char *b)
+{
+	char *line;
+	int n = asprintf(&line, "%s %s%s%s\n", kind, a, b ? "=" : "", b ? b : "");
+	char *grown;
+
+	if (n < 0)
+		return false;
+	grown = realloc(*text, *len + (size_t)n + 1);
+	if (!grown) {
+		free(line);
+		return false;
+	}
+	memcpy(grown + *len, line, (size_t)n + 1);
+	*text = grown;
+	*len += (size_t)n;
+	free(line);
+	return true;
+}
+
+/* The text of container_packages_file; NULL when @s lists no package, or on ENOMEM (*@nomem). */
+static char *container_packages_text(const struct spec *s, bool *nomem)
+{
+	const struct spec_packages *p = &s->packages;
+	const struct {
+		const char *kind;
+		char *const *names;
+		size_t n;
+	} lists[] = { { "apt", p->apt, p->n_apt }, { "conda", p->conda, p->n_conda },
+		      { "pip", p->pip, p->n_pip } };
+	char *text = NULL;
+	size_t len = 0;
+	bool ok = true;
+
+	*nomem = false;
+	if (p->n_apt + p->n_conda + p->n_pip == 0)
+		return NULL;
+	for (size_t l = 0; l < 3; l++)
+		for (size_t i = 0; ok && i < lists[l].n; i++)
+			ok = container_text_add(&text, &len, lists[l].kind, lists[l].names[i], NULL);
+	for (size_t i = 0; ok && i < s->n_env; i++) {
+		if (strchr(s->env[i].value, '\n')) {
+			log_warn("job %s: %s holds a newline, which the package step cannot carry: "
+				 "left out", s->name, s->env[i].name);
+			continue;
+		}
+		ok = container_text_add(&text, &len, "env", s->env[i].name, s->env[i].value);
+	}
+	if (!ok) {
+		free(text);
+		*nomem = true;
+		return NULL;
+	}
+	return text;
+}
+
+static int container_env_ref(const char *base, const char *packages, char *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t len = strlen(CONTAINER_ENV_PREFIX);
+	bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+		  EVP_DigestUpdate(ctx, base, strlen(base) + 1) &&	/* its NUL parts it from the rest */
+		  EVP_DigestUpdate(ctx, packages, strlen(packages)) &&
+		  EVP_DigestFinal_ex(ctx, md, &n);
+
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -ENOMEM;
+	memcpy(out, CONTAINER_ENV_PREFIX, len);
+	for (int i = 0; i < 16; i++)
+		snprintf(out + len + 2 * (size_t)i, 3, "%02x", md[i]);
+	return 0;
+}
+
+int container_packages_file(const char *path, const struct spec *s, const char *base, char *ref)
+{
+	bool nomem;
+	char *text = container_packages_text(s, &nomem);
+	size_t len = text ? strlen(text) : 0;
+	int fd, ret;
+
+	if (!text)
+		return nomem ? -ENOMEM : 0;
+	ret = container_env_ref(base, text, ref);
+	fd = ret < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (ret == 0 && fd < 0)
+		ret = -errno;
+	if (fd >= 0 && write(fd, text, len) != (ssize_t)len)
+		ret = -EIO;
+	if (fd >= 0 && close(fd) < 0 && ret == 0)
+		ret = -errno;
+	free(text);
+	return ret < 0 ? ret : 1;
 }
 
 int container_env_file(const char *path, char *const *envp)

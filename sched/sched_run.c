@@ -200,7 +200,8 @@ struct sched_launch {
 	/* its container, when it has an image and the node runs them */
 	struct container_run crun;
 	char cname[128], envfile[4200], pullprog[4200];
-	char *pull_argv[8], *cleanup_argv[8];
+	char *pull_argv[16], *cleanup_argv[8];
+	char pkgfile[4200], envref[CONTAINER_ENV_REF_MAX];	/* its packages (sched_container_packages) */
 	bool image_unrunnable;		/* an image, no runtime, no fallback: cannot start */
 	struct exec_start st;
 	struct exec_run run;
@@ -393,6 +394,35 @@ static void sched_container_prepare(struct sched *s, struct sched_launch *l, con
 	l->st.view_bind = false;		/* podman binds it */
 }
 
+/*
+ * A worker whose spec lists packages runs in its base image with them
+ * installed (container.h): `mlfs image pull` gets the packages file and
+ * the name of the image to make of the base (or find made), and the
+ * container runs that.  Without the lock.
+ */
+static int sched_container_packages(struct sched_launch *l)
+{
+	const struct spec *sp = l->j->spec;
+	size_t n = 0;
+	int ret;
+
+	snprintf(l->pkgfile, sizeof(l->pkgfile), "%s/workers/%u/packages", l->j->dir, l->w->n);
+	ret = container_packages_file(l->pkgfile, sp, sp->workers[l->w->n - 1].image.ref, l->envref);
+	if (ret <= 0)
+		return ret;
+	l->crun.image = l->envref;
+	while (l->pull_argv[n])
+		n++;
+	if (n) {
+		l->pull_argv[n++] = "--packages";
+		l->pull_argv[n++] = l->pkgfile;
+		l->pull_argv[n++] = "--as";
+		l->pull_argv[n++] = l->envref;
+		l->pull_argv[n] = NULL;
+	}
+	return 0;
+}
+
 static int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_worker *w)
 {
 	const struct spec_resources *res = &j->spec->workers[w->n - 1].res;
@@ -571,6 +601,8 @@ static int sched_launch_files(struct sched *s, struct sched_launch *l)
 		ret = container_env_file(l->envfile, l->env.v);
 		unlink(l->pullprog);
 	}
+	if (ret == 0 && l->st.container)
+		ret = sched_container_packages(l);
 	unlink(l->exitp);
 	if (ret == 0 && sched_cluster(s))
 		ret = sched_cluster_files(l);
@@ -966,8 +998,10 @@ static void sched_fail_text(const struct sched_job *j, const struct sched_worker
 			 "(state_dir/outputs/%s), which mlfs sync uploads", w->n,
 			 sched_last_line(j, w, "upload.log", last, sizeof(last)), w->output_id);
 	else if (w->staging_in_failed && j->spec->workers[w->n - 1].image.ref &&
-		 strncmp(sched_last_line(j, w, "log", last, sizeof(last)), "cannot pull ", 12) == 0)
-		snprintf(buf, len, "staging in: worker %u: %s", w->n, last);	/* "cannot pull IMAGE: why" */
+		 (strncmp(sched_last_line(j, w, "log", last, sizeof(last)), "cannot pull ", 12) == 0 ||
+		  strncmp(last, "cannot prepare ", 15) == 0))
+		/* "cannot pull IMAGE: why", "cannot prepare IMAGE: apt-get install: E: ..." */
+		snprintf(buf, len, "staging in: worker %u: %s", w->n, last);
 	else if (w->staging_in_failed)
 		snprintf(buf, len, "staging in: worker %u: its view could not be mounted: %s", w->n,
 			 sched_last_line(j, w, "log", last, sizeof(last)));

@@ -1,16 +1,23 @@
 /*
- * test_container.c - image references as Docker reads them (image_ref.c).
+ * test_container.c - image references as Docker reads them (image_ref.c),
+ * and what a worker's packages are installed from (container.c).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "container.h"
+#include "diag.h"
+#include "spec.h"
 
 static void expect_ref(const char *s, const char *domain, const char *path, const char *tag,
 		       const char *digest)
@@ -109,6 +116,80 @@ static void test_image_ref_credentials_of_gpulab_private_form(void **state)
 	assert_int_equal(image_ref_credentials("busybox"), 0);
 }
 
+static struct spec *packages_spec(const char *env)
+{
+	char text[1024];
+	struct spec *s = NULL;
+	struct diag d;
+
+	snprintf(text, sizeof(text), "{\"environment\": {\"image\": \"debian:12\", %s},"
+		 " \"workers\": [\"x\"]}", env);
+	diag_init(&d);
+	assert_int_equal(spec_parse(&s, "p.json", text, strlen(text), "p", &d), 0);
+	diag_free(&d);
+	return s;
+}
+
+/* The file's text; @ref gets the image's name. */
+static char *packages_of(const char *env, const char *base, char *ref)
+{
+	char dir[] = "/tmp/test_container.XXXXXX", path[64], *text = calloc(1, 4096);
+	struct spec *s = packages_spec(env);
+	struct stat st;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/packages", dir);
+	assert_int_equal(container_packages_file(path, s, base, ref), 1);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);	/* variables may be secrets */
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_true(fread(text, 1, 4095, f) > 0);
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+	spec_free(s);
+	return text;
+}
+
+static void test_container_packages_file_lists_apt_conda_pip_then_variables(void **state)
+{
+	static const char env[] = "\"variables\": {\"PIP_INDEX_URL\": \"http://127.0.0.1:1/simple\", "
+				  "\"EPOCHS\": 3}, \"packages\": {\"pip\": [\"b==2\", \"a\"], "
+				  "\"conda\": [\"c\"], \"apt\": [\"libgl1\"]}";
+	char ref[CONTAINER_ENV_REF_MAX], again[CONTAINER_ENV_REF_MAX], other[CONTAINER_ENV_REF_MAX];
+	char *text = packages_of(env, "reg.lan/py:3.11", ref);
+
+	(void)state;
+	assert_string_equal(text, "apt libgl1\nconda c\npip b==2\npip a\n"
+			    "env PIP_INDEX_URL=http://127.0.0.1:1/simple\nenv EPOCHS=3\n");
+	free(text);
+	assert_int_equal(strlen(ref), strlen(CONTAINER_ENV_PREFIX) + 32);
+	assert_int_equal(strncmp(ref, CONTAINER_ENV_PREFIX, strlen(CONTAINER_ENV_PREFIX)), 0);
+	assert_int_equal(strspn(ref + strlen(CONTAINER_ENV_PREFIX), "0123456789abcdef"), 32);
+	/* the same inputs, the same image; another base or index, another */
+	free(packages_of(env, "reg.lan/py:3.11", again));
+	assert_string_equal(ref, again);
+	free(packages_of(env, "reg.lan/py:3.12", other));
+	assert_string_not_equal(ref, other);
+	free(packages_of("\"variables\": {\"PIP_INDEX_URL\": \"http://evil/simple\", \"EPOCHS\": 3}, "
+			 "\"packages\": {\"pip\": [\"b==2\", \"a\"], \"conda\": [\"c\"], "
+			 "\"apt\": [\"libgl1\"]}", "reg.lan/py:3.11", other));
+	assert_string_not_equal(ref, other);
+}
+
+static void test_container_packages_file_without_packages_writes_nothing(void **state)
+{
+	struct spec *s = packages_spec("\"packages\": {\"apt\": []}");
+	char ref[CONTAINER_ENV_REF_MAX] = "";
+
+	(void)state;
+	assert_int_equal(container_packages_file("/nonexistent/dir/packages", s, "debian:12", ref), 0);
+	assert_string_equal(ref, "");
+	spec_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -116,6 +197,8 @@ int main(void)
 		cmocka_unit_test(test_image_ref_refuses_what_cannot_be_valid),
 		cmocka_unit_test(test_image_ref_name_longer_than_255_is_refused),
 		cmocka_unit_test(test_image_ref_credentials_of_gpulab_private_form),
+		cmocka_unit_test(test_container_packages_file_lists_apt_conda_pip_then_variables),
+		cmocka_unit_test(test_container_packages_file_without_packages_writes_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
