@@ -140,11 +140,12 @@ mount_fg() {
 	fg_mount "$mnt" "$T_DIR/mount.${mnt##*/}.log" "$MLFS" mount -f "$@" "$conf" "$mnt"
 }
 
-# job_state_in JOBS JOB STATE...: waits (at most 40 s) until JOBS/JOB/state is one of STATE.
+# job_state_in JOBS JOB STATE...: waits (at most 40 s, or $JOB_WAIT_TENTHS tenths of a
+# second) until JOBS/JOB/state is one of STATE.
 job_state_in() {
 	local dir=$1 job=$2 st
 	shift 2
-	for _ in $(seq 1 400); do
+	for _ in $(seq 1 "${JOB_WAIT_TENTHS:-400}"); do
 		st=$(timeout 5 cat "$dir/$job/state" 2>/dev/null)
 		for want in "$@"; do [ "$st" = "$want" ] && return 0; done
 		sleep 0.1
