@@ -96,10 +96,13 @@ mount_fg jobs.conf "$M" || { t_finish; exit 1; }
 chmod 777 "$T_DIR"
 
 # --- a base environment with apt and pip packages
+# job NAME APT_PACKAGE [RUN]: a spec; RUN, a variable more, asks for another prepared image
 job() {
+	local more=
+	[ -n "${3:-}" ] && more=", \"RUN\": \"$3\""
 	cat <<JSON
 {"name": "$1", "environment": {"python_version": "3.11",
-  "variables": {"PIP_INDEX_URL": "http://127.0.0.1:$PKG_PORT/pip/simple"},
+  "variables": {"PIP_INDEX_URL": "http://127.0.0.1:$PKG_PORT/pip/simple"$more},
   "packages": {"apt": ["$2"], "pip": ["mlfs-test-pkg"]}},
  "resources": {"cpu_count": 4},
  "workers": [{"command": "id -u; cat /usr/share/mlfs-test-pkg/marker; python3 -c 'import mlfs_test_pkg; print(mlfs_test_pkg.MARKER)'; cat /marker"}]}
@@ -132,6 +135,15 @@ check "it reuses the image made before" log_has env2 "[1] mlfs: the packages are
 check "... installing nothing" sh -c "! grep -q 'mlfs: apt-get\|Setting up' '$J/env2/log'"
 check "... and sees both packages" sh -c "grep -qx '\[1\] mlfs-test-apt' '$J/env2/log' && grep -qx '\[1\] mlfs-test-pip' '$J/env2/log'"
 same "the repository served nothing more" 1 "$(deb_gets)"
+
+# --- two jobs of packages not prepared yet, at once: one build (another variable, another image)
+job pair1 mlfs-test-pkg 2 >pair1.json
+job pair2 mlfs-test-pkg 2 >pair2.json
+cp pair1.json pair2.json "$J/"
+check "two jobs of the same new packages at once succeed" sh -c "$(declare -f job_state_in wait_state); J='$J' JOB_WAIT_TENTHS=$JOB_WAIT_TENTHS; wait_state pair1 SUCCEEDED && wait_state pair2 SUCCEEDED"
+same "one of them made the image" 1 "$(cat "$J/pair1/log" "$J/pair2/log" | grep -c '^\[1\] mlfs: made localhost/mlfs-env/')"
+same "... which the other found made" 1 "$(cat "$J/pair1/log" "$J/pair2/log" | grep -c '^\[1\] mlfs: the packages are installed already')"
+same "the repository served the .deb once more" 2 "$(deb_gets)"
 
 # --- a package that does not exist
 job nopkg mlfs-no-such-pkg >nopkg.json
