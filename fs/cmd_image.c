@@ -12,8 +12,11 @@
  * or redo it at the next pull (podman never shows a half-pulled image).
  *
  * Plain-HTTP registries work through mlfs's own registries.conf
- * (container.c), named in CONTAINERS_REGISTRIES_CONF; [containers]
- * auth_file is podman's --authfile.  A missing image, a refusing or absent
+ * (container.c), named in CONTAINERS_REGISTRIES_CONF.  --auth-file is the
+ * worker's credentials (container_auth.c: the spec's, its owner's, the
+ * node's), else [containers] auth_file, else mlfs's empty one: podman is
+ * always given one, so it never reads root's ~/.docker/config.json.  The
+ * worker's file is removed once the pull is over.  A missing image, a refusing or absent
  * registry: exit 1 with podman's last words, which are the registry's,
  * after podman's own few tries; never a retry loop here.
  *
@@ -42,6 +45,7 @@
 
 struct image_pull {
 	const char *image;
+	const char *auth_file;		/* NULL: the node's ([containers] auth_file or mlfs's empty one) */
 	const char *progress;		/* NULL: none */
 	char last[512];			/* podman's last line that says something */
 };
@@ -114,9 +118,9 @@ static int image_do_pull(const struct container_runtime *rt, struct image_pull *
 
 	argv[n++] = (char *)rt->podman;
 	argv[n++] = "pull";
-	if (rt->auth_file) {
+	if (ip->auth_file || rt->auth_file) {
 		argv[n++] = "--authfile";
-		argv[n++] = (char *)rt->auth_file;
+		argv[n++] = (char *)(ip->auth_file ? ip->auth_file : rt->auth_file);
 	}
 	argv[n++] = (char *)ip->image;
 	argv[n] = NULL;
@@ -198,7 +202,7 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 }
 
 static const char image_usage[] =
-	"usage: mlfs image pull CONFIG IMAGE [--progress FILE]\n";
+	"usage: mlfs image pull CONFIG IMAGE [--progress FILE] [--auth-file FILE]\n";
 
 int cmd_image(int argc, char **argv)
 {
@@ -214,6 +218,8 @@ int cmd_image(int argc, char **argv)
 	for (int i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "--progress") == 0 && i + 1 < argc) {
 			ip.progress = argv[++i];
+		} else if (strcmp(argv[i], "--auth-file") == 0 && i + 1 < argc) {
+			ip.auth_file = argv[++i];
 		} else {
 			fprintf(stderr, "mlfs image: unknown argument '%s'\n%s", argv[i], image_usage);
 			return 2;
@@ -223,6 +229,8 @@ int cmd_image(int argc, char **argv)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ret = image_pull(cfg, &ip);
+	if (ip.auth_file)
+		unlink(ip.auth_file);	/* the worker's credentials: not kept past their use */
 	config_free(cfg);
 	return ret;
 }

@@ -19,7 +19,7 @@ static const char mlfs_usage[] =
 	"       mlfs sync CONFIG\n"
 	"       mlfs check [-c CONFIG] FILE...\n"
 	"       mlfs logpipe [--max BYTES] LOG JOBLOG WORKER\n"
-	"       mlfs image pull CONFIG IMAGE [--progress FILE]\n"
+	"       mlfs image pull CONFIG IMAGE [--progress FILE] [--auth-file FILE]\n"
 	"       mlfs --help | --version\n"
 	"\n"
 	"  mount    mount the gateway tree of CONFIG at MOUNTPOINT (daemonizes unless -f;\n"

@@ -116,6 +116,26 @@ struct container_run {
 int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,
 		   char *buf, size_t buf_len);
 
+/* Where one worker's registry credentials come from (container_auth.c); all borrowed. */
+struct container_auth {
+	const char *image;		/* the reference: inline_creds are for its registry */
+	const char *inline_creds;	/* GPULab's "USER:PASSWORD"; NULL: none */
+	const char *spec_file;		/* OpenPAI authFile; NULL: none */
+	const char *home;		/* the job owner's home: its .docker/config.json; NULL */
+	const char *node_file;		/* [containers] auth_file; NULL: none */
+	uid_t uid;			/* the job's owner */
+};
+
+/*
+ * Writes the Docker config.json a worker's pull uses at @path (0600): per
+ * registry the first of inline_creds, spec_file, the owner's own, the
+ * node's.  A file the spec names must be one its owner may read (else
+ * -EACCES, with why in @why); the owner's own is skipped when not.  0 or a
+ * negated errno.
+ */
+int container_auth_file(const char *path, const struct container_auth *a, char *why,
+			size_t why_len);
+
 /*
  * The worker's variables @envp ("NAME=VALUE", NULL-terminated) in
  * podman's --env-file format at @path (mode 0600): one per line.  A value

@@ -30,11 +30,26 @@ REG_PORT=$(free_port)
 REG=127.0.0.1:$REG_PORT
 REG_DIR=$T_DIR/registry
 "$ROOT/scripts/server-registry.sh" start "$REG_DIR" "$REG_PORT" >/dev/null || { not_ok "the registry starts"; t_finish; exit 1; }
-stop_registry() { "$ROOT/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1; }
+# a second one that wants a login
+PRIV_PORT=$(free_port)
+PRIV=127.0.0.1:$PRIV_PORT
+PRIV_DIR=$T_DIR/private
+PRIV_PASS=pw-$RANDOM$RANDOM-secret
+mkdir -p "$PRIV_DIR"
+htpasswd -Bbn puller "$PRIV_PASS" >"$PRIV_DIR/htpasswd" 2>/dev/null
+"$ROOT/scripts/server-registry.sh" start "$PRIV_DIR" "$PRIV_PORT" "$PRIV_DIR/htpasswd" >/dev/null ||
+	not_ok "the registry with a login starts"
+stop_registry() {
+	"$ROOT/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1
+	"$ROOT/scripts/server-registry.sh" stop "$PRIV_DIR" >/dev/null 2>&1
+}
 t_cleanup() { stop_registry; }
-trap 'server_cleanup "$ROOT/scripts/server-registry.sh" "$REG_DIR"; rm -rf "$T_DIR"' EXIT
+trap 'stop_registry; server_cleanup true /; rm -rf "$T_DIR"' EXIT
 IMAGES=$(dirname "$MLFS")/images
 check "the test images are made and pushed" "$ROOT/scripts/make-images.sh" "$IMAGES" "$REG"
+check "... and to the registry with a login" "$ROOT/scripts/make-images.sh" --creds "puller:$PRIV_PASS" "$IMAGES" "$PRIV"
+PB1=$PRIV/mlfs-test/busybox:1
+podman rmi -f "$PB1" >/dev/null 2>&1
 BB1=$REG/mlfs-test/busybox:1
 BB2=$REG/mlfs-test/busybox:2
 # every test pulls: nothing of the registry's in podman's storage
@@ -53,7 +68,7 @@ gpus = 0
 cpus = 16
 memory_gb = 32
 [containers]
-insecure_registries = $REG
+insecure_registries = $REG $PRIV
 [datastore d]
 type = local
 root = $T_DIR/data
@@ -151,6 +166,41 @@ YAML
 check "a Kibernetika task with images is accepted" cp kb.yaml "$J/"
 check "it succeeds" wait_state kb SUCCEEDED
 check "both replicas ran in the cpu image" sh -c "[ \$(grep -c 'mlfs-test-image busybox 1' '$J/kb/log') = 2 ]"
+
+# --- a registry that wants a login: GPULab's USER:PASSWORD@ form, OpenPAI's authFile
+cat >glpriv.json <<JSON
+{"name": "glpriv", "request": {"resources": {"cpus": 1, "gpus": 0, "cpuMemoryGb": 1},
+ "docker": {"image": "puller:$PRIV_PASS@$PB1", "command": "cat /marker"}}}
+JSON
+chmod a+r glpriv.json
+check "a GPULab image with its registry's login is accepted" as_other cp glpriv.json "$J/"
+check "it is pulled with that login and runs" wait_state glpriv SUCCEEDED
+check "... in that image" log_has glpriv "mlfs-test-image busybox 1"
+check "the password is nowhere in the job's files" sh -c "! grep -rqF '$PRIV_PASS' '$J/glpriv/' '$T_DIR/state/jobs/glpriv/spec.json' 2>/dev/null"
+podman rmi -f "$PB1" >/dev/null 2>&1
+printf '{"auths": {"%s": {"auth": "%s"}}}\n' "$PRIV" "$(printf 'puller:%s' "$PRIV_PASS" | base64 -w0)" >pai-auth.json
+chown $OTHER:$OTHER pai-auth.json
+chmod 600 pai-auth.json
+cp pai-auth.json root-auth.json
+chown 0:0 root-auth.json
+for f in pai-auth root-auth; do
+	cat >"$f.spec.json" <<JSON
+{"jobName": "${f%-auth}priv", "image": "$PB1", "authFile": "$T_DIR/$f.json",
+ "taskRoles": [{"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0,
+   "command": "cat /marker"}]}
+JSON
+	chmod a+r "$f.spec.json"
+done
+check "an OpenPAI job with its owner's authFile is accepted" as_other cp pai-auth.spec.json "$J/"
+check "it pulls with it and runs" wait_state paipriv SUCCEEDED
+podman rmi -f "$PB1" >/dev/null 2>&1
+check "one naming root's credentials file is accepted" as_other cp root-auth.spec.json "$J/"
+check "it fails" wait_state rootpriv FAILED
+check "... saying its owner may not read that file" sh -c "grep -q \"authFile $T_DIR/root-auth.json: not a file the job's owner may read\" '$J/rootpriv/events' || { cat '$J/rootpriv/events'; false; }"
+sed 's/"glpriv"/"nologin"/; s/puller:[^@]*@//' glpriv.json >nologin.json
+check "a job of that registry without a login is accepted" cp nologin.json "$J/"
+check "it fails" wait_state nologin FAILED
+check "... with the registry's words" grep -qi 'cannot pull .*unauthorized' "$J/nologin/reason"
 
 # --- a name that cannot be an image
 cat >bad.json <<'JSON'
