@@ -20,6 +20,10 @@
  * registry: exit 1 with podman's last words, which are the registry's,
  * after podman's own few tries; never a retry loop here.
  *
+ * After each pull or find, the images mlfs pulled are trimmed to [containers]
+ * cache_size, least recently used first, never one a container uses
+ * (container_cache.c).
+ *
  * Exit status: 0 once the image is on the node; 1 when it cannot be had;
  * 2 for a bad command line or config.
  */
@@ -49,18 +53,6 @@ struct image_pull {
 	const char *progress;		/* NULL: none */
 	char last[512];			/* podman's last line that says something */
 };
-
-/* FNV-1a of @s as 16 hex digits: a lock file's name for an image. */
-static void image_hash(const char *s, char out[17])
-{
-	unsigned long long h = 1469598103934665603ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	snprintf(out, 17, "%016llx", h);
-}
 
 /* Writes @text to the progress file, atomically, for the scheduler's reason. */
 static void image_progress(const struct image_pull *ip, const char *text)
@@ -144,7 +136,7 @@ static int image_lock(const struct mlfs_config *cfg, const char *image)
 	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	image_hash(image, hash);
+	container_name_hash(image, hash);
 	snprintf(path, sizeof(path), "%s/pull-%s.lock", dir, hash);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -184,7 +176,9 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	if (have == 1) {
 		printf("mlfs: image %s is on the node\n", ip->image);
 		image_progress(ip, "on the node");
+		container_cache_touch(cfg, ip->image);
 		close(lock);
+		container_cache_trim(&rt, cfg, ip->image, stdout);
 		return 0;
 	}
 	printf("mlfs: pulling %s\n", ip->image);
@@ -197,7 +191,9 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	}
 	printf("mlfs: pulled %s\n", ip->image);
 	image_progress(ip, "pulled");
+	container_cache_touch(cfg, ip->image);
 	close(lock);
+	container_cache_trim(&rt, cfg, ip->image, stdout);
 	return 0;
 }
 

@@ -86,6 +86,22 @@ void container_runtime_detect(struct container_runtime *rt, const struct mlfs_co
 /* "containers ..." lines for .mlfs/node. */
 void container_runtime_render(const struct container_runtime *rt, FILE *f);
 
+/* ---- the images kept on the node (container_cache.c) ---- */
+
+/* FNV-1a of @s as 16 hex digits: a file name for an image's lock or mark. */
+void container_name_hash(const char *s, char out[17]);
+
+/* Marks @image used now (STATE_DIR/containers/used/HASH).  0 or a negated errno. */
+int container_cache_touch(const struct mlfs_config *cfg, const char *image);
+
+/*
+ * While the images mlfs marked take more than [containers] cache_size,
+ * removes the least recently used one no container uses, never @keep;
+ * each removal is said on @report (NULL: quiet).  0 or a negated errno.
+ */
+int container_cache_trim(const struct container_runtime *rt, const struct mlfs_config *cfg,
+			 const char *keep, FILE *report);
+
 /* ---- one worker's container ---- */
 
 /* What `podman run` needs for one worker; every pointer borrowed. */

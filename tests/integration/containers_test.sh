@@ -243,6 +243,28 @@ check "it fails" wait_state down FAILED 600
 check "... with the registry's words" sh -c "grep -Eqi 'cannot pull .*connection refused' '$J/down/reason'"
 unmount_fg "$M"
 
+# --- cache_size: the least recently used image no container uses is removed
+"$ROOT/scripts/server-registry.sh" start "$REG_DIR" "$REG_PORT" >/dev/null || not_ok "the registry starts again"
+sed 's/^insecure_registries = .*/&\ncache_size = 3M/' jobs.conf >cache.conf
+mount_fg cache.conf "$M" || { t_finish; exit 1; }
+podman rmi -f "$BB1" "$BB2" >/dev/null 2>&1
+sed 's/"native"/"holder"/; s#"command": "[^"]*"#"command": "sleep 60"#; s#d:/out/native/#d:/out/holder/#' native.json >holder.json
+check "a long job of busybox:1 is accepted" cp holder.json "$J/"
+check "it runs" wait_state holder RUNNING
+sed 's/"pair1"/"second"/' pair1.json >second.json
+check "a job of busybox:2 is accepted" cp second.json "$J/"
+check "it succeeds" wait_state second SUCCEEDED
+check "both images take more than cache_size (3M), and the one in use is kept" podman image exists "$BB1"
+echo cancel >"$J/holder/ctl"
+check "the long job is cancelled" wait_state holder CANCELLED
+sed 's/"pair1"/"third"/' pair1.json >third.json
+check "another job of busybox:2 is accepted" cp third.json "$J/"
+check "it succeeds" wait_state third SUCCEEDED
+check "the image no job uses any more was removed" sh -c "! podman image exists '$BB1'"
+check "... and said so in the log of the job whose pull went over" log_has third "removed $BB1 .*the least recently used"
+check "the image just used stays" podman image exists "$BB2"
+unmount_fg "$M"
+
 # --- a node without a runtime: refused, or on the node with fallback = host
 sed 's/^insecure_registries = .*/runtime = none/' jobs.conf >none.conf
 mount_fg none.conf "$M" || { t_finish; exit 1; }
