@@ -77,8 +77,8 @@ struct container_runtime {
  * Finds podman and the OCI runtime, and the limits a container may be
  * given, per [containers].  With @make_files (the daemon, at start) it writes
  * STATE_DIR/containers/registries.conf for insecure_registries and the
- * empty auth.json; without (`mlfs image pull`) it only names them.  Never
- * fails: an unusable runtime says why.
+ * empty auth.json afresh; without (`mlfs image pull`) it makes them only
+ * where they are missing.  Never fails: an unusable runtime says why.
  */
 void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
 			      bool make_files);

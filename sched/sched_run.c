@@ -1184,7 +1184,7 @@ static const struct sched_worker *sched_pulling(const struct sched_job *j)
 		const struct sched_worker *w = &j->workers[i];
 
 		if (w->running && w->phase == SCHED_PHASE_STAGING_IN && w->pull[0] &&
-		    strcmp(w->pull, "on the node") != 0 && strcmp(w->pull, "pulled") != 0)
+		    strcmp(w->pull, "on the node") != 0 && strncmp(w->pull, "pulled", 6) != 0)
 			return w;
 	}
 	return NULL;

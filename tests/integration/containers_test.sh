@@ -115,6 +115,8 @@ check "... the variables at /opt/ml" log_has native "PATHS /opt/ml/input /opt/ml
 check "... its folder /opt/ml/models" grep -qx "\[1\] /opt/ml/models" "$J/native/log"
 same "its output was uploaded" "made-inside" "$(cat data/out/native/result.txt 2>&1)"
 check "spec.json shows the image" grep -q "\"image\": \"$BB1\"" "$J/native/spec.json"
+check "its pull's last words say its size" grep -Eqx 'pulled \([0-9]+\.[0-9] MB\)' "$T_DIR/state/jobs/native/workers/1/pull"
+check "... and the log has podman's words, not its progress bars" sh -c "grep -q 'Writing manifest' '$J/native/log' && ! grep -q 'MiB / ' '$J/native/log'"
 check "no container is left" sh -c "! podman ps -a --format '{{.Names}}' | grep -q '^mlfs-native-'"
 
 # --- OpenPAI: variables, shmMB as /dev/shm
@@ -264,6 +266,36 @@ check "the image no job uses any more was removed" sh -c "! podman image exists 
 check "... and said so in the log of the job whose pull went over" log_has third "removed $BB1 .*the least recently used"
 check "the image just used stays" podman image exists "$BB2"
 unmount_fg "$M"
+
+# --- a pull's progress in bytes, from podman's bars on its terminal (a stand-in podman
+# that draws them as podman 4.3 does, escapes and all, so the sizes are known)
+cat >fakepodman <<'SH'
+#!/bin/bash
+case "$1" in
+image) exit 1 ;;
+images) echo '[]' ;;
+pull) echo "Trying to pull $*..."
+	for i in 1 2 3 4 5 6; do
+		printf '\033[2A\033[JCopying blob 249af98ff060 [==>---] %d.0MiB / 300.0MiB\nCopying blob 1111aaaa2222 [=>] 1.%dGiB / 2.0GiB\n' $((i * 50)) "$i"
+		sleep 0.3
+	done
+	printf 'Copying blob 249af98ff060 done\nCopying blob 1111aaaa2222 done\nWriting manifest to image destination\n' ;;
+esac
+SH
+chmod +x fakepodman
+mkdir -p fake-state
+printf '[mlfs]\nstate_dir = %s/fake-state\n[containers]\nruntime = %s/fakepodman\n' "$T_DIR" "$T_DIR" >fake.conf
+"$MLFS" image pull fake.conf reg.lan/x:1 --progress fake.prog >fake.out 2>&1 &
+seen=
+for _ in $(seq 1 40); do
+	sleep 0.1
+	p=$(cat fake.prog 2>/dev/null)
+	case $p in *" of "*" GB") seen=$p ;; esac
+done
+wait
+check "a pull's progress reads N of M GB while it lasts" test -n "$seen"
+same "... and its last words (300 MiB and 2 GiB)" "pulled (2.5 GB)" "$(cat fake.prog)"
+check "the log has each blob once, no bars" sh -c "[ \$(grep -c 'Copying blob 249af98ff060 done' fake.out) = 1 ] && ! grep -q 'MiB / ' fake.out"
 
 # --- a node without a runtime: refused, or on the node with fallback = host
 sed 's/^insecure_registries = .*/runtime = none/' jobs.conf >none.conf
