@@ -327,8 +327,16 @@ static void container_gpu_args(struct container_args *a, const struct container_
 
 	if (!r->n_gpus)
 		return;
-	for (unsigned int i = 0; i < r->n_gpus; i++)
-		container_arg(a, "--device=/dev/nvidia%d", r->gpus[i]);
+	for (unsigned int i = 0; i < r->n_gpus; i++) {
+		char dev[32];
+
+		snprintf(dev, sizeof(dev), "/dev/nvidia%d", r->gpus[i]);
+		if (access(dev, F_OK) == 0)
+			container_arg(a, "--device=%s", dev);
+		else	/* a node whose [node] gpus has no devices behind it: podman would refuse */
+			log_warn("container %s: GPU %d has no %s on this node; not passed", r->name,
+				 r->gpus[i], dev);
+	}
 	for (size_t i = 0; i < sizeof(control) / sizeof(control[0]); i++)
 		if (access(control[i], F_OK) == 0)
 			container_arg(a, "--device=%s", control[i]);

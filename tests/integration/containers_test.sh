@@ -64,7 +64,8 @@ cat >jobs.conf <<CONF
 state_dir = $T_DIR/state
 cache_dir = $T_DIR/cache
 [node]
-gpus = 0
+gpus = 2
+gpu_type = A100
 cpus = 16
 memory_gb = 32
 [containers]
@@ -152,6 +153,35 @@ check "a GPULab spec with an image and an empty command is accepted" cp gl.json 
 check "it succeeds" wait_state gl SUCCEEDED
 check "the image's own command ran" log_has gl "image-default-cmd"
 check "... in that image" log_has gl "mlfs-test-image busybox 2"
+
+# --- GPULab's HelloWorld as its documentation prints it, its image pointed at the registry
+cat >hello.json <<SPEC
+{
+    "name": "HelloWorld",
+    "description": "Hello world!",
+    "request": {
+        "resources": {
+            "clusterId": 1,
+            "gpus": 1,
+            "cpus": 2,
+            "cpuMemoryGb": 1
+        },
+        "docker": {
+            "image": "$BB1",
+            "command": "echo 'Hello World!'",
+            "environment": { },
+            "storage": [ ],
+            "portMappings": [ ]
+        },
+        "scheduling": {
+            "interactive": true
+        }
+    }
+}
+SPEC
+check "GPULab's HelloWorld with its image is accepted" cp hello.json "$J/"
+check "it runs in its image and succeeds" wait_state HelloWorld SUCCEEDED
+check "... and says hello" grep -qx '\[1\] Hello World!' "$J/HelloWorld/log"
 
 # --- Kibernetika: the cpu image of a resource without GPUs
 cat >kb.yaml <<YAML
