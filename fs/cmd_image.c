@@ -15,10 +15,17 @@
  * or redo it at the next pull (podman never shows a half-pulled image).
  *
  * Plain-HTTP registries work through mlfs's own registries.conf
- * (container.c), named in CONTAINERS_REGISTRIES_CONF; [containers]
- * auth_file is podman's --authfile.  A missing image, a refusing or absent
+ * (container.c), named in CONTAINERS_REGISTRIES_CONF.  --auth-file is the
+ * worker's credentials (container_auth.c: the spec's, its owner's, the
+ * node's), else [containers] auth_file, else mlfs's empty one: podman is
+ * always given one, so it never reads root's ~/.docker/config.json.  The
+ * worker's file is removed once the pull is over.  A missing image, a refusing or absent
  * registry: exit 1 with podman's last words, which are the registry's,
  * after podman's own few tries; never a retry loop here.
+ *
+ * After each pull or find, the images mlfs pulled are trimmed to [containers]
+ * cache_size, least recently used first, never one a container uses
+ * (container_cache.c).
  *
  * Exit status: 0 once the image is on the node; 1 when it cannot be had;
  * 2 for a bad command line or config.
@@ -32,6 +39,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,24 +53,26 @@
 #define IMAGE_PULL_TIMEOUT_MS	(3600 * 1000)	/* an hour: a pull of many GB on a slow link */
 #define IMAGE_CHECK_TIMEOUT_MS	(60 * 1000)
 
+#define IMAGE_BLOBS_MAX		64	/* layers whose progress is followed */
+#define IMAGE_PROGRESS_NS	500000000LL	/* the progress file at most this often */
+
+/* One blob podman is copying, as its progress bar says. */
+struct image_blob {
+	char id[72];
+	double done, total;		/* bytes */
+	bool finished;			/* its "done" or "skipped" line is in the log */
+};
+
 struct image_pull {
 	const char *image;
+	const char *auth_file;		/* NULL: the node's ([containers] auth_file or mlfs's empty one) */
 	const char *progress;		/* NULL: none */
 	const char *packages, *target;	/* --packages FILE --as TARGET; NULL: none */
 	char last[512];			/* podman's last line that says something */
+	struct image_blob blobs[IMAGE_BLOBS_MAX];
+	size_t n_blobs;
+	long long progress_ns;		/* when the progress file was last written */
 };
-
-/* FNV-1a of @s as 16 hex digits: a lock file's name for an image. */
-static void image_hash(const char *s, char out[17])
-{
-	unsigned long long h = 1469598103934665603ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	snprintf(out, 17, "%016llx", h);
-}
 
 /* Writes @text to the progress file, atomically, for the scheduler's reason. */
 static void image_progress(const struct image_pull *ip, const char *text)
@@ -107,32 +119,229 @@ static int image_exists(const struct container_runtime *rt, const char *image)
 	return WEXITSTATUS(st) == 0 ? 1 : WEXITSTATUS(st) == 1 ? 0 : -1;
 }
 
+/* "21.1MiB" (go-units' sizes, as podman's bars print them) in bytes; < 0 when not one. */
+static double image_size(const char *s)
+{
+	static const struct { const char *unit; double mult; } units[] = {
+		{ "GiB", 1073741824.0 }, { "MiB", 1048576.0 }, { "KiB", 1024.0 }, { "b", 1.0 },
+		{ "B", 1.0 }, { "GB", 1e9 }, { "MB", 1e6 }, { "kB", 1e3 },
+	};
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strncmp(end, units[i].unit, strlen(units[i].unit)) == 0)
+			return v * units[i].mult;
+	return -1;
+}
+
+static struct image_blob *image_blob(struct image_pull *ip, const char *id, size_t len)
+{
+	for (size_t i = 0; i < ip->n_blobs; i++)
+		if (strlen(ip->blobs[i].id) == len && memcmp(ip->blobs[i].id, id, len) == 0)
+			return &ip->blobs[i];
+	if (ip->n_blobs == IMAGE_BLOBS_MAX || len >= sizeof(ip->blobs[0].id))
+		return NULL;
+	memcpy(ip->blobs[ip->n_blobs].id, id, len);
+	ip->blobs[ip->n_blobs].id[len] = '\0';
+	return &ip->blobs[ip->n_blobs++];
+}
+
+/* "1.2 of 3.4 GB" into the progress file, at most every IMAGE_PROGRESS_NS. */
+static void image_bytes(struct image_pull *ip, bool now)
+{
+	struct timespec ts;
+	double done = 0, total = 0;
+	long long t;
+	char text[96];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (!now && t - ip->progress_ns < IMAGE_PROGRESS_NS)
+		return;
+	ip->progress_ns = t;
+	for (size_t i = 0; i < ip->n_blobs; i++) {
+		done += ip->blobs[i].done;
+		total += ip->blobs[i].total;
+	}
+	if (total >= 1e9)
+		snprintf(text, sizeof(text), "%.1f of %.1f GB", done / 1e9, total / 1e9);
+	else
+		snprintf(text, sizeof(text), "%.1f of %.1f MB", done / 1e6, total / 1e6);
+	image_progress(ip, text);
+}
+
+/*
+ * One line podman wrote to its terminal, escapes taken out.  A progress
+ * bar ("Copying blob 249af98ff060 [==>---] 21.1MiB / 300.0MiB", redrawn
+ * several times a second; "Copying config" likewise) updates the blob's
+ * bytes; "... done" or "... skipped: already exists" completes it, once in
+ * the log; every other line is podman's words, for the log.
+ */
+static void image_tty_line(struct image_pull *ip, const char *line)
+{
+	const char *id, *sp, *bar, *slash;
+	struct image_blob *b;
+
+	while (*line == ' ')
+		line++;
+	if (!*line)
+		return;
+	if (strncmp(line, "Copying blob ", 13) == 0)
+		id = line + 13;
+	else if (strncmp(line, "Copying config ", 15) == 0)
+		id = line + 15;
+	else
+		id = NULL;
+	if (!id || !(sp = strchr(id, ' ')) || strncmp(id, "sha256:", 7) == 0) {
+		image_on_line(ip, line);	/* not a bar: podman's own words */
+		return;
+	}
+	b = image_blob(ip, id, (size_t)(sp - id));
+	if (!b)
+		return;
+	if (strncmp(sp, " done", 5) == 0 || strncmp(sp, " skipped", 8) == 0) {
+		if (!b->finished) {
+			b->finished = true;
+			b->done = b->total;
+			printf("%s\n", line);
+			image_bytes(ip, true);
+		}
+		return;
+	}
+	bar = strchr(sp, ']');
+	slash = bar ? strstr(bar, " / ") : NULL;
+	if (slash && image_size(bar + 1 + strspn(bar + 1, " ")) >= 0 && image_size(slash + 3) > 0) {
+		b->done = image_size(bar + 1 + strspn(bar + 1, " "));
+		b->total = image_size(slash + 3);
+		image_bytes(ip, false);
+	}
+}
+
+/* Splits what came from the terminal into lines, dropping escape sequences. */
+static void image_tty_feed(struct image_pull *ip, char *line, size_t *len, const char *buf,
+			   size_t n, size_t max)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = buf[i];
+
+		if (c == '\033') {	/* CSI: ESC [ params final */
+			size_t k = i + 1;
+
+			if (k < n && buf[k] == '[')
+				for (k++; k < n && !(buf[k] >= 0x40 && buf[k] <= 0x7e); k++)
+					;
+			i = k < n ? k : n - 1;
+			continue;
+		}
+		if (c == '\n' || c == '\r') {
+			line[*len] = '\0';
+			image_tty_line(ip, line);
+			*len = 0;
+		} else if (*len + 1 < max && (unsigned char)c >= ' ') {
+			line[(*len)++] = c;
+		}
+	}
+}
+
+/*
+ * Runs @argv on a pseudo-terminal 200 columns wide: podman prints its
+ * progress bars only to a terminal.  Returns the wait status, -1 when it
+ * could not run; past IMAGE_PULL_TIMEOUT_MS its group is killed.
+ */
+static int image_tty_run(char *const *argv, struct image_pull *ip, bool *timed_out)
+{
+	struct winsize ws = { .ws_row = 50, .ws_col = 200 };
+	struct timespec ts;
+	char buf[4096], line[1024];
+	size_t len = 0;
+	long long deadline;
+	int master, status = -1;
+	pid_t pid = forkpty(&master, NULL, NULL, &ws);
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + IMAGE_PULL_TIMEOUT_MS;
+	for (;;) {
+		struct pollfd pfd = { .fd = master, .events = POLLIN };
+		ssize_t n;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > deadline) {
+			*timed_out = true;
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		n = read(master, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;		/* EIO: the child and its terminal are gone */
+		image_tty_feed(ip, line, &len, buf, (size_t)n, sizeof(line));
+	}
+	if (len) {
+		line[len] = '\0';
+		image_tty_line(ip, line);
+	}
+	close(master);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
+}
+
+/* "pulled (2.1 MB)": the log's line and the progress file's last words. */
+static void image_pulled(struct image_pull *ip)
+{
+	double total = 0;
+	char text[64];
+
+	for (size_t i = 0; i < ip->n_blobs; i++)
+		total += ip->blobs[i].total;
+	if (total >= 1e9)
+		snprintf(text, sizeof(text), "pulled (%.1f GB)", total / 1e9);
+	else
+		snprintf(text, sizeof(text), "pulled (%.1f MB)", total / 1e6);
+	printf("mlfs: %s %s\n", text, ip->image);
+	image_progress(ip, text);
+}
+
 static int image_do_pull(const struct container_runtime *rt, struct image_pull *ip)
 {
 	char *argv[8];
 	size_t n = 0;
-	struct spawn sp = { .argv = argv, .timeout_ms = IMAGE_PULL_TIMEOUT_MS, .out_max = 64 << 10,
-			    .out_fd = -1, .on_err_line = image_on_line, .arg = ip };
-	struct spawn_out res;
-	int ret, st;
+	bool timed_out = false;
+	int st;
 
 	argv[n++] = (char *)rt->podman;
 	argv[n++] = "pull";
-	if (rt->auth_file) {
+	if (ip->auth_file || rt->auth_file) {
 		argv[n++] = "--authfile";
-		argv[n++] = (char *)rt->auth_file;
+		argv[n++] = (char *)(ip->auth_file ? ip->auth_file : rt->auth_file);
 	}
 	argv[n++] = (char *)ip->image;
 	argv[n] = NULL;
-	ret = spawn_run(&sp, &res);
-	st = res.status;
-	if (res.timed_out)
+	fflush(stdout);
+	st = image_tty_run(argv, ip, &timed_out);
+	if (timed_out)
 		snprintf(ip->last, sizeof(ip->last), "podman pull took more than %d s; stopped",
 			 IMAGE_PULL_TIMEOUT_MS / 1000);
-	else if (ret < 0)
-		snprintf(ip->last, sizeof(ip->last), "cannot run %s: %s", rt->podman, strerror(-ret));
-	spawn_out_free(&res);
-	return ret == 0 && st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+	else if (st == -1)
+		snprintf(ip->last, sizeof(ip->last), "cannot run %s: %s", rt->podman, strerror(errno));
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		image_bytes(ip, true);
+		return 0;
+	}
+	return -1;
 }
 
 /* Takes the image's pull lock, saying so when another pull holds it. */
@@ -144,7 +353,7 @@ static int image_lock(const struct mlfs_config *cfg, const char *image)
 	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	image_hash(image, hash);
+	container_name_hash(image, hash);
 	snprintf(path, sizeof(path), "%s/pull-%s.lock", dir, hash);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -184,7 +393,9 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	if (have == 1) {
 		printf("mlfs: image %s is on the node\n", ip->image);
 		image_progress(ip, "on the node");
+		container_cache_touch(cfg, ip->image);
 		close(lock);
+		container_cache_trim(&rt, cfg, ip->image, stdout);
 		return 0;
 	}
 	printf("mlfs: pulling %s\n", ip->image);
@@ -195,9 +406,10 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 		close(lock);
 		return 1;
 	}
-	printf("mlfs: pulled %s\n", ip->image);
-	image_progress(ip, "pulled");
+	image_pulled(ip);
+	container_cache_touch(cfg, ip->image);
 	close(lock);
+	container_cache_trim(&rt, cfg, ip->image, stdout);
 	return 0;
 }
 
@@ -242,6 +454,7 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		printf("mlfs: the packages are installed already: %s (%s with the same packages and "
 		       "variables)\n", ip->target, ip->image);
 		image_progress(ip, "on the node");
+		container_cache_touch(cfg, ip->target);
 		close(lock);
 		return 0;
 	}
@@ -256,6 +469,9 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		} else {
 			printf("mlfs: made %s\n", ip->target);
 			image_progress(ip, "on the node");
+			/* kept within cache_size as the images pulled are */
+			container_cache_touch(cfg, ip->target);
+			container_cache_trim(&rt, cfg, ip->target, stdout);
 		}
 	}
 	close(lock);
@@ -263,8 +479,9 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 }
 
 static const char image_usage[] =
-	"usage: mlfs image pull CONFIG IMAGE [--progress FILE]\n"
-	"       mlfs image pull CONFIG IMAGE --packages FILE --as TARGET [--progress FILE]\n";
+	"usage: mlfs image pull CONFIG IMAGE [--progress FILE] [--auth-file FILE]\n"
+	"       mlfs image pull CONFIG IMAGE --packages FILE --as TARGET [--progress FILE]\n"
+	"                       [--auth-file FILE]\n";
 
 int cmd_image(int argc, char **argv)
 {
@@ -280,6 +497,8 @@ int cmd_image(int argc, char **argv)
 	for (int i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "--progress") == 0 && i + 1 < argc) {
 			ip.progress = argv[++i];
+		} else if (strcmp(argv[i], "--auth-file") == 0 && i + 1 < argc) {
+			ip.auth_file = argv[++i];
 		} else if (strcmp(argv[i], "--packages") == 0 && i + 1 < argc) {
 			ip.packages = argv[++i];
 		} else if (strcmp(argv[i], "--as") == 0 && i + 1 < argc) {
@@ -297,6 +516,8 @@ int cmd_image(int argc, char **argv)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ret = ip.packages ? image_prepare(cfg, &ip) : image_pull(cfg, &ip);
+	if (ip.auth_file)
+		unlink(ip.auth_file);	/* the worker's credentials: not kept past their use */
 	config_free(cfg);
 	return ret;
 }

@@ -77,14 +77,30 @@ struct container_runtime {
  * Finds podman and the OCI runtime, and the limits a container may be
  * given, per [containers].  With @make_files (the daemon, at start) it writes
  * STATE_DIR/containers/registries.conf for insecure_registries and the
- * empty auth.json; without (`mlfs image pull`) it only names them.  Never
- * fails: an unusable runtime says why.
+ * empty auth.json afresh; without (`mlfs image pull`) it makes them only
+ * where they are missing.  Never fails: an unusable runtime says why.
  */
 void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
 			      bool make_files);
 
 /* "containers ..." lines for .mlfs/node. */
 void container_runtime_render(const struct container_runtime *rt, FILE *f);
+
+/* ---- the images kept on the node (container_cache.c) ---- */
+
+/* FNV-1a of @s as 16 hex digits: a file name for an image's lock or mark. */
+void container_name_hash(const char *s, char out[17]);
+
+/* Marks @image used now (STATE_DIR/containers/used/HASH).  0 or a negated errno. */
+int container_cache_touch(const struct mlfs_config *cfg, const char *image);
+
+/*
+ * While the images mlfs marked take more than [containers] cache_size,
+ * removes the least recently used one no container uses, never @keep;
+ * each removal is said on @report (NULL: quiet).  0 or a negated errno.
+ */
+int container_cache_trim(const struct container_runtime *rt, const struct mlfs_config *cfg,
+			 const char *keep, FILE *report);
 
 /* ---- one worker's container ---- */
 
@@ -115,6 +131,26 @@ struct container_run {
  */
 int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,
 		   char *buf, size_t buf_len);
+
+/* Where one worker's registry credentials come from (container_auth.c); all borrowed. */
+struct container_auth {
+	const char *image;		/* the reference: inline_creds are for its registry */
+	const char *inline_creds;	/* GPULab's "USER:PASSWORD"; NULL: none */
+	const char *spec_file;		/* OpenPAI authFile; NULL: none */
+	const char *home;		/* the job owner's home: its .docker/config.json; NULL */
+	const char *node_file;		/* [containers] auth_file; NULL: none */
+	uid_t uid;			/* the job's owner */
+};
+
+/*
+ * Writes the Docker config.json a worker's pull uses at @path (0600): per
+ * registry the first of inline_creds, spec_file, the owner's own, the
+ * node's.  A file the spec names must be one its owner may read (else
+ * -EACCES, with why in @why); the owner's own is skipped when not.  0 or a
+ * negated errno.
+ */
+int container_auth_file(const char *path, const struct container_auth *a, char *why,
+			size_t why_len);
 
 /* ---- packages installed before the command (proxiML's environment.packages) ---- */
 

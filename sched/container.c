@@ -162,28 +162,59 @@ static void container_driver_files(struct container_runtime *rt)
 	container_driver_lib(rt, "libnvidia-ptxjitcompiler.so.1");
 }
 
+/*
+ * Puts @text at @path: written aside, then renamed over it (@replace: the
+ * daemon, at start) or linked in when there is none (a pull run without
+ * the daemon), so a reader never sees it half-written.  0 or -1.
+ */
+static int container_put_file(const char *path, const char *text, bool replace)
+{
+	char tmp[4300];
+	size_t len = strlen(text);
+	int fd, ret = -1;
+
+	if (!replace && access(path, F_OK) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0 && write(fd, text, len) == (ssize_t)len &&
+	    (replace ? rename(tmp, path) : link(tmp, path)) == 0)
+		ret = 0;
+	else if (errno == EEXIST)
+		ret = 0;	/* another pull made it meanwhile */
+	else
+		log_err("cannot write %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return ret;
+}
+
+/* STATE_DIR/containers, made when missing; @dir gets its path.  0 or -1. */
+static int container_dir(const struct mlfs_config *cfg, char *dir, size_t len)
+{
+	snprintf(dir, len, "%s/containers", cfg->state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		log_err("cannot make %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* STATE_DIR/containers/registries.conf: each insecure registry, plain HTTP. */
 static void container_registries_conf(struct container_runtime *rt, const struct mlfs_config *cfg,
 				      bool make_files)
 {
 	const char *p = cfg->containers.insecure_registries;
-	char dir[3900], tmp[4200];
+	char dir[3900], *text = NULL;
+	size_t size = 0;
 	FILE *f;
 
-	if (!p || !cfg->state_dir)
+	if (!p || !cfg->state_dir || container_dir(cfg, dir, sizeof(dir)) < 0)
 		return;
-	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		log_err("cannot make %s: %s", dir, strerror(errno));
-		return;
-	}
 	snprintf(rt->registries_conf, sizeof(rt->registries_conf), "%s/registries.conf", dir);
-	if (!make_files)
-		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", rt->registries_conf);
-	f = fopen(tmp, "we");
+	f = open_memstream(&text, &size);
 	if (!f) {
-		log_err("cannot write %s: %s", tmp, strerror(errno));
 		rt->registries_conf[0] = '\0';
 		return;
 	}
@@ -197,10 +228,9 @@ static void container_registries_conf(struct container_runtime *rt, const struct
 		p += len;
 		p += strspn(p, " \t,");
 	}
-	if (fclose(f) != 0 || rename(tmp, rt->registries_conf) < 0) {
-		log_err("cannot write %s: %s", rt->registries_conf, strerror(errno));
+	if (fclose(f) != 0 || container_put_file(rt->registries_conf, text, make_files) < 0)
 		rt->registries_conf[0] = '\0';
-	}
+	free(text);
 }
 
 /* STATE_DIR/containers/auth.json with no credentials, for pulls without an auth_file. */
@@ -208,27 +238,12 @@ static void container_own_auth(struct container_runtime *rt, const struct mlfs_c
 			       bool make_files)
 {
 	char dir[3900];
-	int fd;
 
-	if (rt->auth_file || !cfg->state_dir)
-		return;
-	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	if (rt->auth_file || !cfg->state_dir || container_dir(cfg, dir, sizeof(dir)) < 0)
 		return;
 	snprintf(rt->own_auth, sizeof(rt->own_auth), "%s/auth.json", dir);
-	if (!make_files) {
+	if (container_put_file(rt->own_auth, "{\"auths\": {}}\n", make_files) == 0)
 		rt->auth_file = rt->own_auth;
-		return;
-	}
-	fd = open(rt->own_auth, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, "{\"auths\": {}}\n", 14) != 14) {
-		log_err("cannot write %s: %s", rt->own_auth, strerror(errno));
-		rt->own_auth[0] = '\0';
-	} else {
-		rt->auth_file = rt->own_auth;
-	}
-	if (fd >= 0)
-		close(fd);
 }
 
 void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
@@ -323,8 +338,16 @@ static void container_gpu_args(struct container_args *a, const struct container_
 
 	if (!r->n_gpus)
 		return;
-	for (unsigned int i = 0; i < r->n_gpus; i++)
-		container_arg(a, "--device=/dev/nvidia%d", r->gpus[i]);
+	for (unsigned int i = 0; i < r->n_gpus; i++) {
+		char dev[32];
+
+		snprintf(dev, sizeof(dev), "/dev/nvidia%d", r->gpus[i]);
+		if (access(dev, F_OK) == 0)
+			container_arg(a, "--device=%s", dev);
+		else	/* a node whose [node] gpus has no devices behind it: podman would refuse */
+			log_warn("container %s: GPU %d has no %s on this node; not passed", r->name,
+				 r->gpus[i], dev);
+	}
 	for (size_t i = 0; i < sizeof(control) / sizeof(control[0]); i++)
 		if (access(control[i], F_OK) == 0)
 			container_arg(a, "--device=%s", control[i]);

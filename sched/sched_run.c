@@ -199,7 +199,7 @@ struct sched_launch {
 	char *view_argv[14], *unview_argv[4];
 	/* its container, when it has an image and the node runs them */
 	struct container_run crun;
-	char cname[128], envfile[4200], pullprog[4200];
+	char cname[128], envfile[4200], pullprog[4200], authfile[4200];
 	char *pull_argv[16], *cleanup_argv[8];
 	char pkgfile[4200], envref[CONTAINER_ENV_REF_MAX];	/* its packages (sched_container_packages) */
 	bool image_unrunnable;		/* an image, no runtime, no fallback: cannot start */
@@ -362,6 +362,7 @@ static void sched_container_prepare(struct sched *s, struct sched_launch *l, con
 			*c = '_';
 	snprintf(l->envfile, sizeof(l->envfile), "%s/workers/%u/env.%u", j->dir, w->n, w->n_attempts);
 	snprintf(l->pullprog, sizeof(l->pullprog), "%s/workers/%u/pull", j->dir, w->n);
+	snprintf(l->authfile, sizeof(l->authfile), "%s/workers/%u/auth.json", j->dir, w->n);
 	snprintf(l->phase, sizeof(l->phase), "%s/workers/%u/phase", j->dir, w->n);
 	l->crun = (struct container_run){
 		.rt = &s->containers, .image = sw->image.ref, .name = l->cname, .command = sw->command,
@@ -377,6 +378,8 @@ static void sched_container_prepare(struct sched *s, struct sched_launch *l, con
 		l->pull_argv[n++] = sw->image.ref;
 		l->pull_argv[n++] = "--progress";
 		l->pull_argv[n++] = l->pullprog;
+		l->pull_argv[n++] = "--auth-file";
+		l->pull_argv[n++] = l->authfile;
 		l->pull_argv[n] = NULL;
 		l->st.pull_argv = l->pull_argv;
 	}
@@ -585,6 +588,27 @@ static int sched_cluster_files(const struct sched_launch *l)
  * makes its own), the view's files, no stale exit file, and for a cluster
  * the folder and job log handed to the owner.  Without the lock.
  */
+/* The worker's own registry credentials file (container_auth.c). */
+static int sched_container_auth(struct sched *s, struct sched_launch *l)
+{
+	const struct spec_image *img = &l->j->spec->workers[l->w->n - 1].image;
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	struct container_auth a = {
+		.image = img->ref, .inline_creds = img->auth, .spec_file = img->auth_file,
+		.node_file = s->cfg->containers.auth_file, .uid = l->j->uid,
+	};
+
+	if (getpwuid_r(l->j->uid, &pw, buf, sizeof(buf), &res) == 0 && res && pw.pw_dir[0] == '/')
+		a.home = pw.pw_dir;
+	char why[sizeof(l->why) - 16];
+	int ret = container_auth_file(l->authfile, &a, why, sizeof(why));
+
+	if (ret == -EACCES)
+		snprintf(l->why, sizeof(l->why), "authFile %s", why);
+	return ret;
+}
+
 static int sched_launch_files(struct sched *s, struct sched_launch *l)
 {
 	int ret;
@@ -601,6 +625,8 @@ static int sched_launch_files(struct sched *s, struct sched_launch *l)
 		ret = container_env_file(l->envfile, l->env.v);
 		unlink(l->pullprog);
 	}
+	if (ret == 0 && l->st.container)
+		ret = sched_container_auth(s, l);
 	if (ret == 0 && l->st.container)
 		ret = sched_container_packages(l);
 	unlink(l->exitp);
@@ -1192,7 +1218,7 @@ static const struct sched_worker *sched_pulling(const struct sched_job *j)
 		const struct sched_worker *w = &j->workers[i];
 
 		if (w->running && w->phase == SCHED_PHASE_STAGING_IN && w->pull[0] &&
-		    strcmp(w->pull, "on the node") != 0 && strcmp(w->pull, "pulled") != 0)
+		    strcmp(w->pull, "on the node") != 0 && strncmp(w->pull, "pulled", 6) != 0)
 			return w;
 	}
 	return NULL;

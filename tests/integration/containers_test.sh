@@ -30,11 +30,26 @@ REG_PORT=$(free_port)
 REG=127.0.0.1:$REG_PORT
 REG_DIR=$T_DIR/registry
 "$ROOT/scripts/server-registry.sh" start "$REG_DIR" "$REG_PORT" >/dev/null || { not_ok "the registry starts"; t_finish; exit 1; }
-stop_registry() { "$ROOT/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1; }
+# a second one that wants a login
+PRIV_PORT=$(free_port)
+PRIV=127.0.0.1:$PRIV_PORT
+PRIV_DIR=$T_DIR/private
+PRIV_PASS=pw-$RANDOM$RANDOM-secret
+mkdir -p "$PRIV_DIR"
+htpasswd -Bbn puller "$PRIV_PASS" >"$PRIV_DIR/htpasswd" 2>/dev/null
+"$ROOT/scripts/server-registry.sh" start "$PRIV_DIR" "$PRIV_PORT" "$PRIV_DIR/htpasswd" >/dev/null ||
+	not_ok "the registry with a login starts"
+stop_registry() {
+	"$ROOT/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1
+	"$ROOT/scripts/server-registry.sh" stop "$PRIV_DIR" >/dev/null 2>&1
+}
 t_cleanup() { stop_registry; }
-trap 'server_cleanup "$ROOT/scripts/server-registry.sh" "$REG_DIR"; rm -rf "$T_DIR"' EXIT
+trap 'stop_registry; server_cleanup true /; rm -rf "$T_DIR"' EXIT
 IMAGES=$(dirname "$MLFS")/images
 check "the test images are made and pushed" "$ROOT/scripts/make-images.sh" "$IMAGES" "$REG"
+check "... and to the registry with a login" "$ROOT/scripts/make-images.sh" --creds "puller:$PRIV_PASS" "$IMAGES" "$PRIV"
+PB1=$PRIV/mlfs-test/busybox:1
+podman rmi -f "$PB1" >/dev/null 2>&1
 BB1=$REG/mlfs-test/busybox:1
 BB2=$REG/mlfs-test/busybox:2
 # every test pulls: nothing of the registry's in podman's storage
@@ -49,11 +64,12 @@ cat >jobs.conf <<CONF
 state_dir = $T_DIR/state
 cache_dir = $T_DIR/cache
 [node]
-gpus = 0
+gpus = 2
+gpu_type = A100
 cpus = 16
 memory_gb = 32
 [containers]
-insecure_registries = $REG
+insecure_registries = $REG $PRIV
 [datastore d]
 type = local
 root = $T_DIR/data
@@ -100,6 +116,8 @@ check "... the variables at /opt/ml" log_has native "PATHS /opt/ml/input /opt/ml
 check "... its folder /opt/ml/models" grep -qx "\[1\] /opt/ml/models" "$J/native/log"
 same "its output was uploaded" "made-inside" "$(cat data/out/native/result.txt 2>&1)"
 check "spec.json shows the image" grep -q "\"image\": \"$BB1\"" "$J/native/spec.json"
+check "its pull's last words say its size" grep -Eqx 'pulled \([0-9]+\.[0-9] MB\)' "$T_DIR/state/jobs/native/workers/1/pull"
+check "... and the log has podman's words, not its progress bars" sh -c "grep -q 'Writing manifest' '$J/native/log' && ! grep -q 'MiB / ' '$J/native/log'"
 check "no container is left" sh -c "! podman ps -a --format '{{.Names}}' | grep -q '^mlfs-native-'"
 
 # --- OpenPAI: variables, shmMB as /dev/shm
@@ -136,6 +154,35 @@ check "it succeeds" wait_state gl SUCCEEDED
 check "the image's own command ran" log_has gl "image-default-cmd"
 check "... in that image" log_has gl "mlfs-test-image busybox 2"
 
+# --- GPULab's HelloWorld as its documentation prints it, its image pointed at the registry
+cat >hello.json <<SPEC
+{
+    "name": "HelloWorld",
+    "description": "Hello world!",
+    "request": {
+        "resources": {
+            "clusterId": 1,
+            "gpus": 1,
+            "cpus": 2,
+            "cpuMemoryGb": 1
+        },
+        "docker": {
+            "image": "$BB1",
+            "command": "echo 'Hello World!'",
+            "environment": { },
+            "storage": [ ],
+            "portMappings": [ ]
+        },
+        "scheduling": {
+            "interactive": true
+        }
+    }
+}
+SPEC
+check "GPULab's HelloWorld with its image is accepted" cp hello.json "$J/"
+check "it runs in its image and succeeds" wait_state HelloWorld SUCCEEDED
+check "... and says hello" grep -qx '\[1\] Hello World!' "$J/HelloWorld/log"
+
 # --- Kibernetika: the cpu image of a resource without GPUs
 cat >kb.yaml <<YAML
 name: kb
@@ -151,6 +198,41 @@ YAML
 check "a Kibernetika task with images is accepted" cp kb.yaml "$J/"
 check "it succeeds" wait_state kb SUCCEEDED
 check "both replicas ran in the cpu image" sh -c "[ \$(grep -c 'mlfs-test-image busybox 1' '$J/kb/log') = 2 ]"
+
+# --- a registry that wants a login: GPULab's USER:PASSWORD@ form, OpenPAI's authFile
+cat >glpriv.json <<JSON
+{"name": "glpriv", "request": {"resources": {"cpus": 1, "gpus": 0, "cpuMemoryGb": 1},
+ "docker": {"image": "puller:$PRIV_PASS@$PB1", "command": "cat /marker"}}}
+JSON
+chmod a+r glpriv.json
+check "a GPULab image with its registry's login is accepted" as_other cp glpriv.json "$J/"
+check "it is pulled with that login and runs" wait_state glpriv SUCCEEDED
+check "... in that image" log_has glpriv "mlfs-test-image busybox 1"
+check "the password is nowhere in the job's files" sh -c "! grep -rqF '$PRIV_PASS' '$J/glpriv/' '$T_DIR/state/jobs/glpriv/spec.json' 2>/dev/null"
+podman rmi -f "$PB1" >/dev/null 2>&1
+printf '{"auths": {"%s": {"auth": "%s"}}}\n' "$PRIV" "$(printf 'puller:%s' "$PRIV_PASS" | base64 -w0)" >pai-auth.json
+chown $OTHER:$OTHER pai-auth.json
+chmod 600 pai-auth.json
+cp pai-auth.json root-auth.json
+chown 0:0 root-auth.json
+for f in pai-auth root-auth; do
+	cat >"$f.spec.json" <<JSON
+{"jobName": "${f%-auth}priv", "image": "$PB1", "authFile": "$T_DIR/$f.json",
+ "taskRoles": [{"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0,
+   "command": "cat /marker"}]}
+JSON
+	chmod a+r "$f.spec.json"
+done
+check "an OpenPAI job with its owner's authFile is accepted" as_other cp pai-auth.spec.json "$J/"
+check "it pulls with it and runs" wait_state paipriv SUCCEEDED
+podman rmi -f "$PB1" >/dev/null 2>&1
+check "one naming root's credentials file is accepted" as_other cp root-auth.spec.json "$J/"
+check "it fails" wait_state rootpriv FAILED
+check "... saying its owner may not read that file" sh -c "grep -q \"authFile $T_DIR/root-auth.json: not a file the job's owner may read\" '$J/rootpriv/events' || { cat '$J/rootpriv/events'; false; }"
+sed 's/"glpriv"/"nologin"/; s/puller:[^@]*@//' glpriv.json >nologin.json
+check "a job of that registry without a login is accepted" cp nologin.json "$J/"
+check "it fails" wait_state nologin FAILED
+check "... with the registry's words" grep -qi 'cannot pull .*unauthorized' "$J/nologin/reason"
 
 # --- a name that cannot be an image
 cat >bad.json <<'JSON'
@@ -192,6 +274,58 @@ check "a job is accepted while the registry is down" cp down.json "$J/"
 check "it fails" wait_state down FAILED 600
 check "... with the registry's words" sh -c "grep -Eqi 'cannot pull .*connection refused' '$J/down/reason'"
 unmount_fg "$M"
+
+# --- cache_size: the least recently used image no container uses is removed
+"$ROOT/scripts/server-registry.sh" start "$REG_DIR" "$REG_PORT" >/dev/null || not_ok "the registry starts again"
+sed 's/^insecure_registries = .*/&\ncache_size = 3M/' jobs.conf >cache.conf
+mount_fg cache.conf "$M" || { t_finish; exit 1; }
+podman rmi -f "$BB1" "$BB2" >/dev/null 2>&1
+sed 's/"native"/"holder"/; s#"command": "[^"]*"#"command": "sleep 60"#; s#d:/out/native/#d:/out/holder/#' native.json >holder.json
+check "a long job of busybox:1 is accepted" cp holder.json "$J/"
+check "it runs" wait_state holder RUNNING
+sed 's/"pair1"/"second"/' pair1.json >second.json
+check "a job of busybox:2 is accepted" cp second.json "$J/"
+check "it succeeds" wait_state second SUCCEEDED
+check "both images take more than cache_size (3M), and the one in use is kept" podman image exists "$BB1"
+echo cancel >"$J/holder/ctl"
+check "the long job is cancelled" wait_state holder CANCELLED
+sed 's/"pair1"/"third"/' pair1.json >third.json
+check "another job of busybox:2 is accepted" cp third.json "$J/"
+check "it succeeds" wait_state third SUCCEEDED
+check "the image no job uses any more was removed" sh -c "! podman image exists '$BB1'"
+check "... and said so in the log of the job whose pull went over" log_has third "removed $BB1 .*the least recently used"
+check "the image just used stays" podman image exists "$BB2"
+unmount_fg "$M"
+
+# --- a pull's progress in bytes, from podman's bars on its terminal (a stand-in podman
+# that draws them as podman 4.3 does, escapes and all, so the sizes are known)
+cat >fakepodman <<'SH'
+#!/bin/bash
+case "$1" in
+image) exit 1 ;;
+images) echo '[]' ;;
+pull) echo "Trying to pull $*..."
+	for i in 1 2 3 4 5 6; do
+		printf '\033[2A\033[JCopying blob 249af98ff060 [==>---] %d.0MiB / 300.0MiB\nCopying blob 1111aaaa2222 [=>] 1.%dGiB / 2.0GiB\n' $((i * 50)) "$i"
+		sleep 0.3
+	done
+	printf 'Copying blob 249af98ff060 done\nCopying blob 1111aaaa2222 done\nWriting manifest to image destination\n' ;;
+esac
+SH
+chmod +x fakepodman
+mkdir -p fake-state
+printf '[mlfs]\nstate_dir = %s/fake-state\n[containers]\nruntime = %s/fakepodman\n' "$T_DIR" "$T_DIR" >fake.conf
+"$MLFS" image pull fake.conf reg.lan/x:1 --progress fake.prog >fake.out 2>&1 &
+seen=
+for _ in $(seq 1 40); do
+	sleep 0.1
+	p=$(cat fake.prog 2>/dev/null)
+	case $p in *" of "*" GB") seen=$p ;; esac
+done
+wait
+check "a pull's progress reads N of M GB while it lasts" test -n "$seen"
+same "... and its last words (300 MiB and 2 GiB)" "pulled (2.5 GB)" "$(cat fake.prog)"
+check "the log has each blob once, no bars" sh -c "[ \$(grep -c 'Copying blob 249af98ff060 done' fake.out) = 1 ] && ! grep -q 'MiB / ' fake.out"
 
 # --- a node without a runtime: refused, or on the node with fallback = host
 sed 's/^insecure_registries = .*/runtime = none/' jobs.conf >none.conf
