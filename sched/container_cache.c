@@ -34,7 +34,7 @@
 
 struct container_cached {
 	char name[IMAGE_REF_MAX * 2 + 2];
-	char mark[4200];
+	char mark[4096 + 1 + 256];	/* DIR/NAME: a folder path and a file name at their longest */
 	long long used;			/* mtime of the mark, ns */
 	unsigned long long size;	/* podman's Size; 0: not on the node */
 	long containers;		/* podman's Containers */
