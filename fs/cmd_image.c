@@ -23,7 +23,7 @@
  * registry: exit 1 with podman's last words, which are the registry's,
  * after podman's own few tries; never a retry loop here.
  *
- * After each pull or find, the images mlfs pulled are trimmed to [containers]
+ * After each pull, the images mlfs pulled are trimmed to [containers]
  * cache_size, least recently used first, never one a container uses
  * (container_cache.c).
  *
@@ -393,9 +393,9 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	if (have == 1) {
 		printf("mlfs: image %s is on the node\n", ip->image);
 		image_progress(ip, "on the node");
-		container_cache_touch(cfg, ip->image);
+		container_cache_touch(cfg, ip->image);	/* no new bytes: no trim (podman images
+							 * takes a quarter second) */
 		close(lock);
-		container_cache_trim(&rt, cfg, ip->image, stdout);
 		return 0;
 	}
 	printf("mlfs: pulling %s\n", ip->image);
@@ -407,7 +407,7 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 		return 1;
 	}
 	image_pulled(ip);
-	container_cache_touch(cfg, ip->image);
+	container_cache_measure(&rt, cfg, ip->image);
 	close(lock);
 	container_cache_trim(&rt, cfg, ip->image, stdout);
 	return 0;
@@ -470,7 +470,7 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 			printf("mlfs: made %s\n", ip->target);
 			image_progress(ip, "on the node");
 			/* kept within cache_size as the images pulled are */
-			container_cache_touch(cfg, ip->target);
+			container_cache_measure(&rt, cfg, ip->target);
 			container_cache_trim(&rt, cfg, ip->target, stdout);
 		}
 	}

@@ -94,6 +94,10 @@ void container_name_hash(const char *s, char out[17]);
 /* Marks @image used now (STATE_DIR/containers/used/HASH).  0 or a negated errno. */
 int container_cache_touch(const struct mlfs_config *cfg, const char *image);
 
+/* The same, recording the size podman gives the image now (after its pull or making). */
+int container_cache_measure(const struct container_runtime *rt, const struct mlfs_config *cfg,
+			    const char *image);
+
 /*
  * While the images mlfs marked take more than [containers] cache_size,
  * removes the least recently used one no container uses, never @keep;

@@ -3,9 +3,12 @@
  * cache_size.
  *
  * Every pull of an image (or a find that it is there) marks its use:
- * STATE_DIR/containers/used/HASH, holding the image's name, its mtime the
- * last use.  After a pull, container_cache_trim() sums the sizes podman
- * reports for the images so marked and, while the sum is over the budget,
+ * STATE_DIR/containers/used/HASH, holding the image's name and its size as
+ * measured after its pull, its mtime the last use.  After a pull,
+ * container_cache_trim() sums those sizes; only when they are over the
+ * budget does it ask podman for the images' sizes and the containers that
+ * use them (`podman images` takes a quarter second), and, while the sum is
+ * over the budget,
  * removes the least recently used one that no container uses: `podman rmi`
  * without --force, which refuses an image a container (running or not)
  * still has, and is never asked to remove the image just pulled.  Images
@@ -62,22 +65,67 @@ static int container_used_dir(const struct mlfs_config *cfg, char *dir, size_t l
 	return 0;
 }
 
-int container_cache_touch(const struct mlfs_config *cfg, const char *image)
+/* The size a mark records (its second line), 0 when none. */
+static unsigned long long container_mark_size(const char *path)
 {
-	char dir[4096], path[4200], hash[17];
-	int fd, ret = container_used_dir(cfg, dir, sizeof(dir));
+	char buf[IMAGE_REF_MAX * 2 + 64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t got = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	const char *nl;
+
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = '\0';
+	nl = strchr(buf, '\n');
+	return nl ? strtoull(nl + 1, NULL, 10) : 0;
+}
+
+/* Writes the mark of @image: its name, then @size (0: the size it recorded before). */
+static int container_cache_mark(const struct mlfs_config *cfg, const char *image,
+				unsigned long long size)
+{
+	char dir[4096], path[4200], hash[17], text[IMAGE_REF_MAX * 2 + 64];
+	int fd, len, ret = container_used_dir(cfg, dir, sizeof(dir));
 
 	if (ret < 0)
 		return ret;
 	container_name_hash(image, hash);
 	snprintf(path, sizeof(path), "%s/%s", dir, hash);
+	if (!size)
+		size = container_mark_size(path);
+	len = snprintf(text, sizeof(text), "%s\n%llu\n", image, size);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, image, strlen(image)) != (ssize_t)strlen(image))
+	if (len < 0 || (size_t)len >= sizeof(text) || write(fd, text, (size_t)len) != len)
 		ret = -EIO;
 	close(fd);		/* the write moved its mtime: the last use */
 	return ret;
+}
+
+int container_cache_touch(const struct mlfs_config *cfg, const char *image)
+{
+	return container_cache_mark(cfg, image, 0);
+}
+
+int container_cache_measure(const struct container_runtime *rt, const struct mlfs_config *cfg,
+			    const char *image)
+{
+	char *argv[] = { (char *)rt->podman, "image", "inspect", "--format", "{{.Size}}",
+			 (char *)image, NULL };
+	struct spawn sp = { .argv = argv, .timeout_ms = CONTAINER_CACHE_TIMEOUT_MS, .out_max = 4096,
+			    .out_fd = -1 };
+	struct spawn_out res;
+	unsigned long long size = 0;
+	int ret = spawn_run(&sp, &res);
+
+	if (ret == 0 && res.status >= 0 && WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0 &&
+	    res.out)
+		size = strtoull(res.out, NULL, 10);
+	spawn_out_free(&res);
+	return container_cache_mark(cfg, image, size);
 }
 
 /* Reads the marks into @out (at most @max); their count. */
@@ -104,8 +152,12 @@ static size_t container_read_marks(const char *dir, struct container_cached *out
 		if (got <= 0)
 			continue;
 		c->name[got] = '\0';
-		c->used = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 		c->size = 0;
+		if (strchr(c->name, '\n')) {	/* NAME, then the size measured at its pull */
+			c->size = strtoull(strchr(c->name, '\n') + 1, NULL, 10);
+			*strchr(c->name, '\n') = '\0';
+		}
+		c->used = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 		c->containers = 0;
 		n++;
 	}
@@ -199,7 +251,11 @@ int container_cache_trim(const struct container_runtime *rt, const struct mlfs_c
 		;
 	c = calloc(CONTAINER_CACHE_MAX, sizeof(*c));
 	n = c ? container_read_marks(dir, c, CONTAINER_CACHE_MAX) : 0;
-	ret = c ? container_sizes(rt, c, n) : -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		total += c[i].size;
+	/* under the budget by the sizes measured at each pull: podman need not be asked */
+	ret = !c ? -ENOMEM : total > budget ? container_sizes(rt, c, n) : 0;
+	total = 0;
 	for (size_t i = 0; ret == 0 && i < n; i++)
 		total += c[i].size;
 	if (ret == 0 && total > budget)

@@ -110,7 +110,11 @@ def podman_start():
     return d
 
 def rmi():
-    subprocess.run(["podman", "rmi", "-f", big], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # every image holding big:1's layers, whatever registry it came from: else podman skips them
+    names = subprocess.run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+                           capture_output=True, text=True).stdout.split()
+    gone = [n for n in names if n.endswith("/mlfs-test/big:1")] + [big]
+    subprocess.run(["podman", "rmi", "-f"] + gone, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 def timed(argv):
     rmi()
