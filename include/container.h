@@ -83,6 +83,26 @@ struct container_runtime {
 void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
 			      bool make_files);
 
+/*
+ * The same for podman run by an ordinary user, rootless (`mlfs image pull`
+ * in a Slurm batch script, which runs as the job's owner): no need to be
+ * root; the registries.conf is written in @dir, a folder of the user's;
+ * [containers] auth_file only when the user may read it, else none, so
+ * podman reads the user's own credentials, as a rootless podman does.
+ */
+void container_runtime_detect_rootless(struct container_runtime *rt,
+				       const struct mlfs_config *cfg, const char *dir);
+
+/*
+ * What a GPU worker is given besides its /dev/nvidiaN, each list
+ * NULL-terminated: NVIDIA's control devices (where they exist), and the
+ * driver's user-space libraries (looked for in container_driver_dirs) bound
+ * read-only.  The Slurm batch script looks for the same on the compute node.
+ */
+extern const char *const container_nvidia_devices[];
+extern const char *const container_driver_libs[];
+extern const char *const container_driver_dirs[];
+
 /* "containers ..." lines for .mlfs/node. */
 void container_runtime_render(const struct container_runtime *rt, FILE *f);
 
@@ -118,11 +138,20 @@ struct container_run {
 	gid_t gid;
 	const char *workdir;		/* inside; NULL: the image's */
 	const char *ml_dir;		/* the host folder bound at /opt/ml; NULL: none */
-	const char *env_file;		/* the worker's variables, podman's --env-file format */
+	const char *env_file;		/* the worker's variables, podman's --env-file format;
+					 * NULL: none (the Slurm script adds its own) */
 	uint64_t memory;		/* bytes; 0: none */
 	long shm_mb;			/* 0: podman's default */
 	const int *gpus;		/* the node's GPU indices given to it */
 	unsigned int n_gpus;
+	/*
+	 * podman run by the worker's owner, not root (a Slurm batch script):
+	 * no --user (--userns=keep-id keeps the owner's uid and gid inside),
+	 * no --memory (rootless podman ignores it on cgroup v1; the cluster's
+	 * own limit, Slurm's --mem, holds), no --ulimit (rootless podman gives
+	 * the caller's own limits, which it may not exceed).
+	 */
+	bool rootless;
 };
 
 #define CONTAINER_ARGV_MAX	(64 + 2 * CONTAINER_DRIVER_FILES)
@@ -131,10 +160,19 @@ struct container_run {
  * Fills @argv (CONTAINER_ARGV_MAX entries, NULL-terminated) with the
  * `podman run` of @r, its strings in @buf; @cgroup_parent (NULL: none)
  * puts the container under the executor's cgroup of the worker.  Returns
- * 0, or -ENAMETOOLONG when @buf is too small.
+ * 0, or -ENAMETOOLONG when @buf is too small.  The argv ends with the
+ * image and what it runs: the last container_argv_tail(@r) entries; an
+ * executor that adds options only known where it runs (the Slurm script:
+ * the view's folder, the node's GPUs) puts them before those.
  */
 int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,
 		   char *buf, size_t buf_len);
+
+/* The image, and "-c COMMAND" when there is a command: 3 entries, else 1. */
+static inline size_t container_argv_tail(const struct container_run *r)
+{
+	return *r->command ? 3 : 1;
+}
 
 /* Where one worker's registry credentials come from (container_auth.c); all borrowed. */
 struct container_auth {

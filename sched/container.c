@@ -24,6 +24,13 @@
  * devices.  `--pull never`: the image was pulled before, once per node
  * (`mlfs image pull`), so a container never pulls by itself.
  *
+ * Rootless (struct container_run's rootless): the Slurm batch script runs
+ * as the job's owner, so its podman is the user's own, rootless; the
+ * uid stays the user's inside through --userns=keep-id, and the limits
+ * are the cluster's (container.h).  Its detection
+ * (container_runtime_detect_rootless) needs no root, and keeps its files
+ * in a folder of the user's.
+ *
  * A worker whose spec lists packages (proxiML's environment.packages) runs
  * in an image of its own, made once per node from its base image by `mlfs
  * image pull --packages` (fs/cmd_image_env.c) and named after what went
@@ -132,17 +139,24 @@ static void container_limits(struct container_runtime *rt)
 		rt->nproc = (unsigned long)rl.rlim_max;
 }
 
+const char *const container_nvidia_devices[] = {
+	"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", NULL,
+};
+const char *const container_driver_libs[] = {
+	"libnvidia-ml.so.1", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1", NULL,
+};
+const char *const container_driver_dirs[] = {
+	"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+	"/lib/x86_64-linux-gnu", "/lib64", NULL,
+};
+
 /* A regular file named by `ldconfig -p`'s cache for @soname, found by its usual folders. */
 static void container_driver_lib(struct container_runtime *rt, const char *soname)
 {
-	static const char *const dirs[] = {
-		"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-		"/lib/x86_64-linux-gnu", "/lib64",
-	};
 	char path[256];
 
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], soname);
+	for (size_t i = 0; container_driver_dirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", container_driver_dirs[i], soname);
 		if (access(path, R_OK) == 0 && rt->n_driver_files < CONTAINER_DRIVER_FILES) {
 			snprintf(rt->driver_files[rt->n_driver_files++], sizeof(rt->driver_files[0]),
 				 "%s", path);
@@ -157,9 +171,8 @@ static void container_driver_files(struct container_runtime *rt)
 
 	if (container_find_program("nvidia-smi", path, sizeof(path)))
 		snprintf(rt->driver_files[rt->n_driver_files++], sizeof(rt->driver_files[0]), "%s", path);
-	container_driver_lib(rt, "libnvidia-ml.so.1");
-	container_driver_lib(rt, "libcuda.so.1");
-	container_driver_lib(rt, "libnvidia-ptxjitcompiler.so.1");
+	for (size_t i = 0; container_driver_libs[i]; i++)
+		container_driver_lib(rt, container_driver_libs[i]);
 }
 
 /*
@@ -201,16 +214,16 @@ static int container_dir(const struct mlfs_config *cfg, char *dir, size_t len)
 	return 0;
 }
 
-/* STATE_DIR/containers/registries.conf: each insecure registry, plain HTTP. */
+/* DIR/registries.conf: each insecure registry, plain HTTP. */
 static void container_registries_conf(struct container_runtime *rt, const struct mlfs_config *cfg,
-				      bool make_files)
+				      const char *dir, bool make_files)
 {
 	const char *p = cfg->containers.insecure_registries;
-	char dir[3900], *text = NULL;
+	char *text = NULL;
 	size_t size = 0;
 	FILE *f;
 
-	if (!p || !cfg->state_dir || container_dir(cfg, dir, sizeof(dir)) < 0)
+	if (!p)
 		return;
 	snprintf(rt->registries_conf, sizeof(rt->registries_conf), "%s/registries.conf", dir);
 	f = open_memstream(&text, &size);
@@ -246,16 +259,12 @@ static void container_own_auth(struct container_runtime *rt, const struct mlfs_c
 		rt->auth_file = rt->own_auth;
 }
 
-void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
-			      bool make_files)
+/* podman, per [containers] runtime: false, with why, when there is none. */
+static bool container_find_podman(struct container_runtime *rt, const struct containers_config *c)
 {
-	const struct containers_config *c = &cfg->containers;
-
-	memset(rt, 0, sizeof(*rt));
-	rt->auth_file = c->auth_file;
 	if (c->runtime && strcmp(c->runtime, "none") == 0) {
 		snprintf(rt->why, sizeof(rt->why), "containers are off here ([containers] runtime = none)");
-		return;
+		return false;
 	}
 	if (!container_find_program(c->runtime ? c->runtime : "podman", rt->podman,
 				    sizeof(rt->podman))) {
@@ -263,20 +272,57 @@ void container_runtime_detect(struct container_runtime *rt, const struct mlfs_co
 			 "(apt-get install --no-install-recommends podman runc)",
 			 c->runtime ? "[containers] runtime " : "podman on PATH",
 			 c->runtime ? c->runtime : "");
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* The OCI runtime, the limits and the driver's files: false, with why, without an OCI runtime. */
+static bool container_find_oci(struct container_runtime *rt, const struct containers_config *c)
+{
+	container_pick_oci(rt, c->oci_runtime);
+	if (rt->why[0])
+		return false;
+	container_limits(rt);
+	container_driver_files(rt);
+	return true;
+}
+
+void container_runtime_detect(struct container_runtime *rt, const struct mlfs_config *cfg,
+			      bool make_files)
+{
+	const struct containers_config *c = &cfg->containers;
+	char dir[3900];
+
+	memset(rt, 0, sizeof(*rt));
+	rt->auth_file = c->auth_file;
+	if (!container_find_podman(rt, c))
+		return;
 	if (geteuid() != 0) {
 		snprintf(rt->why, sizeof(rt->why), "the daemon is not root: it runs podman as root to "
 			 "start workers as their owners");
 		return;
 	}
-	container_pick_oci(rt, c->oci_runtime);
-	if (rt->why[0])
+	if (!container_find_oci(rt, c))
 		return;
-	container_limits(rt);
-	container_driver_files(rt);
-	container_registries_conf(rt, cfg, make_files);
+	if (c->insecure_registries && cfg->state_dir && container_dir(cfg, dir, sizeof(dir)) == 0)
+		container_registries_conf(rt, cfg, dir, make_files);
 	container_own_auth(rt, cfg, make_files);
+	rt->usable = true;
+}
+
+void container_runtime_detect_rootless(struct container_runtime *rt,
+				       const struct mlfs_config *cfg, const char *dir)
+{
+	const struct containers_config *c = &cfg->containers;
+
+	memset(rt, 0, sizeof(*rt));
+	if (!container_find_podman(rt, c) || !container_find_oci(rt, c))
+		return;
+	container_registries_conf(rt, cfg, dir, true);
+	/* the node's credentials when the user may read them; else podman reads the user's own */
+	if (c->auth_file && access(c->auth_file, R_OK) == 0)
+		rt->auth_file = c->auth_file;
 	rt->usable = true;
 }
 
@@ -331,9 +377,6 @@ static void container_arg(struct container_args *a, const char *fmt, ...)
 
 static void container_gpu_args(struct container_args *a, const struct container_run *r)
 {
-	static const char *const control[] = {
-		"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
-	};
 	const struct container_runtime *rt = r->rt;
 
 	if (!r->n_gpus)
@@ -348,9 +391,9 @@ static void container_gpu_args(struct container_args *a, const struct container_
 			log_warn("container %s: GPU %d has no %s on this node; not passed", r->name,
 				 r->gpus[i], dev);
 	}
-	for (size_t i = 0; i < sizeof(control) / sizeof(control[0]); i++)
-		if (access(control[i], F_OK) == 0)
-			container_arg(a, "--device=%s", control[i]);
+	for (size_t i = 0; container_nvidia_devices[i]; i++)
+		if (access(container_nvidia_devices[i], F_OK) == 0)
+			container_arg(a, "--device=%s", container_nvidia_devices[i]);
 	for (size_t i = 0; i < rt->n_driver_files; i++)
 		container_arg(a, "--volume=%s:%s:ro", rt->driver_files[i], rt->driver_files[i]);
 }
@@ -367,15 +410,20 @@ int container_argv(const struct container_run *r, const char *cgroup_parent, cha
 	container_arg(&a, "--pull=never");
 	container_arg(&a, "--name=%s", r->name);
 	container_arg(&a, "--runtime=%s", rt->oci);
-	container_arg(&a, "--ulimit=nofile=%lu:%lu", rt->nofile_soft, rt->nofile_hard);
-	container_arg(&a, "--ulimit=nproc=%lu:%lu", rt->nproc, rt->nproc);
-	container_arg(&a, "--user=%u:%u", (unsigned int)r->uid, (unsigned int)r->gid);
+	if (r->rootless) {
+		container_arg(&a, "--userns=keep-id");
+	} else {
+		container_arg(&a, "--ulimit=nofile=%lu:%lu", rt->nofile_soft, rt->nofile_hard);
+		container_arg(&a, "--ulimit=nproc=%lu:%lu", rt->nproc, rt->nproc);
+		container_arg(&a, "--user=%u:%u", (unsigned int)r->uid, (unsigned int)r->gid);
+	}
 	container_arg(&a, "--network=host");
 	container_arg(&a, "--log-driver=none");		/* the executor keeps the output */
-	container_arg(&a, "--env-file=%s", r->env_file);
-	if (cgroup_parent)
+	if (r->env_file)
+		container_arg(&a, "--env-file=%s", r->env_file);
+	if (cgroup_parent && !r->rootless)
 		container_arg(&a, "--cgroup-parent=%s", cgroup_parent);
-	if (r->memory) {	/* the container sees it; the parent's, the same, tells an OOM */
+	if (r->memory && !r->rootless) {	/* the container sees it; the parent's, the same, tells an OOM */
 		container_arg(&a, "--memory=%llu", (unsigned long long)r->memory);
 		/* memory plus swap: swapping does not stretch the limit */
 		container_arg(&a, "--memory-swap=%llu", (unsigned long long)r->memory);
