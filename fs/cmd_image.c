@@ -27,6 +27,15 @@
  * cache_size, least recently used first, never one a container uses
  * (container_cache.c).
  *
+ * The Slurm executor's batch script runs it on the compute node as the
+ * job's owner.  Run by an ordinary user, it pulls rootless, into that
+ * user's own storage (~/.local/share/containers): its locks and its
+ * registries.conf are then in a folder of the user's
+ * ($XDG_RUNTIME_DIR/mlfs, else /tmp/mlfs-UID), not in the state_dir,
+ * which is root's; without --auth-file, [containers] auth_file is used
+ * when the user may read it, else podman reads the user's own
+ * credentials; cache_size is about the node's storage, not a user's.
+ *
  * Exit status: 0 once the image is on the node; 1 when it cannot be had;
  * 2 for a bad command line or config.
  */
@@ -344,18 +353,15 @@ static int image_do_pull(const struct container_runtime *rt, struct image_pull *
 	return -1;
 }
 
-/* Takes the image's pull lock, saying so when another pull holds it. */
-static int image_lock(const struct mlfs_config *cfg, const char *image)
+/* Takes the lock of @image in @dir, saying so when another pull holds it. */
+static int image_lock(const char *dir, const char *image)
 {
-	char dir[4096], path[4200], hash[17];
+	char path[4200], hash[17];
 	int fd;
 
-	snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
 	container_name_hash(image, hash);
 	snprintf(path, sizeof(path), "%s/pull-%s.lock", dir, hash);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
@@ -372,19 +378,74 @@ static int image_lock(const struct mlfs_config *cfg, const char *image)
 	return fd;
 }
 
+/*
+ * An ordinary user's folder for its pulls' locks and registries.conf:
+ * $XDG_RUNTIME_DIR/mlfs, else /tmp/mlfs-UID; made here, or found the
+ * user's own and closed to others (never one planted by someone else).
+ */
+static int image_user_dir(char *dir, size_t len)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+
+	if (run && *run == '/')
+		snprintf(dir, len, "%s/mlfs", run);
+	else
+		snprintf(dir, len, "/tmp/mlfs-%u", (unsigned int)geteuid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * The runtime a pull uses, and the folder of its locks (@dir): root's, the
+ * daemon's, in STATE_DIR/containers; an ordinary user's (a Slurm batch
+ * script runs as the job's owner) rootless, in image_user_dir.  Unusable:
+ * rt->why says why.
+ */
+static void image_runtime(const struct mlfs_config *cfg, struct container_runtime *rt, char *dir,
+			  size_t len)
+{
+	int ret;
+
+	if (geteuid() != 0) {
+		ret = image_user_dir(dir, len);
+		if (ret < 0) {
+			memset(rt, 0, sizeof(*rt));
+			snprintf(rt->why, sizeof(rt->why), "%.180s: %s", dir, ret == -EPERM ?
+				 "not a folder of this user's alone" : strerror(-ret));
+			return;
+		}
+		container_runtime_detect_rootless(rt, cfg, dir);
+		return;
+	}
+	container_runtime_detect(rt, cfg, false);
+	snprintf(dir, len, "%s/containers", cfg->state_dir);
+	if (rt->usable && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(rt->why, sizeof(rt->why), "cannot make %.180s: %s", dir, strerror(errno));
+		rt->usable = false;
+	}
+}
+
 static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 {
 	struct container_runtime rt;
+	char dir[4096];
+	bool node = geteuid() == 0;	/* else a user's own storage, which cache_size is not about */
 	int lock, have;
 
-	container_runtime_detect(&rt, cfg, false);
+	image_runtime(cfg, &rt, dir, sizeof(dir));
 	if (!rt.usable) {
 		printf("mlfs: cannot pull %s: %s\n", ip->image, rt.why);
 		return 1;
 	}
 	if (rt.registries_conf[0])
 		setenv("CONTAINERS_REGISTRIES_CONF", rt.registries_conf, 1);
-	lock = image_lock(cfg, ip->image);
+	lock = image_lock(dir, ip->image);
 	if (lock < 0) {
 		printf("mlfs: cannot take the pull lock of %s: %s\n", ip->image, strerror(-lock));
 		return 1;
@@ -393,8 +454,8 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	if (have == 1) {
 		printf("mlfs: image %s is on the node\n", ip->image);
 		image_progress(ip, "on the node");
-		container_cache_touch(cfg, ip->image);	/* no new bytes: no trim (podman images
-							 * takes a quarter second) */
+		if (node)	/* no new bytes: no trim (podman images takes a quarter second) */
+			container_cache_touch(cfg, ip->image);
 		close(lock);
 		return 0;
 	}
@@ -407,9 +468,11 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 		return 1;
 	}
 	image_pulled(ip);
-	container_cache_measure(&rt, cfg, ip->image);
+	if (node)
+		container_cache_measure(&rt, cfg, ip->image);
 	close(lock);
-	container_cache_trim(&rt, cfg, ip->image, stdout);
+	if (node)
+		container_cache_trim(&rt, cfg, ip->image, stdout);
 	return 0;
 }
 
@@ -438,14 +501,16 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 	struct container_runtime rt;
 	struct image_env env = { .base = ip->image, .target = ip->target, .packages = ip->packages,
 				 .on_line = image_env_line, .arg = ip };
+	char dir[4096];
+	bool node = geteuid() == 0;	/* else a user's own storage (image_pull) */
 	int lock, ret;
 
-	container_runtime_detect(&rt, cfg, false);
+	image_runtime(cfg, &rt, dir, sizeof(dir));
 	if (!rt.usable) {
 		printf("mlfs: cannot prepare %s: %s\n", ip->image, rt.why);
 		return 1;
 	}
-	lock = image_lock(cfg, ip->target);
+	lock = image_lock(dir, ip->target);
 	if (lock < 0) {
 		printf("mlfs: cannot take the lock of %s: %s\n", ip->target, strerror(-lock));
 		return 1;
@@ -454,7 +519,8 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		printf("mlfs: the packages are installed already: %s (%s with the same packages and "
 		       "variables)\n", ip->target, ip->image);
 		image_progress(ip, "on the node");
-		container_cache_touch(cfg, ip->target);
+		if (node)
+			container_cache_touch(cfg, ip->target);
 		close(lock);
 		return 0;
 	}
@@ -470,8 +536,10 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 			printf("mlfs: made %s\n", ip->target);
 			image_progress(ip, "on the node");
 			/* kept within cache_size as the images pulled are */
-			container_cache_measure(&rt, cfg, ip->target);
-			container_cache_trim(&rt, cfg, ip->target, stdout);
+			if (node) {
+				container_cache_measure(&rt, cfg, ip->target);
+				container_cache_trim(&rt, cfg, ip->target, stdout);
+			}
 		}
 	}
 	close(lock);
