@@ -8,9 +8,14 @@
  * config must be at the same paths on every node (DESIGN §6).  For each
  * worker it runs:
  *
+ *   0. for a worker with an image, `mlfs image pull` (as the job's owner:
+ *      rootless podman, the user's own storage, unless the owner is root);
  *   1. `mlfs job` to mount the worker's view in a fresh folder under
  *      $TMPDIR (the compute node's state_dir stages its output);
- *   2. the command at /opt/ml: as root, in a private mount namespace with
+ *   2. the command at /opt/ml: in its container, `podman run` as
+ *      container.c makes it (rootless: --userns=keep-id), with the view or
+ *      scratch folders, an env file and Slurm's GPUs added on the node;
+ *      else as root, in a private mount namespace with
  *      the view bound at /opt/ml (`unshare -m`); as an ordinary user, in a
  *      user and mount namespace (`unshare -U -m -r` cannot keep the user's
  *      id, so `--map-current-user`) where /opt/ml exists, else where the
@@ -35,6 +40,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "container.h"
 #include "exec_slurm_int.h"
 #include "spec.h"
 
@@ -232,16 +238,22 @@ int exec_slurm_node_fit(const struct exec_slurm_node *nodes, size_t n,
 
 /* ---- the script ---- */
 
+/* Appends @len bytes of @s as they are written inside single quotes. */
+static void exec_slurm_quoted(FILE *f, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(s[i], f);
+	}
+}
+
 /* Appends @s single-quoted for the shell. */
 static void exec_slurm_quote(FILE *f, const char *s)
 {
 	fputc('\'', f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputs("'\\''", f);
-		else
-			fputc(*s, f);
-	}
+	exec_slurm_quoted(f, s, strlen(s));
 	fputc('\'', f);
 }
 
@@ -323,10 +335,84 @@ static void exec_slurm_options(FILE *f, const struct exec_start *w, size_t n, bo
 		fprintf(f, "#SBATCH --nodelist=%s\n", res->node_name);
 }
 
+/* NAME=('ARG' ...): @argv[0..n), or up to its NULL when sooner. */
+static void exec_slurm_array(FILE *f, const char *name, const char *const *argv, size_t n)
+{
+	fprintf(f, "\t%s=(", name);
+	for (size_t i = 0; i < n && argv[i]; i++) {
+		if (i)
+			fputc(' ', f);
+		exec_slurm_quote(f, argv[i]);
+	}
+	fprintf(f, ")\n");
+}
+
+/*
+ * A worker with an image: its pull, its `podman run` (container.c's, with
+ * the view's folder, its variables and its GPUs added by the script on the
+ * compute node, where they are known) and its cleanup; its variables as
+ * podman's --env-file text, never exported to the batch shell, whose
+ * podman they would steer (HOME, PATH, TMPDIR).  The script runs as the
+ * job's owner: podman is rootless unless that is root.
+ */
+static int exec_slurm_container_fn(FILE *f, const struct exec_start *w, char *const *env, size_t n_env)
+{
+	struct container_run r = *w->container;
+	size_t len = strlen(r.command) + strlen(r.image) + 16384, n = 0, tail;
+	char *argv[CONTAINER_ARGV_MAX], *buf = malloc(len);
+	bool left = false;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	r.ml_dir = r.env_file = NULL;
+	r.gpus = NULL;
+	r.n_gpus = 0;
+	r.rootless = w->uid != 0;
+	ret = container_argv(&r, NULL, argv, buf, len);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	while (argv[n])
+		n++;
+	tail = container_argv_tail(&r);
+	fprintf(f, "\tIMAGE=");
+	exec_slurm_quote(f, r.image);
+	fprintf(f, "\n");
+	exec_slurm_array(f, "PODMAN", (const char *const *)argv, n - tail);
+	exec_slurm_array(f, "PODMAN_TAIL", (const char *const *)argv + n - tail, tail);
+	free(buf);
+	if (w->pull_argv)
+		exec_slurm_array(f, "PULL", (const char *const *)w->pull_argv, SIZE_MAX);
+	if (w->cleanup_argv)
+		exec_slurm_array(f, "PODMAN_RM", (const char *const *)w->cleanup_argv, SIZE_MAX);
+	fprintf(f, "\tCENV_LEFT='");
+	for (size_t i = 0; i < n_env; i++)
+		if (strchr(env[i], '\n')) {
+			if (left)
+				fputs(", ", f);
+			exec_slurm_quoted(f, env[i], strcspn(env[i], "="));
+			left = true;
+		}
+	/* podman's --env-file: a value holding a newline cannot be carried (container_env_file) */
+	fprintf(f, "'\n\tCENV='");
+	for (size_t i = 0; i < n_env; i++)
+		if (!strchr(env[i], '\n')) {
+			exec_slurm_quoted(f, env[i], strlen(env[i]));
+			fputc('\n', f);
+		}
+	fprintf(f, "GPU_COUNT=%ld\n'\n", w->spec->workers[w->worker - 1].res.gpu_count);
+	return 0;
+}
+
 /* One function per worker that sets what differs between them. */
-static void exec_slurm_worker_fn(FILE *f, const struct exec_start *w)
+static int exec_slurm_worker_fn(FILE *f, const struct exec_start *w)
 {
 	const struct spec_worker *sw = &w->spec->workers[w->worker - 1];
+	char *env[512];			/* the scheduler gives at most SCHED_ENV_MAX (256) */
+	size_t n_env = 0;
+	int ret;
 
 	fprintf(f, "mlfs_w%u() {\n\tA=%u\n\tOUTPUT_ID=", w->worker, w->attempt);
 	exec_slurm_quote(f, w->output_id ? w->output_id : "");
@@ -335,100 +421,180 @@ static void exec_slurm_worker_fn(FILE *f, const struct exec_start *w)
 	fprintf(f, "\n\tCMD=");
 	exec_slurm_quote(f, w->command);
 	fprintf(f, "\n");
-	for (char *const *e = w->envp; e && *e; e++) {
+	for (char *const *e = w->envp; e && *e && n_env < sizeof(env) / sizeof(env[0]); e++) {
 		size_t nlen = strcspn(*e, "=");
 
 		/* Slurm gives the GPUs: its CUDA_VISIBLE_DEVICES stands */
-		if ((*e)[nlen] != '=' || strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
-		    strncmp(*e, "GPU_COUNT=", 10) == 0)
-			continue;
+		if ((*e)[nlen] == '=' && strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0 &&
+		    strncmp(*e, "GPU_COUNT=", 10) != 0)
+			env[n_env++] = *e;
+	}
+	if (w->container) {
+		ret = exec_slurm_container_fn(f, w, env, n_env);
+		fprintf(f, "}\n");
+		return ret;
+	}
+	for (size_t i = 0; i < n_env; i++) {
+		size_t nlen = strcspn(env[i], "=");
 		/* names the shell cannot export are passed by env(1) */
-		bool plain = nlen > 0 && !isdigit((unsigned char)(*e)[0]);
+		bool plain = nlen > 0 && !isdigit((unsigned char)env[i][0]);
 
-		for (size_t i = 0; i < nlen; i++)
-			plain &= isalnum((unsigned char)(*e)[i]) || (*e)[i] == '_';
+		for (size_t k = 0; k < nlen; k++)
+			plain &= isalnum((unsigned char)env[i][k]) || env[i][k] == '_';
 		if (plain) {
-			fprintf(f, "\texport %.*s=", (int)nlen, *e);
-			exec_slurm_quote(f, *e + nlen + 1);
+			fprintf(f, "\texport %.*s=", (int)nlen, env[i]);
+			exec_slurm_quote(f, env[i] + nlen + 1);
 			fprintf(f, "\n");
 		} else {
 			fprintf(f, "\tMLFS_ENV+=(");
-			exec_slurm_quote(f, *e);
+			exec_slurm_quote(f, env[i]);
 			fprintf(f, ")\n");
 		}
 	}
 	fprintf(f, "\texport GPU_COUNT=%ld\n}\n", sw->res.gpu_count);
+	return 0;
 }
 
 /* What every worker runs: view, command, upload, exit file. */
 static const char exec_slurm_body[] =
 	"mlfs_phase() {\n"
-	"\tprintf '%s\\n' \"$1\" >\"$DIR/phase.tmp.$$\" && mv -f \"$DIR/phase.tmp.$$\" \"$DIR/phase\"\n"
+	"\tprintf '%s\\n' \"$1\" >\"$DIR/phase.tmp.$$\" && mv -f \"$DIR/phase.tmp.$$\" "
+	"\"$DIR/phase\"\n"
 	"}\n"
 	"mlfs_exit() {\n"
-	"\tprintf \"$@\" >\"$EXITF.tmp\" && sync \"$EXITF.tmp\" 2>/dev/null; mv -f \"$EXITF.tmp\" \"$EXITF\"\n"
+	"\tprintf \"$@\" >\"$EXITF.tmp\" && sync \"$EXITF.tmp\" 2>/dev/null; mv -f \"$EXITF.tmp\" "
+	"\"$EXITF\"\n"
+	"}\n"
+	"# stops the command's group; a container's first process ignores TERM unless it handles it: "
+	"podman stops it (KILL after 2 s)\n"
+	"mlfs_stop() {\n"
+	"\t[ -n \"$pid\" ] || return 0\n"
+	"\tkill -TERM -- -\"$pid\" 2>/dev/null\n"
+	"\t[ -z \"$IMAGE\" ] || \"${PODMAN_RM[@]}\" >/dev/null 2>&1 &\n"
+	"}\n"
+	"# the container's variables: the worker's, and Slurm's own\n"
+	"mlfs_cenv() {\n"
+	"\tlocal v\n"
+	"\tprintf '%s' \"$CENV\"\n"
+	"\tfor v in $(compgen -e); do\n"
+	"\t\tcase $v in SLURM_*|CUDA_VISIBLE_DEVICES) [[ ${!v} == *$'\\n'* ]] || printf '%s=%s\\n' "
+	"\"$v\" \"${!v}\" ;; esac\n"
+	"\tdone\n"
+	"}\n"
+	"# the image on this node, pulled as the job's owner (rootless, but for root), and the "
+	"container's variables in a file of its own\n"
+	"mlfs_pull() {\n"
+	"\tmlfs_phase staging_in\n"
+	"\t# a requeued run where the last one was killed: its container goes first\n"
+	"\t[ \"${SLURM_RESTART_COUNT:-0}\" = 0 ] || \"${PODMAN_RM[@]}\" >/dev/null 2>&1\n"
+	"\t[ -z \"$CENV_LEFT\" ] || echo \"mlfs: $CENV_LEFT: a value holding a newline, which "
+	"podman's --env-file cannot carry: left out\"\n"
+	"\tctr=$(mktemp -d \"${TMPDIR:-/tmp}/mlfs-ctr.XXXXXX\") && mlfs_cenv >\"$ctr/env\" && [ -z "
+	"\"$STOP\" ] && \"${PULL[@]}\" && [ -z \"$STOP\" ] && return 0\n"
+	"\tmlfs_phase staging_in_failed\n"
+	"\t[ -z \"$ctr\" ] || rm -rf \"$ctr\"\n"
+	"\tmlfs_exit 'staging-in failed\\n'\n"
+	"\texit 1\n"
+	"}\n"
+	"# the GPUs Slurm gave, as the local executor gives them: /dev/nvidiaN, the control devices, "
+	"the driver's files read-only\n"
+	"mlfs_gpus() {\n"
+	"\tlocal i f d ids=${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS:-}}\n"
+	"\t[ -n \"$ids\" ] || return 0\n"
+	"\tfor i in ${ids//,/ }; do\n"
+	"\t\tif [ -c \"/dev/nvidia$i\" ]; then gpu+=(\"--device=/dev/nvidia$i\"); else echo \"mlfs: "
+	"Slurm gave GPU $i, and $(hostname) has no /dev/nvidia$i for the container\"; fi\n"
+	"\tdone\n"
+	"\tfor f in \"${NV_DEVICES[@]}\"; do [ ! -e \"$f\" ] || gpu+=(\"--device=$f\"); done\n"
+	"\tf=$(command -v nvidia-smi) && gpu+=(\"--volume=$f:$f:ro\")\n"
+	"\tfor f in \"${NV_LIBS[@]}\"; do\n"
+	"\t\tfor d in \"${NV_DIRS[@]}\"; do [ -r \"$d/$f\" ] && { "
+	"gpu+=(\"--volume=$d/$f:$d/$f:ro\"); break; }; done\n"
+	"\tdone\n"
+	"\treturn 0\n"
 	"}\n"
 	"mlfs_run() {\n"
 	"\tW=$1 DIR=\"$JOBDIR/workers/$1\" MLFS_ENV=() STOP= pid=\n"
+	"\tIMAGE= PULL=() PODMAN=() PODMAN_TAIL=() PODMAN_RM=() CENV= CENV_LEFT=\n"
 	"\t\"mlfs_w$W\" || exit 1\n"
 	"\tmkdir -p \"$DIR\"\n"
 	"\texec >>\"$DIR/log\" 2>&1\n"
 	"\tEXITF=\"$DIR/exit.$((A + ${SLURM_RESTART_COUNT:-0}))\"\n"
 	"\t# a requeued run stages a new output (a job without data has none: no view)\n"
-	"\t[ -n \"$OUTPUT_ID\" ] && [ -n \"${SLURM_RESTART_COUNT:-}\" ] && [ \"$SLURM_RESTART_COUNT\" != 0 ] && "
-	"OUTPUT_ID=\"$OUTPUT_ID.r$SLURM_RESTART_COUNT\"\n"
+	"\t[ -n \"$OUTPUT_ID\" ] && [ -n \"${SLURM_RESTART_COUNT:-}\" ] && [ "
+	"\"$SLURM_RESTART_COUNT\" != 0 ] && OUTPUT_ID=\"$OUTPUT_ID.r$SLURM_RESTART_COUNT\"\n"
 	"\trm -f \"$EXITF\"\n"
-	"\t# USR2: mlfs stops it (cancel, run timeout); TERM: Slurm does (time limit, requeue, scancel)\n"
-	"\ttrap 'STOP=mlfs; [ -n \"$pid\" ] && kill -TERM -- -\"$pid\" 2>/dev/null' USR2\n"
-	"\ttrap 'STOP=slurm; [ -n \"$pid\" ] && kill -TERM -- -\"$pid\" 2>/dev/null' TERM INT\n"
-	"\tlocal view= spec= rc up=-1 end\n"
+	"\t# USR2: mlfs stops it (cancel, run timeout); TERM: Slurm does (time limit, requeue, "
+	"scancel)\n"
+	"\ttrap 'STOP=mlfs; mlfs_stop' USR2\n"
+	"\ttrap 'STOP=slurm; mlfs_stop' TERM INT\n"
+	"\tlocal view= spec= rc up=-1 end ctr= ml gpu=()\n"
+	"\t[ -z \"$IMAGE\" ] || mlfs_pull\n"
 	"\tif [ -n \"$OUTPUT_ID\" ]; then\n"
 	"\t\tmlfs_phase staging_in\n"
-	"\t\tview=$(mktemp -d \"${TMPDIR:-/tmp}/mlfs-view.XXXXXX\") && spec=$(mktemp -d \"${TMPDIR:-/tmp}/mlfs-spec.XXXXXX\") || exit 1\n"
+	"\t\tview=$(mktemp -d \"${TMPDIR:-/tmp}/mlfs-view.XXXXXX\") && spec=$(mktemp -d "
+	"\"${TMPDIR:-/tmp}/mlfs-spec.XXXXXX\") || exit 1\n"
 	"\t\tmlfs_spec >\"$spec/$SPEC_FILE\"\n"
 	"\t\tlocal owner=()\n"
 	"\t\t[ \"$(id -u)\" = 0 ] && owner=(-o allow_other --owner 0:0)\n"
-	"\t\tif [ -n \"$STOP\" ] || ! \"$MLFS\" job \"${owner[@]}\" --output-id \"$OUTPUT_ID\" \"$CONFIG\" "
-	"\"$spec/$SPEC_FILE\" \"$view\" --worker \"$W\"; then\n"
+	"\t\tif [ -n \"$STOP\" ] || ! \"$MLFS\" job \"${owner[@]}\" --output-id \"$OUTPUT_ID\" "
+	"\"$CONFIG\" \"$spec/$SPEC_FILE\" \"$view\" --worker \"$W\"; then\n"
 	"\t\t\tmlfs_phase staging_in_failed\n"
-	"\t\t\trmdir \"$view\"; rm -rf \"$spec\"\n"
+	"\t\t\trmdir \"$view\"; rm -rf \"$spec\" ${ctr:+\"$ctr\"}\n"
 	"\t\t\tmlfs_exit 'staging-in failed\\n'\n"
 	"\t\t\texit 1\n"
 	"\t\tfi\n"
-	"\t\tmlfs_phase running\n"
-		"\tfi\n"
+	"\tfi\n"
+	"\t[ -z \"$OUTPUT_ID$IMAGE\" ] || mlfs_phase running\n"
 	"\tset -m\n"
-	"\tif [ -n \"$view\" ] && [ \"$(id -u)\" = 0 ]; then\n"
+	"\tif [ -n \"$IMAGE\" ]; then\n"
+	"\t\t# podman binds the view, or the scratch folders in the worker's folder, at /opt/ml\n"
+	"\t\tml=${view:-$DIR/ml}\n"
+	"\t\t[ -n \"$view\" ] || mkdir -p \"$ml/input\" \"$ml/models\" \"$ml/checkpoint\" "
+	"\"$ml/output\"\n"
+	"\t\tmlfs_gpus\n"
+	"\t\t\"${PODMAN[@]}\" --env-file=\"$ctr/env\" --volume=\"$ml:/opt/ml\" \"${gpu[@]}\" "
+	"\"${PODMAN_TAIL[@]}\" > >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" "
+	"\"$JOBDIR/log\" \"$W\") 2>&1 &\n"
+	"\telif [ -n \"$view\" ] && [ \"$(id -u)\" = 0 ]; then\n"
 	"\t\tmkdir -p /opt/ml\n"
-	"\t\tenv \"${MLFS_ENV[@]}\" unshare -m --propagation private /bin/sh -c "
-	"'mount --bind \"$1\" /opt/ml && cd \"$2\" && exec /bin/sh -c \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" "
-	"> >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
-	"\telif [ -n \"$view\" ] && [ -d /opt/ml ] && unshare -r -m /bin/sh -c 'mount --bind \"$1\" /opt/ml' "
-	"mlfs \"$view\" 2>/dev/null; then\n"
-	"\t\t# a user namespace where it is root binds /opt/ml; a nested one gives the user's ids back\n"
-	"\t\tenv \"${MLFS_ENV[@]}\" unshare -r -m --propagation private /bin/sh -c "
-	"'mount --bind \"$1\" /opt/ml && exec unshare -U --map-user=\"$4\" --map-group=\"$5\" /bin/sh -c "
-	"\"cd \\\"\\$0\\\" && exec /bin/sh -c \\\"\\$1\\\"\" \"$2\" \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" "
-	"\"$(id -u)\" \"$(id -g)\" > >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
+	"\t\tenv \"${MLFS_ENV[@]}\" unshare -m --propagation private /bin/sh -c 'mount --bind \"$1\" "
+	"/opt/ml && cd \"$2\" && exec /bin/sh -c \"$3\"' mlfs \"$view\" \"$WORKDIR\" \"$CMD\" > "
+	">(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
+	"\telif [ -n \"$view\" ] && [ -d /opt/ml ] && unshare -r -m /bin/sh -c 'mount --bind \"$1\" "
+	"/opt/ml' mlfs \"$view\" 2>/dev/null; then\n"
+	"\t\t# a user namespace where it is root binds /opt/ml; a nested one gives the user's ids "
+	"back\n"
+	"\t\tenv \"${MLFS_ENV[@]}\" unshare -r -m --propagation private /bin/sh -c 'mount --bind "
+	"\"$1\" /opt/ml && exec unshare -U --map-user=\"$4\" --map-group=\"$5\" /bin/sh -c \"cd "
+	"\\\"\\$0\\\" && exec /bin/sh -c \\\"\\$1\\\"\" \"$2\" \"$3\"' mlfs \"$view\" \"$WORKDIR\" "
+	"\"$CMD\" \"$(id -u)\" \"$(id -g)\" > >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" "
+	"\"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
 	"\telse\n"
 	"\t\t# no view: scratch folders in the worker's folder; no /opt/ml: the view where it is\n"
-	"\t\t[ -z \"$view\" ] && mkdir -p \"$ML_DATA_PATH\" \"$ML_MODEL_PATH\" \"$ML_CHECKPOINT_PATH\" "
-	"\"$ML_OUTPUT_PATH\"\n"
-	"\t\t[ -n \"$view\" ] && echo \"mlfs: /opt/ml cannot be bound on $(hostname) (no /opt/ml, or no user "
-	"namespaces): the view is at $view, named by ML_DATA_PATH, ML_OUTPUT_PATH, ...\"\n"
-	"\t\t[ -n \"$view\" ] && for v in DATA:input MODEL:models CHECKPOINT:checkpoint OUTPUT:output; do\n"
+	"\t\t[ -z \"$view\" ] && mkdir -p \"$ML_DATA_PATH\" \"$ML_MODEL_PATH\" "
+	"\"$ML_CHECKPOINT_PATH\" \"$ML_OUTPUT_PATH\"\n"
+	"\t\t[ -n \"$view\" ] && echo \"mlfs: /opt/ml cannot be bound on $(hostname) (no /opt/ml, or "
+	"no user namespaces): the view is at $view, named by ML_DATA_PATH, ML_OUTPUT_PATH, ...\"\n"
+	"\t\t[ -n \"$view\" ] && for v in DATA:input MODEL:models CHECKPOINT:checkpoint "
+	"OUTPUT:output; do\n"
 	"\t\t\texport \"ML_${v%%:*}_PATH=$view/${v#*:}\" \"PROXIML_${v%%:*}_PATH=$view/${v#*:}\"\n"
 	"\t\tdone\n"
-	"\t\t[ -n \"$view\" ] && [ \"${WORKDIR#/opt/ml}\" != \"$WORKDIR\" ] && WORKDIR=$view${WORKDIR#/opt/ml}\n"
-	"\t\t(cd \"$WORKDIR\" && exec env \"${MLFS_ENV[@]}\" /bin/sh -c \"$CMD\") "
-	"> >(exec \"$MLFS\" logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
+	"\t\t[ -n \"$view\" ] && [ \"${WORKDIR#/opt/ml}\" != \"$WORKDIR\" ] && "
+	"WORKDIR=$view${WORKDIR#/opt/ml}\n"
+	"\t\t(cd \"$WORKDIR\" && exec env \"${MLFS_ENV[@]}\" /bin/sh -c \"$CMD\") > >(exec \"$MLFS\" "
+	"logpipe --max \"$LOG_MAX\" \"$DIR/log\" \"$JOBDIR/log\" \"$W\") 2>&1 &\n"
 	"\tfi\n"
 	"\tpid=$!\n"
 	"\tset +m\n"
-	"\t[ -n \"$STOP\" ] && kill -TERM -- -\"$pid\" 2>/dev/null\n"
+	"\t[ -z \"$STOP\" ] || mlfs_stop\n"
 	"\twait \"$pid\"; rc=$?\n"
 	"\twhile kill -0 \"$pid\" 2>/dev/null; do wait \"$pid\"; rc=$?; done\n"
-	"\tif [ \"$rc\" -gt 128 ] && [ \"$rc\" -le 192 ]; then end=\"signaled $((rc - 128))\"; "
+	"\tif [ -n \"$IMAGE\" ]; then\n"
+	"\t\t# podman tells a signal N as exit 128+N, and so does the local executor\n"
+	"\t\tend=\"exited $rc\"\n"
+	"\t\t\"${PODMAN_RM[@]}\" >/dev/null 2>&1; rm -rf \"$ctr\"\n"
+	"\telif [ \"$rc\" -gt 128 ] && [ \"$rc\" -le 192 ]; then end=\"signaled $((rc - 128))\"; "
 	"else end=\"exited $rc\"; fi\n"
 	"\tif [ -n \"$view\" ]; then\n"
 	"\t\tmlfs_phase staging_out\n"
@@ -440,7 +606,8 @@ static const char exec_slurm_body[] =
 	"\t\tmlfs_exit '%s\\n' \"$end\"\n"
 	"\tfi\n"
 	"\t# stopped through mlfs (cancel, run timeout): Slurm records it as cancelled too\n"
-	"\t[ \"$STOP\" = mlfs ] && [ -z \"${MLFS_TASK:-}\" ] && scancel \"$SLURM_JOB_ID\" 2>/dev/null\n"
+	"\t[ \"$STOP\" = mlfs ] && [ -z \"${MLFS_TASK:-}\" ] && scancel \"$SLURM_JOB_ID\" "
+	"2>/dev/null\n"
 	"\t[ \"$rc\" = 0 ] && [ \"$up\" -le 0 ]\n"
 	"}\n";
 
@@ -450,6 +617,8 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 {
 	char *text = NULL, delim[64], **av;
 	size_t len = 0, ac = 0, cap;
+	bool images = false;
+	int ret = 0;
 	FILE *f;
 	const char *args = cfg && cfg->slurm.sbatch_args ? cfg->slurm.sbatch_args : "";
 
@@ -505,7 +674,14 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 	exec_slurm_quote(f, w[0].spec_file ? w[0].spec_file : w[0].job);
 	fprintf(f, "\n");
 	for (size_t i = 0; i < n; i++)
-		exec_slurm_worker_fn(f, &w[i]);
+		images |= w[i].container != NULL;
+	if (images) {	/* what mlfs_gpus looks for on the compute node: container.c's lists */
+		exec_slurm_array(f, "NV_DEVICES", container_nvidia_devices, SIZE_MAX);
+		exec_slurm_array(f, "NV_LIBS", container_driver_libs, SIZE_MAX);
+		exec_slurm_array(f, "NV_DIRS", container_driver_dirs, SIZE_MAX);
+	}
+	for (size_t i = 0; i < n && ret == 0; i++)
+		ret = exec_slurm_worker_fn(f, &w[i]);
 	fputs(exec_slurm_body, f);
 	fprintf(f, "mlfs_spec() {\n\tcat <<'%s'\n", delim);
 	if (w[0].spec_text)
@@ -522,9 +698,13 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 		fprintf(f, "mlfs_run \"$SLURM_ARRAY_TASK_ID\"\n");
 	else
 		fprintf(f, "mlfs_run %u\n", w[0].worker);
-	if (fclose(f) != 0 || !text) {
+	if (fclose(f) != 0 || !text || ret < 0) {
 		free(text);
-		return -ENOMEM;
+		if (ret == -ENAMETOOLONG) {
+			snprintf(why, why_len, "its podman command line is too long");
+			return -EINVAL;
+		}
+		return ret < 0 ? ret : -ENOMEM;
 	}
 	/* sbatch --parsable [--partition=P] [--account=A] [sbatch_args...] */
 	cap = 6 + (strlen(args) + 1) / 2 + 1;	/* words of one letter: (len + 1) / 2 */

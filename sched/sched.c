@@ -608,10 +608,13 @@ void sched_node_ignored(struct sched *s, struct spec *sp)
 		sched_spec_ignore(sp, "slaveName: this node declares no name ([node] name)");
 }
 
+/*
+ * A cluster's compute nodes are taken to have podman and the OCI runtime
+ * at the paths found here, as they have mlfs and its config (docs/slurm.md):
+ * the gateway's runtime answers for them.
+ */
 const char *sched_images_why(const struct sched *s)
 {
-	if (sched_cluster(s))
-		return "the slurm executor does not run container images yet";
 	return s->containers.usable ? NULL : s->containers.why;
 }
 

@@ -558,28 +558,46 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 	sched_store_status(j);	/* the run, for a new daemon to adopt, even when the state is unchanged */
 }
 
+/* Opens @path with @flags, never through a link, and gives it to @j's owner. */
+static int sched_give_owner(const char *path, int flags, const struct sched_job *j)
+{
+	int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0644), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fchown(fd, j->uid, j->gid) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /*
  * A cluster runs the batch script as the job's owner: its worker folder
  * and the job's log become the owner's, so the script can write its log,
- * phase and exit files there.
+ * phase and exit files there, and so does a container's auth.json, which
+ * its pull reads.
  */
 static int sched_cluster_files(const struct sched_launch *l)
 {
 	char path[4200];
-	int fd;
+	int ret;
 
 	snprintf(path, sizeof(path), "%s/workers/%u", l->j->dir, l->w->n);
 	if (chown(path, l->j->uid, l->j->gid) < 0)
 		return -errno;
-	fd = open(l->jlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (fchown(fd, l->j->uid, l->j->gid) < 0) {
-		close(fd);
-		return -errno;
-	}
-	close(fd);
-	return 0;
+	ret = sched_give_owner(l->jlog, O_WRONLY | O_CREAT | O_APPEND, l->j);
+	/* the pull's credentials: the script's `mlfs image pull` reads them, and removes them */
+	if (ret == 0 && l->st.container)
+		ret = sched_give_owner(l->authfile, O_RDONLY | O_NONBLOCK, l->j);
+	return ret;
+}
+
+/* Whether @uid could read @path: its owner, or anyone may. */
+static bool sched_owner_may_read(const char *path, uid_t uid)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (st.st_uid == uid || (st.st_mode & S_IROTH));
 }
 
 /*
@@ -601,6 +619,9 @@ static int sched_container_auth(struct sched *s, struct sched_launch *l)
 
 	if (getpwuid_r(l->j->uid, &pw, buf, sizeof(buf), &res) == 0 && res && pw.pw_dir[0] == '/')
 		a.home = pw.pw_dir;
+	/* a cluster's pull runs as the owner, who can read the file: the node's only when it may */
+	if (sched_cluster(s) && a.node_file && l->j->uid != 0 && !sched_owner_may_read(a.node_file, l->j->uid))
+		a.node_file = NULL;
 	char why[sizeof(l->why) - 16];
 	int ret = container_auth_file(l->authfile, &a, why, sizeof(why));
 

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "container.h"
 #include "exec.h"
 #include "exec_slurm_int.h"
 #include "spec.h"
@@ -485,6 +486,220 @@ static void test_exit_file_once_a_snapshot(void **state)
 	rmdir(dir);
 }
 
+/* ---- a worker with an image ---- */
+
+/* What the scheduler hands a worker with an image (sched_container_prepare's), in @f->w[0]. */
+struct cfx {
+	struct container_runtime rt;
+	struct container_run run;
+	int gpus[1];
+	char *pull[10], *rm[7];
+};
+
+static void cfx_fill(struct cfx *c, struct sfx *f, const char *podman, const char *mlfs)
+{
+	char *pull[] = { (char *)mlfs, "image", "pull", "/etc/mlfs.conf", "127.0.0.1:5000/team/tf:1.15",
+			 "--progress", "/s/jobs/j/workers/1/pull", NULL };
+	char *rm[] = { (char *)podman, "rm", "--force", "--ignore", "--time=2", "mlfs-j-1-a1-5", NULL };
+
+	*c = (struct cfx){ .gpus = { 0 } };
+	c->rt.usable = true;
+	snprintf(c->rt.podman, sizeof(c->rt.podman), "%s", podman);
+	snprintf(c->rt.oci, sizeof(c->rt.oci), "/usr/sbin/runc");
+	c->rt.nofile_soft = 1024;
+	c->rt.nofile_hard = 4096;
+	c->rt.nproc = 4096;
+	c->run = (struct container_run){
+		.rt = &c->rt, .image = "127.0.0.1:5000/team/tf:1.15", .name = "mlfs-j-1-a1-5",
+		.command = f->w[0].command, .uid = 1000, .gid = 1000, .workdir = "/opt/ml/models",
+		.ml_dir = "/s/jobs/j/workers/1/view", .env_file = "/s/jobs/j/workers/1/env.1",
+		.memory = 1536ULL << 20, .gpus = c->gpus, .n_gpus = 1,
+	};
+	memcpy(c->pull, pull, sizeof(pull));
+	memcpy(c->rm, rm, sizeof(rm));
+	f->w[0].container = &c->run;
+	f->w[0].pull_argv = c->pull;
+	f->w[0].cleanup_argv = c->rm;
+	f->w[0].uid = 1000;
+	f->w[0].gid = 1000;
+}
+
+/*
+ * The script's lines for a worker with an image: container.c's `podman
+ * run`, rootless for an ordinary owner (no --user, --memory, --ulimit; the
+ * gateway's view path, env file and GPUs left for the node to add), rootful
+ * for root; the pull and the cleanup as the scheduler made them; the
+ * variables as --env-file text, not exported; a worker without an image
+ * beside it unchanged.
+ */
+static void test_script_container_lines(void **state)
+{
+	struct sfx *f = *state;
+	struct cfx c;
+	char *script, **argv, why[256], *w2;
+	size_t argc;
+
+	f->envp[5] = "NL=two\nlines";
+	cfx_fill(&c, f, "/usr/bin/podman", "/usr/bin/mlfs");
+	assert_int_equal(exec_slurm_script(NULL, f->w, 2, true, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), 0);
+	assert_non_null(strstr(script, "\tIMAGE='127.0.0.1:5000/team/tf:1.15'\n"));
+	assert_non_null(strstr(script, "\tPODMAN=('/usr/bin/podman' 'run' '--rm' '--pull=never' "
+			       "'--name=mlfs-j-1-a1-5' '--runtime=/usr/sbin/runc' '--userns=keep-id' "
+			       "'--network=host' '--log-driver=none' '--workdir=/opt/ml/models' "
+			       "'--entrypoint=/bin/sh')\n"));
+	assert_non_null(strstr(script, "\tPODMAN_TAIL=('127.0.0.1:5000/team/tf:1.15' '-c' "
+			       "'echo '\\''it'\\'''\\''s'\\'' \"$X\"')\n"));
+	assert_non_null(strstr(script, "\tPULL=('/usr/bin/mlfs' 'image' 'pull' '/etc/mlfs.conf' "
+			       "'127.0.0.1:5000/team/tf:1.15' '--progress' '/s/jobs/j/workers/1/pull')\n"));
+	assert_non_null(strstr(script, "\tPODMAN_RM=('/usr/bin/podman' 'rm' '--force' '--ignore' "
+			       "'--time=2' 'mlfs-j-1-a1-5')\n"));
+	assert_null(strstr(script, "--user="));
+	assert_null(strstr(script, "--memory"));
+	assert_null(strstr(script, "--ulimit"));
+	assert_null(strstr(script, "/s/jobs/j/workers/1/view"));
+	assert_null(strstr(script, "env.1"));
+	assert_null(strstr(script, "--device=/dev/nvidia0"));
+	/* its variables for the env file, quoted; Slurm's GPUs stand; a newline's cannot be carried */
+	assert_non_null(strstr(script, "\tCENV='PATH=/usr/bin:/bin\nX=a '\\''quoted'\\'' $value\n"
+			       "odd.name=1\nML_DATA_PATH=/opt/ml/input\nGPU_COUNT=1\n'\n"));
+	assert_non_null(strstr(script, "\tCENV_LEFT='NL'\n"));
+	assert_non_null(strstr(script, "NV_DEVICES=('/dev/nvidiactl' "));
+	assert_non_null(strstr(script, "NV_LIBS=('libnvidia-ml.so.1' "));
+	/* not exported to the batch shell, whose podman they would steer; worker 2's are */
+	w2 = strstr(script, "mlfs_w2() {");
+	assert_non_null(w2);
+	assert_true(strstr(script, "export X=") > w2);
+	assert_int_equal(bash_parses(script), 0);
+	free(script);
+	free_argv(argv, argc);
+
+	/* root's job: rootful podman, as the local executor's, with its memory */
+	f->w[0].uid = f->w[0].gid = 0;
+	c.run.uid = c.run.gid = 0;
+	assert_int_equal(exec_slurm_script(NULL, f->w, 1, false, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), 0);
+	assert_non_null(strstr(script, "'--ulimit=nofile=1024:4096' '--ulimit=nproc=4096:4096' "
+			       "'--user=0:0' '--network=host'"));
+	assert_non_null(strstr(script, "'--memory=1610612736' '--memory-swap=1610612736'"));
+	assert_null(strstr(script, "--userns"));
+	assert_int_equal(bash_parses(script), 0);
+	free(script);
+	free_argv(argv, argc);
+}
+
+/* @path's text into @buf ("" when it cannot be read). */
+static const char *slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Whether @text ends with @tail. */
+static bool ends_with(const char *text, const char *tail)
+{
+	size_t a = strlen(text), b = strlen(tail);
+
+	return a >= b && strcmp(text + a - b, tail) == 0;
+}
+
+/*
+ * The script run with stand-ins for mlfs and podman, as Slurm would run
+ * it: the pull first, then `podman run` with what only the node knows
+ * before the image (the env file, the scratch folders at /opt/ml, Slurm's
+ * GPUs, a missing one said in the log), the env file holding the worker's
+ * variables and Slurm's, the container removed after and its exit status
+ * the exit file's; a pull that fails ends it staging-in failed, with the
+ * pull's words the log's last line.
+ */
+static void test_script_container_runs(void **state)
+{
+	struct sfx *f = *state;
+	char dir[] = "/tmp/mlfs-ctr-test-XXXXXX", podman[4200], mlfs[4200], path[4200], cmd[8192];
+	char text[8192], *script, **argv, why[256], *envf;
+	struct cfx c;
+	size_t argc;
+	FILE *sf;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(podman, sizeof(podman), "%s/podman", dir);
+	snprintf(mlfs, sizeof(mlfs), "%s/mlfs", dir);
+	snprintf(cmd, sizeof(cmd), "#!/bin/sh\nif [ \"$1\" = run ]; then\n\tprintf '%%s\\n' \"$@\" >%s/args\n"
+		 "\tfor a; do case $a in --env-file=*) cp \"${a#--env-file=}\" %s/env;; esac; done\n"
+		 "\techo inside; exit 3\nfi\necho \"$@\" >>%s/rm\n", dir, dir, dir);
+	write_tool(dir, "podman", cmd);
+	write_tool(dir, "mlfs", "#!/bin/sh\ncase $1 in\nlogpipe) exec cat >>\"$4\";;\n"
+		   "image) [ -z \"${FAIL_PULL:-}\" ] && echo 'mlfs: pulled' && exit 0\n"
+		   "\techo \"mlfs: cannot pull $4: manifest unknown\"; exit 1;;\nesac\nexit 9\n");
+	cfx_fill(&c, f, podman, mlfs);
+	snprintf(path, sizeof(path), "%s/jobs/j", dir);
+	f->w[0].job_dir = path;
+	f->w[0].output_id = NULL;
+	f->w[0].mlfs_bin = mlfs;
+	assert_int_equal(exec_slurm_script(NULL, f->w, 1, false, NULL, 0, true, &script, &argv, &argc,
+					   why, sizeof(why)), 0);
+	snprintf(path, sizeof(path), "%s/job.sh", dir);
+	sf = fopen(path, "w");
+	assert_non_null(sf);
+	fputs(script, sf);
+	assert_int_equal(fclose(sf), 0);
+	free(script);
+	free_argv(argv, argc);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/jobs/j/workers/1 && cd %s && env -i TMPDIR=%s "
+		 "SLURM_JOB_ID=7 SLURM_JOB_GPUS=0 CUDA_VISIBLE_DEVICES=0 bash job.sh", dir, dir, dir);
+	assert_int_not_equal(system(cmd), 0);		/* the command exited 3 */
+
+	snprintf(path, sizeof(path), "%s/args", dir);
+	slurp(path, text, sizeof(text));
+	assert_non_null(strstr(text, "run\n--rm\n--pull=never\n"));
+	assert_non_null(strstr(text, "--userns=keep-id\n"));
+	envf = strstr(text, "--entrypoint=/bin/sh\n--env-file=");
+	assert_non_null(envf);
+	snprintf(cmd, sizeof(cmd), "\n--volume=%s/jobs/j/workers/1/ml:/opt/ml\n"
+		 "127.0.0.1:5000/team/tf:1.15\n-c\necho 'it''s' \"$X\"\n", dir);
+	assert_true(ends_with(envf, cmd));
+	snprintf(path, sizeof(path), "%s/env", dir);
+	slurp(path, text, sizeof(text));
+	assert_non_null(strstr(text, "PATH=/usr/bin:/bin\nX=a 'quoted' $value\nodd.name=1\n"));
+	assert_non_null(strstr(text, "GPU_COUNT=1\n"));
+	assert_non_null(strstr(text, "SLURM_JOB_ID=7\n"));
+	assert_non_null(strstr(text, "SLURM_JOB_GPUS=0\n"));
+	assert_non_null(strstr(text, "CUDA_VISIBLE_DEVICES=0\n"));
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/log", dir);
+	slurp(path, text, sizeof(text));
+	assert_non_null(strstr(text, "mlfs: pulled\n"));
+	assert_non_null(strstr(text, "mlfs: Slurm gave GPU 0, and "));
+	assert_non_null(strstr(text, "inside\n"));
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/exit.1", dir);
+	assert_string_equal(slurp(path, text, sizeof(text)), "exited 3\n");
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/phase", dir);
+	assert_string_equal(slurp(path, text, sizeof(text)), "running\n");
+	snprintf(path, sizeof(path), "%s/rm", dir);
+	assert_string_equal(slurp(path, text, sizeof(text)), "rm --force --ignore --time=2 mlfs-j-1-a1-5\n");
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/ml/output", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(cmd, sizeof(cmd), "! ls -d %s/mlfs-ctr.* 2>/dev/null | grep -q .", dir);
+	assert_int_equal(system(cmd), 0);			/* the env file went with it */
+
+	/* a pull that fails: staging-in failed, and the pull's words last in the log */
+	snprintf(cmd, sizeof(cmd), "cd %s && env -i TMPDIR=%s FAIL_PULL=1 bash job.sh", dir, dir);
+	assert_int_not_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/exit.1", dir);
+	assert_string_equal(slurp(path, text, sizeof(text)), "staging-in failed\n");
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/phase", dir);
+	assert_string_equal(slurp(path, text, sizeof(text)), "staging_in_failed\n");
+	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/log", dir);
+	assert_true(ends_with(slurp(path, text, sizeof(text)),
+			      "\nmlfs: cannot pull 127.0.0.1:5000/team/tf:1.15: manifest unknown\n"));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +712,8 @@ int main(void)
 		cmocka_unit_test(test_adopt_keeps_requeue),
 		cmocka_unit_test(test_signal_does_not_wait_for_scancel),
 		cmocka_unit_test(test_exit_file_once_a_snapshot),
+		cmocka_unit_test_setup_teardown(test_script_container_lines, sfx_setup, sfx_teardown),
+		cmocka_unit_test_setup_teardown(test_script_container_runs, sfx_setup, sfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
