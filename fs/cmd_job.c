@@ -269,11 +269,14 @@ static char *job_mount_info(const struct mlfs_config *cfg, const struct output *
 }
 
 /*
- * An ordinary user (a worker a cluster runs as its owner) may not write
- * the config's state_dir or cache_dir: its output is then staged under its
+ * An ordinary user (a worker a cluster runs as its owner), or root of a
+ * user namespace that is such a user (rootless podman's, where a cluster's
+ * script mounts the view of a worker with an image), may not write the
+ * config's state_dir or cache_dir: its output is then staged under its
  * own ~/.local/state/mlfs (XDG_STATE_HOME) and its blocks cached under
  * ~/.cache/mlfs (XDG_CACHE_HOME), or in TMPDIR when it has no home.  Only
- * a folder that exists or can be made is taken.
+ * a folder that exists or can be made is taken; one that can be written
+ * stays.
  */
 static void job_user_dir(char **dir, const char *xdg, const char *home_sub, const char *tmp_name)
 {
@@ -334,10 +337,8 @@ int cmd_job(int argc, char **argv)
 	if (cmd_load_config(&cfg, a.config) < 0 || cmd_load_spec(&s, a.spec, cfg) < 0 ||
 	    mount_check_mountpoint(a.mountpoint) < 0)
 		goto out;
-	if (geteuid() != 0) {
-		job_user_dir(&cfg->state_dir, "XDG_STATE_HOME", ".local/state/mlfs", "mlfs-state");
-		job_user_dir(&cfg->cache_dir, "XDG_CACHE_HOME", ".cache/mlfs", "mlfs-cache");
-	}
+	job_user_dir(&cfg->state_dir, "XDG_STATE_HOME", ".local/state/mlfs", "mlfs-state");
+	job_user_dir(&cfg->cache_dir, "XDG_CACHE_HOME", ".cache/mlfs", "mlfs-cache");
 	if (mount_make_dirs(cfg) < 0)
 		goto out;
 	if (worker > s->n_workers) {

@@ -27,7 +27,8 @@
  * the worker's folder under the job's folder, as the local executor's do;
  * its output to the worker's log, and line by line with "[N] " to the
  * job's log.  USR2 (mlfs's `scancel -b -s USR2`: cancel, run timeout) or
- * TERM (Slurm's own: time limit, requeue, scancel) stops the command,
+ * TERM (Slurm's own: time limit, requeue, scancel) stops the command (a
+ * container's with `podman stop` too: its first process ignores TERM),
  * never the upload; after a stop by mlfs the script cancels its own Slurm
  * job, so Slurm too records it CANCELLED.
  */
@@ -387,6 +388,13 @@ static int exec_slurm_container_fn(FILE *f, const struct exec_start *w, char *co
 		exec_slurm_array(f, "PULL", (const char *const *)w->pull_argv, SIZE_MAX);
 	if (w->cleanup_argv)
 		exec_slurm_array(f, "PODMAN_RM", (const char *const *)w->cleanup_argv, SIZE_MAX);
+	/* a stop (mlfs_stop): TERM, then KILL after 2 s, to a first process that ignores TERM */
+	exec_slurm_array(f, "PODMAN_STOP", (const char *const[]){ r.rt->podman, "stop", "--ignore",
+				 "--time=2", r.name, NULL }, SIZE_MAX);
+	/* where the view is mounted (mlfs_run) */
+	if (r.rootless)
+		exec_slurm_array(f, "PODMAN_NS", (const char *const[]){ r.rt->podman, "unshare", NULL },
+				 SIZE_MAX);
 	fprintf(f, "\tCENV_LEFT='");
 	for (size_t i = 0; i < n_env; i++)
 		if (strchr(env[i], '\n')) {
@@ -465,12 +473,16 @@ static const char exec_slurm_body[] =
 	"\tprintf \"$@\" >\"$EXITF.tmp\" && sync \"$EXITF.tmp\" 2>/dev/null; mv -f \"$EXITF.tmp\" "
 	"\"$EXITF\"\n"
 	"}\n"
-	"# stops the command's group; a container's first process ignores TERM unless it handles it: "
-	"podman stops it (KILL after 2 s)\n"
+	"# stops the command: TERM to its group; a container through podman stop (TERM, then KILL "
+	"after 2 s, since\n"
+	"# its first process ignores TERM unless it handles it; rootless podman run ends at a TERM "
+	"and leaves it\n"
+	"# running), again while podman run lasts, for a container it had not made yet\n"
 	"mlfs_stop() {\n"
 	"\t[ -n \"$pid\" ] || return 0\n"
-	"\tkill -TERM -- -\"$pid\" 2>/dev/null\n"
-	"\t[ -z \"$IMAGE\" ] || \"${PODMAN_RM[@]}\" >/dev/null 2>&1 &\n"
+	"\t[ -n \"$IMAGE\" ] || { kill -TERM -- -\"$pid\" 2>/dev/null; return 0; }\n"
+	"\t(while kill -0 \"$pid\" 2>/dev/null; do \"${PODMAN_STOP[@]}\" >/dev/null 2>&1; sleep 1; "
+	"done) &\n"
 	"}\n"
 	"# the container's variables: the worker's, and Slurm's own\n"
 	"mlfs_cenv() {\n"
@@ -515,7 +527,8 @@ static const char exec_slurm_body[] =
 	"}\n"
 	"mlfs_run() {\n"
 	"\tW=$1 DIR=\"$JOBDIR/workers/$1\" MLFS_ENV=() STOP= pid=\n"
-	"\tIMAGE= PULL=() PODMAN=() PODMAN_TAIL=() PODMAN_RM=() CENV= CENV_LEFT=\n"
+	"\tIMAGE= PULL=() PODMAN=() PODMAN_TAIL=() PODMAN_STOP=() PODMAN_RM=() PODMAN_NS=() CENV= "
+	"CENV_LEFT=\n"
 	"\t\"mlfs_w$W\" || exit 1\n"
 	"\tmkdir -p \"$DIR\"\n"
 	"\texec >>\"$DIR/log\" 2>&1\n"
@@ -528,7 +541,7 @@ static const char exec_slurm_body[] =
 	"scancel)\n"
 	"\ttrap 'STOP=mlfs; mlfs_stop' USR2\n"
 	"\ttrap 'STOP=slurm; mlfs_stop' TERM INT\n"
-	"\tlocal view= spec= rc up=-1 end ctr= ml gpu=()\n"
+	"\tlocal view= spec= rc up=-1 end ctr= ml gpu=() ns=()\n"
 	"\t[ -z \"$IMAGE\" ] || mlfs_pull\n"
 	"\tif [ -n \"$OUTPUT_ID\" ]; then\n"
 	"\t\tmlfs_phase staging_in\n"
@@ -537,8 +550,13 @@ static const char exec_slurm_body[] =
 	"\t\tmlfs_spec >\"$spec/$SPEC_FILE\"\n"
 	"\t\tlocal owner=()\n"
 	"\t\t[ \"$(id -u)\" = 0 ] && owner=(-o allow_other --owner 0:0)\n"
-	"\t\tif [ -n \"$STOP\" ] || ! \"$MLFS\" job \"${owner[@]}\" --output-id \"$OUTPUT_ID\" "
-	"\"$CONFIG\" \"$spec/$SPEC_FILE\" \"$view\" --worker \"$W\"; then\n"
+	"\t\t# rootless podman's containers see only the mounts of its own namespaces, where the "
+	"user is root:\n"
+	"\t\t# the view is mounted there, open to the container's other ids\n"
+	"\t\t[ ${#PODMAN_NS[@]} = 0 ] || ns=(\"${PODMAN_NS[@]}\") owner=(-o allow_other --owner "
+	"0:0)\n"
+	"\t\tif [ -n \"$STOP\" ] || ! \"${ns[@]}\" \"$MLFS\" job \"${owner[@]}\" --output-id "
+	"\"$OUTPUT_ID\" \"$CONFIG\" \"$spec/$SPEC_FILE\" \"$view\" --worker \"$W\"; then\n"
 	"\t\t\tmlfs_phase staging_in_failed\n"
 	"\t\t\trmdir \"$view\"; rm -rf \"$spec\" ${ctr:+\"$ctr\"}\n"
 	"\t\t\tmlfs_exit 'staging-in failed\\n'\n"
@@ -591,15 +609,18 @@ static const char exec_slurm_body[] =
 	"\twait \"$pid\"; rc=$?\n"
 	"\twhile kill -0 \"$pid\" 2>/dev/null; do wait \"$pid\"; rc=$?; done\n"
 	"\tif [ -n \"$IMAGE\" ]; then\n"
+	"\t\t# gone before its view is unmounted; a stopped one did not succeed, whatever podman run "
+	"said\n"
+	"\t\t\"${PODMAN_RM[@]}\" >/dev/null 2>&1; rm -rf \"$ctr\"\n"
+	"\t\t[ -z \"$STOP\" ] || [ \"$rc\" != 0 ] || rc=143\n"
 	"\t\t# podman tells a signal N as exit 128+N, and so does the local executor\n"
 	"\t\tend=\"exited $rc\"\n"
-	"\t\t\"${PODMAN_RM[@]}\" >/dev/null 2>&1; rm -rf \"$ctr\"\n"
 	"\telif [ \"$rc\" -gt 128 ] && [ \"$rc\" -le 192 ]; then end=\"signaled $((rc - 128))\"; "
 	"else end=\"exited $rc\"; fi\n"
 	"\tif [ -n \"$view\" ]; then\n"
 	"\t\tmlfs_phase staging_out\n"
 	"\t\ttrap '' TERM INT USR2\n"
-	"\t\t\"$MLFS\" umount \"$view\" >>\"$DIR/upload.log\" 2>&1; up=$?\n"
+	"\t\t\"${ns[@]}\" \"$MLFS\" umount \"$view\" >>\"$DIR/upload.log\" 2>&1; up=$?\n"
 	"\t\trmdir \"$view\" 2>/dev/null; rm -rf \"$spec\"\n"
 	"\t\tmlfs_exit '%s\\nupload %d\\n' \"$end\" \"$up\"\n"
 	"\telse\n"
@@ -663,6 +684,8 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 	}
 	exec_slurm_options(f, w, n, together, types, n_types, ask_tmp);
 	fprintf(f, "set -u\nexport PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+	/* Slurm gives none where it cannot load the user's login environment (--export=NONE) */
+	fprintf(f, "[ -n \"${HOME:-}\" ] || export HOME=\"$(getent passwd \"$(id -u)\" | cut -d: -f6)\"\n");
 	fprintf(f, "MLFS=");
 	exec_slurm_quote(f, w[0].mlfs_bin ? w[0].mlfs_bin : "mlfs");
 	fprintf(f, "\nCONFIG=");

@@ -554,6 +554,10 @@ static void test_script_container_lines(void **state)
 			       "'127.0.0.1:5000/team/tf:1.15' '--progress' '/s/jobs/j/workers/1/pull')\n"));
 	assert_non_null(strstr(script, "\tPODMAN_RM=('/usr/bin/podman' 'rm' '--force' '--ignore' "
 			       "'--time=2' 'mlfs-j-1-a1-5')\n"));
+	assert_non_null(strstr(script, "\tPODMAN_STOP=('/usr/bin/podman' 'stop' '--ignore' '--time=2' "
+			       "'mlfs-j-1-a1-5')\n"));
+	/* its view is mounted in rootless podman's namespaces, which its containers see */
+	assert_non_null(strstr(script, "\tPODMAN_NS=('/usr/bin/podman' 'unshare')\n"));
 	assert_null(strstr(script, "--user="));
 	assert_null(strstr(script, "--memory"));
 	assert_null(strstr(script, "--ulimit"));
@@ -583,6 +587,7 @@ static void test_script_container_lines(void **state)
 			       "'--user=0:0' '--network=host'"));
 	assert_non_null(strstr(script, "'--memory=1610612736' '--memory-swap=1610612736'"));
 	assert_null(strstr(script, "--userns"));
+	assert_null(strstr(script, "PODMAN_NS=('"));
 	assert_int_equal(bash_parses(script), 0);
 	free(script);
 	free_argv(argv, argc);
