@@ -9,8 +9,13 @@
 # exit code; Slurm forgetting a job (MinJobAge 2 s) loses nothing; a
 # requeue is RETRYING; the daemon killed and started again finds its jobs;
 # a job of an ordinary user runs as that user, with its view through
-# fusermount3 and /opt/ml from a user namespace; task roles are one
-# allocation of two tasks; the state comes from one squeue per interval.
+# fusermount3 and /opt/ml from a user namespace; workers with an image
+# run in it (served by a registry on 127.0.0.1): a user's with rootless
+# podman (its own uid inside, its own storage; the test gives it
+# /etc/subuid and /etc/subgid ranges and takes them back), root's rootful,
+# a missing image FAILED with the registry's words, a cancel stopping the
+# container; task roles are one allocation of two tasks; the state comes
+# from one squeue per interval.
 # Usage: slurm_test.sh MLFS
 set -u
 MLFS=$1
@@ -20,8 +25,37 @@ SERVER=$TOP/scripts/server-slurm.sh
 t_setup
 cd "$T_DIR" || exit 1
 FUSE_MODE=$(stat -c %a /dev/fuse)
+# a user with a home and subordinate ids, for rootless podman (its section below)
+CUSER=mlfsslurm
+CUSER_MADE=
+REG_DIR=$T_DIR/registry
+# Rootless podman keeps a pause process holding the user's namespaces.  Where / is not a
+# shared mount (here), its mount namespace holds a copy of every mount made before it,
+# the gateway's too, whose daemon would then never see its unmount: it goes first.
+user_pause_stop() {
+	local uid run pid
+	uid=$(id -u "$CUSER") || return 0
+	for run in "/run/user/$uid" "/tmp/podman-run-$uid"; do
+		pid=$(cat "$run/libpod/tmp/pause.pid" 2>/dev/null) || continue
+		kill "$pid" 2>/dev/null
+		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	done
+}
+ctr_cleanup() {
+	"$TOP/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1
+	[ -n "${BB1:-}" ] && podman rmi -f "$BB1" >/dev/null 2>&1
+	[ -n "$CUSER_MADE" ] || return 0
+	local uid
+	uid=$(id -u "$CUSER")
+	user_pause_stop
+	rm -rf "/tmp/podman-run-$uid" "/tmp/storage-run-$uid" "/tmp/containers-user-$uid" "/tmp/mlfs-$uid"
+	userdel -f "$CUSER" 2>/dev/null
+	sed -i "/^$CUSER:/d" /etc/subuid /etc/subgid
+	CUSER_MADE=
+}
 slurm_cleanup() {
 	server_cleanup "$SERVER" "$T_DIR/slurm"
+	ctr_cleanup
 	chmod "$FUSE_MODE" /dev/fuse
 }
 t_cleanup() { slurm_cleanup; }
@@ -39,6 +73,14 @@ if ! SLURM_TEST_MIN_JOB_AGE=2 SLURM_TEST_CPUS=32 "$SERVER" start "$T_DIR/slurm" 
 	exit 1
 fi
 export SLURM_CONF=$T_DIR/slurm/slurm.conf
+# a registry on 127.0.0.1 serving the test images, for workers in their image
+CTR=
+if command -v podman >/dev/null && command -v docker-registry >/dev/null; then
+	REG_PORT=$(free_port)
+	REG=127.0.0.1:$REG_PORT
+	BB1=$REG/mlfs-test/busybox:1
+	check "the registry starts and serves the test images" sh -c "'$TOP/scripts/server-registry.sh' start '$REG_DIR' $REG_PORT >/dev/null && '$TOP/scripts/make-images.sh' '$(dirname "$MLFS")/images' $REG >/dev/null" && CTR=1
+fi
 mkdir -p bin data out mnt
 chmod 777 out
 for tool in sbatch squeue scontrol scancel; do
@@ -66,6 +108,7 @@ root = $T_DIR/data
 [dataset ds]
 source = d:/
 CONF
+[ -n "$CTR" ] && printf '[containers]\ninsecure_registries = %s\n' "$REG" >>slurm.conf.mlfs
 M=$T_DIR/mnt
 J=$M/jobs
 mount_fg slurm.conf.mlfs "$M" || { t_finish; exit 1; }
@@ -212,6 +255,95 @@ check "... which runs" job_state_in "$J" evil SUCCEEDED
 check "... and its log is a link now" test -L "$T_DIR/state/jobs/evil/workers/1/log"
 same "the tree does not follow it" "" "$(timeout 5 cat "$J/evil/workers/1/log" 2>/dev/null | head -c 100)"
 chmod "$FUSE_MODE" /dev/fuse
+
+# --- workers in their image on the compute node: rootless podman for a user, rootful for root
+if [ -z "$CTR" ]; then
+	ok "# SKIP podman or docker-registry is not installed (scripts/install-deps.sh installs them)"
+else
+	chmod 666 /dev/fuse
+	id "$CUSER" >/dev/null 2>&1 && userdel -f "$CUSER" 2>/dev/null	# left by an earlier run
+	useradd -M -d "$T_DIR/home-$CUSER" -s /usr/sbin/nologin "$CUSER" && CUSER_MADE=1
+	install -d -o "$CUSER" -g "$CUSER" -m 700 "$T_DIR/home-$CUSER"
+	sed -i "/^$CUSER:/d" /etc/subuid /etc/subgid
+	echo "$CUSER:400000:65536" >>/etc/subuid	# podman's rootless mode needs them (the node admin's)
+	echo "$CUSER:400000:65536" >>/etc/subgid
+	CUID=$(id -u "$CUSER")
+	as_user() { setpriv --reuid="$CUID" --regid="$(id -g "$CUSER")" --clear-groups "$@"; }
+	user_podman() { runuser -u "$CUSER" -- env HOME="$T_DIR/home-$CUSER" podman "$@"; }
+	wlog() { cat "$J/$1/workers/1/log" 2>/dev/null; }
+	podman rmi -f "$BB1" >/dev/null 2>&1
+	cat >cimg.json <<SPEC
+{"name": "cimg", "environment": {"image": "$BB1"},
+ "workers": [{"command": "cat /marker; id -u; cat /opt/ml/input/a.txt; pwd; echo in-image >/opt/ml/output/c.txt"}],
+ "data": {"datasets": ["ds"], "output": {"type": "local", "path": "$T_DIR/out"}}}
+SPEC
+	chmod a+r cimg.json
+	check "a user submits a job with an image" as_user cp cimg.json "$J/"
+	check "it succeeds on Slurm" job_state_in "$J" cimg SUCCEEDED
+	same "Slurm ran it as that user" "$CUID" "$(grep -m1 "JobId=$(sid cimg) " "$T_DIR/slurm/jobcomp.txt" | grep -o 'UserId=[^ ]*' | grep -o '([0-9]*)' | tr -d '()')"
+	check "the batch script pulled the image" grep -q "^mlfs: pulled (.*) $BB1" "$J/cimg/workers/1/log"
+	check "... into the user's own storage (rootless), not root's" sh -c "! podman image exists '$BB1' && $(declare -f user_podman); CUSER=$CUSER T_DIR=$T_DIR; user_podman image exists '$BB1'"
+	check "the log shows the image's marker" grep -qx 'mlfs-test-image busybox 1' "$J/cimg/workers/1/log"
+	check "... the user's uid inside (--userns=keep-id)" grep -qx "$CUID" "$J/cimg/workers/1/log"
+	check "... its data at /opt/ml/input" grep -qx 'the data' "$J/cimg/workers/1/log"
+	check "... from /opt/ml/models" grep -qx '/opt/ml/models' "$J/cimg/workers/1/log"
+	check "... and in the job's log" grep -q '^\[1\] mlfs-test-image busybox 1$' "$J/cimg/log"
+	same "its output arrived, owned by the user" "$CUID in-image" "$(stat -c %u out/cimg.zip) $(unzip -p out/cimg.zip c.txt)"
+	check "... staged in the user's home (~/.local/state/mlfs)" test -d "$T_DIR/home-$CUSER/.local/state/mlfs/outputs"
+	check "its registry credentials went with the pull" test ! -e "$T_DIR/state/jobs/cimg/workers/1/auth.json"
+	check "no container of it is left" sh -c "! { $(declare -f user_podman); CUSER=$CUSER T_DIR=$T_DIR; user_podman ps -a --format '{{.Names}}'; } | grep -q '^mlfs-cimg-'"
+
+	sed 's/"cimg"/"croot"/' cimg.json >croot.json
+	check "root submits one" cp croot.json "$J/"
+	check "it succeeds" job_state_in "$J" croot SUCCEEDED
+	check "... in the image, as root inside" sh -c "grep -qx 'mlfs-test-image busybox 1' '$J/croot/workers/1/log' && grep -qx 0 '$J/croot/workers/1/log'"
+	check "... pulled into root's storage (rootful)" podman image exists "$BB1"
+	same "its output arrived" "0 in-image" "$(stat -c %u out/croot.zip) $(unzip -p out/croot.zip c.txt)"
+
+	cat >cgpu.json <<SPEC
+{"name": "cgpu", "environment": {"image": "$BB1"}, "resources": {"gpu_count": 1},
+ "workers": [{"command": "echo CVD=\$CUDA_VISIBLE_DEVICES JOB=\$SLURM_JOB_ID; ls /opt/ml | xargs"}]}
+SPEC
+	chmod a+r cgpu.json
+	check "a user's job with an image, a GPU and no data" as_user cp cgpu.json "$J/"
+	check "it succeeds" job_state_in "$J" cgpu SUCCEEDED
+	check "... with Slurm's CUDA_VISIBLE_DEVICES and job id inside" grep -qx "CVD=[01] JOB=$(sid cgpu)" "$J/cgpu/workers/1/log"
+	check "... its scratch folders at /opt/ml" grep -qx 'checkpoint input models output' "$J/cgpu/workers/1/log"
+	check "... and the log says the node has no /dev/nvidiaN for Slurm's GPU" grep -q '^mlfs: Slurm gave GPU [01], and .* has no /dev/nvidia[01] for the container$' "$J/cgpu/workers/1/log"
+
+	sed 's/"cimg"/"cmiss"/; s#mlfs-test/busybox:1#mlfs-test/nothing:1#' cimg.json >cmiss.json
+	check "a user's job of an image the registry lacks" as_user cp cmiss.json "$J/"
+	check "it fails" job_state_in "$J" cmiss FAILED
+	check "... with the registry's words" sh -c "grep -Eqi '^staging in: worker 1: cannot pull .*nothing:1: .*(manifest unknown|not found)' '$J/cmiss/reason'"
+
+	cat >csleep.json <<SPEC
+{"name": "csleep", "environment": {"image": "$BB1"}, "workers": [{"command": "echo started; exec sleep 300"}]}
+SPEC
+	chmod a+r csleep.json
+	check "a user's long job in an image is accepted" as_user cp csleep.json "$J/"
+	check "... runs" job_state_in "$J" csleep RUNNING
+	check "... once started" wait_grep '^started$' "$J/csleep/workers/1/log"
+	check "... and says it runs in its image" wait_grep "worker 1: running in $BB1" "$J/csleep/events"
+	CSID=$(sid csleep)
+	echo cancel >"$J/csleep/ctl"
+	check "cancel makes it CANCELLED" job_state_in "$J" csleep CANCELLED
+	check "... in Slurm too" sh -c "sleep 1; grep -q 'JobId=$CSID .*JobState=CANCELLED' '$T_DIR/slurm/jobcomp.txt'"
+	check "... its command stopped, not ended well" grep -Eq 'worker 1: attempt 1 exited (137|143)' "$J/csleep/events"
+	check "... and its container is gone" sh -c "! { $(declare -f user_podman); CUSER=$CUSER T_DIR=$T_DIR; user_podman ps -a --format '{{.Names}}'; } | grep -q '^mlfs-csleep-'"
+	# Slurm's own TERM (its time limit, a user's scancel) reaches podman too, where a rootless
+	# podman run may end at once with status 0 and leave the container running
+	sed 's/"csleep"/"cterm"/' csleep.json >cterm.json
+	check "another is accepted" as_user cp cterm.json "$J/"
+	check "... and runs" job_state_in "$J" cterm RUNNING
+	check "... once started" wait_grep '^started$' "$J/cterm/workers/1/log"
+	check "Slurm's TERM to all its processes" scancel --full -s TERM "$(sid cterm)"
+	check "... fails it" job_state_in "$J" cterm FAILED
+	check "... not as a success of its command" grep -Eq 'worker 1 exited (137|143)' "$J/cterm/reason"
+	check "... and its container is gone" sh -c "! { $(declare -f user_podman); CUSER=$CUSER T_DIR=$T_DIR; user_podman ps -a --format '{{.Names}}'; } | grep -q '^mlfs-cterm-'"
+	check "no view of the user's is left mounted in podman's namespaces" sh -c "! { $(declare -f user_podman); CUSER=$CUSER T_DIR=$T_DIR; user_podman unshare cat /proc/self/mounts; } | grep -q mlfs-view"
+	user_pause_stop
+	chmod "$FUSE_MODE" /dev/fuse
+fi
 
 # --- task roles: one allocation of two tasks
 cat >"$J/roles.json" <<'SPEC'
