@@ -574,8 +574,8 @@ static int sched_give_owner(const char *path, int flags, const struct sched_job 
 /*
  * A cluster runs the batch script as the job's owner: its worker folder
  * and the job's log become the owner's, so the script can write its log,
- * phase and exit files there, and so does a container's auth.json, which
- * its pull reads.
+ * phase and exit files there, and so do a container's auth.json and
+ * packages, which its pull reads.
  */
 static int sched_cluster_files(const struct sched_launch *l)
 {
@@ -589,6 +589,9 @@ static int sched_cluster_files(const struct sched_launch *l)
 	/* the pull's credentials: the script's `mlfs image pull` reads them, and removes them */
 	if (ret == 0 && l->st.container)
 		ret = sched_give_owner(l->authfile, O_RDONLY | O_NONBLOCK, l->j);
+	/* and its packages, when it has any (sched_container_packages) */
+	if (ret == 0 && l->st.container && l->crun.image == l->envref)
+		ret = sched_give_owner(l->pkgfile, O_RDONLY | O_NONBLOCK, l->j);
 	return ret;
 }
 
