@@ -431,12 +431,29 @@ static void image_runtime(const struct mlfs_config *cfg, struct container_runtim
 	}
 }
 
+/*
+ * The node's image cache (container_cache.c): @image used now; when it was
+ * just pulled or made (@made), its size measured and the cache trimmed.  A
+ * user's own storage (a Slurm script's rootless pull) is not the node's.
+ */
+static void image_kept(const struct container_runtime *rt, const struct mlfs_config *cfg,
+		       const char *image, bool made)
+{
+	if (geteuid() != 0)
+		return;
+	if (!made) {		/* no new bytes: no trim (podman images takes a quarter second) */
+		container_cache_touch(cfg, image);
+		return;
+	}
+	container_cache_measure(rt, cfg, image);
+	container_cache_trim(rt, cfg, image, stdout);
+}
+
 static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 {
 	struct container_runtime rt;
 	char dir[4096];
-	bool node = geteuid() == 0;	/* else a user's own storage, which cache_size is not about */
-	int lock, have;
+	int lock;
 
 	image_runtime(cfg, &rt, dir, sizeof(dir));
 	if (!rt.usable) {
@@ -450,13 +467,11 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 		printf("mlfs: cannot take the pull lock of %s: %s\n", ip->image, strerror(-lock));
 		return 1;
 	}
-	have = image_exists(&rt, ip->image);
-	if (have == 1) {
+	if (image_exists(&rt, ip->image) == 1) {
 		printf("mlfs: image %s is on the node\n", ip->image);
 		image_progress(ip, "on the node");
-		if (node)	/* no new bytes: no trim (podman images takes a quarter second) */
-			container_cache_touch(cfg, ip->image);
 		close(lock);
+		image_kept(&rt, cfg, ip->image, false);
 		return 0;
 	}
 	printf("mlfs: pulling %s\n", ip->image);
@@ -468,11 +483,8 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 		return 1;
 	}
 	image_pulled(ip);
-	if (node)
-		container_cache_measure(&rt, cfg, ip->image);
 	close(lock);
-	if (node)
-		container_cache_trim(&rt, cfg, ip->image, stdout);
+	image_kept(&rt, cfg, ip->image, true);
 	return 0;
 }
 
@@ -502,7 +514,6 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 	struct image_env env = { .base = ip->image, .target = ip->target, .packages = ip->packages,
 				 .on_line = image_env_line, .arg = ip };
 	char dir[4096];
-	bool node = geteuid() == 0;	/* else a user's own storage (image_pull) */
 	int lock, ret;
 
 	image_runtime(cfg, &rt, dir, sizeof(dir));
@@ -519,9 +530,8 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		printf("mlfs: the packages are installed already: %s (%s with the same packages and "
 		       "variables)\n", ip->target, ip->image);
 		image_progress(ip, "on the node");
-		if (node)
-			container_cache_touch(cfg, ip->target);
 		close(lock);
+		image_kept(&rt, cfg, ip->target, false);
 		return 0;
 	}
 	ret = image_pull(cfg, ip);
@@ -535,14 +545,11 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		} else {
 			printf("mlfs: made %s\n", ip->target);
 			image_progress(ip, "on the node");
-			/* kept within cache_size as the images pulled are */
-			if (node) {
-				container_cache_measure(&rt, cfg, ip->target);
-				container_cache_trim(&rt, cfg, ip->target, stdout);
-			}
 		}
 	}
 	close(lock);
+	if (ret == 0)	/* kept within cache_size as the images pulled are */
+		image_kept(&rt, cfg, ip->target, true);
 	return ret;
 }
 

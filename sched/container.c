@@ -150,7 +150,11 @@ const char *const container_driver_dirs[] = {
 	"/lib/x86_64-linux-gnu", "/lib64", NULL,
 };
 
-/* A regular file named by `ldconfig -p`'s cache for @soname, found by its usual folders. */
+/*
+ * @soname in the folders Debian, Ubuntu and RHEL keep the driver's libraries
+ * in (container_driver_dirs: the Slurm script searches the same): not
+ * `ldconfig -p`, so a driver installed elsewhere is not found.
+ */
 static void container_driver_lib(struct container_runtime *rt, const char *soname)
 {
 	char path[256];

@@ -909,9 +909,13 @@ static void exec_local_cg_remove_podman(const char *leaf)
 
 static void exec_local_cg_remove(struct exec_run *run)
 {
+	char conmon[sizeof(run->cgroup) + 8];
+
 	if (!run->cgroup[0])
 		return;
-	if (strrchr(run->cgroup, '/'))
+	/* only a container's leaves podman's folders (conmon's is one): no sweep for the others */
+	snprintf(conmon, sizeof(conmon), "%s/conmon", run->cgroup);
+	if (access(conmon, F_OK) == 0 && strrchr(run->cgroup, '/'))
 		exec_local_cg_remove_podman(strrchr(run->cgroup, '/') + 1);
 	if (rmdir(run->cgroup) < 0 && errno != ENOENT) {
 		log_warn("cannot remove memory cgroup %s: %s", run->cgroup, strerror(errno));

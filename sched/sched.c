@@ -618,50 +618,48 @@ const char *sched_images_why(const struct sched *s)
 	return s->containers.usable ? NULL : s->containers.why;
 }
 
+/* Whether worker @i is the first whose image its spec field names: one message a field. */
+static bool sched_image_first(const struct spec *sp, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (sp->workers[k].image.ref &&
+		    strcmp(sp->workers[k].image.ref_field, sp->workers[i].image.ref_field) == 0)
+			return false;
+	return true;
+}
+
 int sched_images_check(struct sched *s, struct spec *sp, const char *file, const char *text,
 		       size_t len, struct diag *d)
 {
 	const char *why = sched_images_why(s);
-	bool fallback = s->cfg->containers.fallback_host;
+	bool fallback = s->cfg->containers.fallback_host, packages_said = false;
 	char msg[512];
 	int ret = 0;
 
 	if (!why)
 		return 0;
 	for (size_t i = 0; i < sp->n_workers; i++) {
-		struct spec_image *img = &sp->workers[i].image;
-		bool listed = false;
+		const struct spec_image *img = &sp->workers[i].image;
 
-		if (!img->ref)
+		if (!img->ref || !sched_image_first(sp, i))
 			continue;
 		if (fallback && *sp->workers[i].command) {
-			for (size_t k = 0; k < i; k++)
-				listed |= sp->workers[k].image.ref_field &&
-					  strcmp(sp->workers[k].image.ref_field, img->ref_field) == 0;
-			if (!listed) {
-				snprintf(msg, sizeof(msg), "%s: this node runs no container images (%s); "
-					 "the command runs on the node ([containers] fallback = host)",
-					 img->ref_field, why);
-				sched_spec_ignore(sp, msg);
-			}
-			if (!listed && i == 0 && sp->packages.n_apt + sp->packages.n_conda +
-						 sp->packages.n_pip)
+			/* the image stays: it tells sched_run this worker falls back */
+			snprintf(msg, sizeof(msg), "%s: this node runs no container images (%s); "
+				 "the command runs on the node ([containers] fallback = host)",
+				 img->ref_field, why);
+			sched_spec_ignore(sp, msg);
+			if (!packages_said && sp->packages.n_apt + sp->packages.n_conda + sp->packages.n_pip)
 				sched_spec_ignore(sp, "environment.packages: not installed: the command "
 						  "runs on the node, with no image to install them in");
-			continue;	/* the image stays: it tells sched_run this worker falls back */
+			packages_said = true;
+		} else if (d) {
+			snprintf(msg, sizeof(msg), "this node cannot run container images: %s%s", why,
+				 *sp->workers[i].command ? "" : "; and with an empty command only the "
+				 "image's own command could run");
+			spec_field_error(d, file, text, len, img->ref_field, msg);
+			ret = -EINVAL;
 		}
-		if (!d)
-			continue;
-		for (size_t k = 0; k < i; k++)
-			listed |= sp->workers[k].image.ref && sp->workers[k].image.ref_field &&
-				  strcmp(sp->workers[k].image.ref_field, img->ref_field) == 0;
-		if (listed)
-			continue;
-		snprintf(msg, sizeof(msg), "this node cannot run container images: %s%s", why,
-			 *sp->workers[i].command ? "" : "; and with an empty command only the "
-			 "image's own command could run");
-		spec_field_error(d, file, text, len, img->ref_field, msg);
-		ret = -EINVAL;
 	}
 	return ret;
 }

@@ -18,8 +18,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$(dirname "$0")/lib.sh"
 t_setup
 cd "$T_DIR" || exit 1
-OTHER=65534	# nobody
-as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
 
 for t in podman docker-registry debootstrap nginx apt-ftparchive dpkg-deb; do
 	if ! command -v $t >/dev/null; then

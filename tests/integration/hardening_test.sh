@@ -15,7 +15,6 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 t_setup
 cd "$T_DIR" || exit 1
 mkdir -p data mnt outside
-OTHER=65534	# nobody
 M=$T_DIR/mnt
 J=$M/jobs
 S3_SECRET='s3cret-KEY-never-shown-1234'
@@ -102,7 +101,6 @@ with tarfile.open(sys.argv[1], "w") as t:
         i = tarfile.TarInfo(name); i.size = len(body); t.addfile(i, io.BytesIO(body))
 PY
 
-as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
 spec() { printf '{"name": "%s", "workers": [{"command": "%s"}]%s}\n' "$1" "$2" "${3:+, $3}"; }
 state() { cat "$J/$1/state" 2>/dev/null; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }

@@ -30,7 +30,6 @@ source = d:/
 CONF
 M=$T_DIR/mnt
 J=$M/jobs
-OTHER=65534	# nobody
 
 state() { cat "$J/$1/state" 2>/dev/null; }
 reason() { job_reason "$J/$1"; }
@@ -43,7 +42,6 @@ wait_state() {
 	echo "# $1 is '$(state "$1")', not $2: $(cat "$J/$1/reason" 2>/dev/null)"
 	return 1
 }
-as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
 # spec NAME COMMAND [EXTRA JSON MEMBERS]: a one-worker native spec.
 spec() { printf '{"name": "%s", "workers": [{"command": "%s"}]%s}\n' "$1" "$2" "${3:+, $3}"; }
 # errno_of FILE TEXT: the errno name a write(2) of TEXT to FILE fails with, or "ok".

@@ -140,6 +140,10 @@ mount_fg() {
 	fg_mount "$mnt" "$T_DIR/mount.${mnt##*/}.log" "$MLFS" mount -f "$@" "$conf" "$mnt"
 }
 
+# Another user, for what a job's owner may and may not do.
+OTHER=65534	# nobody
+as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
+
 # job_state_in JOBS JOB STATE...: waits (at most 40 s, or $JOB_WAIT_TENTHS tenths of a
 # second) until JOBS/JOB/state is one of STATE.
 job_state_in() {

@@ -61,8 +61,6 @@ slurm_cleanup() {
 t_cleanup() { slurm_cleanup; }
 trap 'slurm_cleanup; rm -rf "$T_DIR"' EXIT
 
-OTHER=65534	# nobody
-as_other() { setpriv --reuid=$OTHER --regid=$OTHER --clear-groups "$@"; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # --- the cluster, and a bin_dir that logs every Slurm command mlfs runs
