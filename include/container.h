@@ -52,7 +52,13 @@ size_t image_ref_credentials(const char *s);
 
 /* ---- the node's runtime ---- */
 
-#define CONTAINER_DRIVER_FILES 8
+#define CONTAINER_DRIVER_FILES 24
+
+/* One file of the NVIDIA driver's, bound read-only into GPU workers. */
+struct container_driver_file {
+	char host[256];			/* where the node has it (ldconfig -p, PATH) */
+	char inside[128];		/* where the image's loader or PATH finds it */
+};
 
 struct mlfs_config;
 
@@ -69,7 +75,7 @@ struct container_runtime {
 					 * podman, which otherwise reads root's ~/.docker/config.json */
 	char own_auth[4096];		/* STATE_DIR/containers/auth.json: no credentials */
 	/* the NVIDIA driver's user-space files, bound read-only for GPU workers */
-	char driver_files[CONTAINER_DRIVER_FILES][256];
+	struct container_driver_file driver_files[CONTAINER_DRIVER_FILES];
 	size_t n_driver_files;
 };
 
@@ -95,13 +101,27 @@ void container_runtime_detect_rootless(struct container_runtime *rt,
 
 /*
  * What a GPU worker is given besides its /dev/nvidiaN, each list
- * NULL-terminated: NVIDIA's control devices (where they exist), and the
- * driver's user-space libraries (looked for in container_driver_dirs) bound
- * read-only.  The Slurm batch script looks for the same on the compute node.
+ * NULL-terminated: NVIDIA's control devices (where they exist), the
+ * driver's user-space libraries (the beginnings of their sonames, found
+ * with `ldconfig -p`) and the folders of an image's loader they are bound
+ * into, read-only, so that a glibc image of Debian's, Ubuntu's or RHEL's
+ * family loads them wherever the node keeps them (/usr/local/nvidia/lib64,
+ * /usr/lib/x86_64-linux-gnu ...); nvidia-smi goes to /usr/bin.  The Slurm
+ * batch script looks for the same on the compute node.
  */
 extern const char *const container_nvidia_devices[];
 extern const char *const container_driver_libs[];
-extern const char *const container_driver_dirs[];
+extern const char *const container_driver_dirs_inside[];
+extern const char container_ldconfig_arch[];	/* "x86-64": ldconfig -p's word for this machine */
+
+/*
+ * Adds to @rt's driver files the libraries `ldconfig -p` printed in
+ * @text (container_driver_libs, of this machine's word size: the first
+ * path of each name), each bound at every folder of
+ * container_driver_dirs_inside.  Read by container_runtime_detect; apart
+ * for its tests.
+ */
+void container_driver_libs_parse(struct container_runtime *rt, const char *text);
 
 /* "containers ..." lines for .mlfs/node. */
 void container_runtime_render(const struct container_runtime *rt, FILE *f);
@@ -142,7 +162,7 @@ struct container_run {
 					 * NULL: none (the Slurm script adds its own) */
 	uint64_t memory;		/* bytes; 0: none */
 	long shm_mb;			/* 0: podman's default */
-	const int *gpus;		/* the node's GPU indices given to it */
+	const int *gpus;		/* the device minors (/dev/nvidiaN) of the GPUs given */
 	unsigned int n_gpus;
 	/*
 	 * podman run by the worker's owner, not root (a Slurm batch script):
@@ -154,7 +174,8 @@ struct container_run {
 	bool rootless;
 };
 
-#define CONTAINER_ARGV_MAX	(64 + 2 * CONTAINER_DRIVER_FILES)
+#define CONTAINER_GPUS_MAX	64
+#define CONTAINER_ARGV_MAX	(64 + CONTAINER_GPUS_MAX + CONTAINER_DRIVER_FILES)
 
 /*
  * Fills @argv (CONTAINER_ARGV_MAX entries, NULL-terminated) with the

@@ -2,7 +2,8 @@
  * container.c - the node's container runtime, and the `podman run` of one
  * worker (DESIGN §10).
  *
- * Detection reads files only (no program is run): podman where
+ * Detection reads files (and runs `ldconfig -p` on a node with NVIDIA's
+ * control device, nothing on others): podman where
  * [containers] runtime says or on PATH; the OCI runtime named, or the one
  * this host's cgroups allow (crun refuses a hybrid layout, cgroup v1
  * controllers beside a v2 `unified`, which these machines have, so runc
@@ -10,8 +11,8 @@
  * higher than the node's own hard limits (podman's defaults, nofile
  * 1048576 and nproc 32768, exceed them where the daemon has no
  * CAP_SYS_RESOURCE, and runc's setrlimit then fails); the NVIDIA driver's
- * user-space files, bound read-only into GPU workers as NVIDIA's container
- * toolkit (not in Debian) would.  Plain-HTTP registries named in
+ * user-space files, found as NVIDIA's container toolkit (not in Debian)
+ * finds them and bound read-only where the image's loader looks.  Plain-HTTP registries named in
  * insecure_registries get a registries.conf of mlfs's own, which pulls
  * name through CONTAINERS_REGISTRIES_CONF: podman's files stay untouched.
  *
@@ -56,6 +57,7 @@
 #include "config.h"
 #include "container.h"
 #include "log.h"
+#include "spawn.h"
 #include "spec.h"
 
 /* ---- detection ---- */
@@ -143,40 +145,108 @@ const char *const container_nvidia_devices[] = {
 	"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", NULL,
 };
 const char *const container_driver_libs[] = {
-	"libnvidia-ml.so.1", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1", NULL,
+	"libnvidia-ml.so.", "libnvidia-cfg.so.", "libcuda.so.", "libcudadebugger.so.",
+	"libnvidia-ptxjitcompiler.so.", "libnvidia-nvvm.so.", "libnvidia-gpucomp.so.", NULL,
 };
-const char *const container_driver_dirs[] = {
-	"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-	"/lib/x86_64-linux-gnu", "/lib64", NULL,
+#if defined(__aarch64__)
+#define CONTAINER_MULTIARCH	"aarch64-linux-gnu"
+#define CONTAINER_LDCONFIG_ARCH	"AArch64"
+#else
+#define CONTAINER_MULTIARCH	"x86_64-linux-gnu"
+#define CONTAINER_LDCONFIG_ARCH	"x86-64"
+#endif
+/* Debian's and Ubuntu's loader looks in the first, RHEL's in the second. */
+const char *const container_driver_dirs_inside[] = {
+	"/usr/lib/" CONTAINER_MULTIARCH, "/usr/lib64", NULL,
 };
 
-/*
- * @soname in the folders Debian, Ubuntu and RHEL keep the driver's libraries
- * in (container_driver_dirs: the Slurm script searches the same): not
- * `ldconfig -p`, so a driver installed elsewhere is not found.
- */
-static void container_driver_lib(struct container_runtime *rt, const char *soname)
+#define CONTAINER_LDCONFIG_S	10
+
+const char container_ldconfig_arch[] = CONTAINER_LDCONFIG_ARCH;
+
+static void container_driver_add(struct container_runtime *rt, const char *host, const char *inside)
 {
-	char path[256];
+	struct container_driver_file *d = &rt->driver_files[rt->n_driver_files];
 
-	for (size_t i = 0; container_driver_dirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/%s", container_driver_dirs[i], soname);
-		if (access(path, R_OK) == 0 && rt->n_driver_files < CONTAINER_DRIVER_FILES) {
-			snprintf(rt->driver_files[rt->n_driver_files++], sizeof(rt->driver_files[0]),
-				 "%s", path);
-			return;
-		}
-	}
+	if (rt->n_driver_files >= CONTAINER_DRIVER_FILES ||
+	    snprintf(d->host, sizeof(d->host), "%s", host) >= (int)sizeof(d->host) ||
+	    snprintf(d->inside, sizeof(d->inside), "%s", inside) >= (int)sizeof(d->inside))
+		return;
+	rt->n_driver_files++;
 }
 
+static bool container_driver_known(const struct container_runtime *rt, const char *name)
+{
+	for (size_t i = 0; i < rt->n_driver_files; i++) {
+		const char *base = strrchr(rt->driver_files[i].inside, '/');
+
+		if (base && strcmp(base + 1, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+void container_driver_libs_parse(struct container_runtime *rt, const char *text)
+{
+	char *copy = strdup(text), *save = NULL;
+
+	if (!copy)
+		return;
+	/* "\tlibcuda.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so.1" */
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[128], arch[64], path[256];
+		bool wanted = false;
+
+		if (sscanf(line, " %127s (%63[^)]) => %255s", name, arch, path) != 3 ||
+		    !strstr(arch, CONTAINER_LDCONFIG_ARCH) || path[0] != '/' || strchr(name, '/'))
+			continue;
+		for (size_t i = 0; container_driver_libs[i] && !wanted; i++)
+			wanted = strncmp(name, container_driver_libs[i],
+					 strlen(container_driver_libs[i])) == 0;
+		if (!wanted || container_driver_known(rt, name))	/* the first path wins */
+			continue;
+		for (size_t i = 0; container_driver_dirs_inside[i]; i++) {
+			char inside[sizeof(name) + 32];
+
+			snprintf(inside, sizeof(inside), "%s/%s", container_driver_dirs_inside[i], name);
+			container_driver_add(rt, path, inside);
+		}
+	}
+	free(copy);
+}
+
+/*
+ * nvidia-smi from PATH and the driver's libraries from `ldconfig -p`, as
+ * NVIDIA's container toolkit finds them: a driver kept outside the usual
+ * folders (/usr/local/nvidia/lib64 on many GPU hosts) is found through
+ * the loader's own configuration.  Only on a node with NVIDIA's control
+ * device, so that others run no program at start.
+ */
 static void container_driver_files(struct container_runtime *rt)
 {
 	char path[256];
+	struct spawn_out res;
+	size_t before;
 
+	if (access("/dev/nvidiactl", F_OK) != 0)
+		return;
 	if (container_find_program("nvidia-smi", path, sizeof(path)))
-		snprintf(rt->driver_files[rt->n_driver_files++], sizeof(rt->driver_files[0]), "%s", path);
-	for (size_t i = 0; container_driver_libs[i]; i++)
-		container_driver_lib(rt, container_driver_libs[i]);
+		container_driver_add(rt, path, "/usr/bin/nvidia-smi");
+	if (!container_find_program("ldconfig", path, sizeof(path))) {
+		log_warn("containers: no ldconfig on PATH: the NVIDIA driver's libraries are not "
+			 "found, and GPU workers' containers get none");
+		return;
+	}
+	before = rt->n_driver_files;
+	if (spawn_run(&(struct spawn){ .argv = (char *[]){ path, "-p", NULL },
+				       .timeout_ms = CONTAINER_LDCONFIG_S * 1000,
+				       .out_max = 4 << 20, .out_fd = -1 }, &res) == 0 &&
+	    !res.timed_out && res.out)
+		container_driver_libs_parse(rt, res.out);
+	spawn_out_free(&res);
+	if (rt->n_driver_files == before)
+		log_warn("containers: `ldconfig -p` names none of the NVIDIA driver's libraries "
+			 "(libnvidia-ml.so.1, libcuda.so.1): GPU workers' containers get none");
 }
 
 /*
@@ -345,7 +415,8 @@ void container_runtime_render(const struct container_runtime *rt, FILE *f)
 	if (rt->auth_file)
 		fprintf(f, "containers_auth_file %s\n", rt->auth_file);
 	for (size_t i = 0; i < rt->n_driver_files; i++)
-		fprintf(f, "containers_driver_file %s\n", rt->driver_files[i]);
+		fprintf(f, "containers_driver_file %s %s\n", rt->driver_files[i].host,
+			rt->driver_files[i].inside);
 }
 
 /* ---- one worker's `podman run` ---- */
@@ -399,7 +470,8 @@ static void container_gpu_args(struct container_args *a, const struct container_
 		if (access(container_nvidia_devices[i], F_OK) == 0)
 			container_arg(a, "--device=%s", container_nvidia_devices[i]);
 	for (size_t i = 0; i < rt->n_driver_files; i++)
-		container_arg(a, "--volume=%s:%s:ro", rt->driver_files[i], rt->driver_files[i]);
+		container_arg(a, "--volume=%s:%s:ro", rt->driver_files[i].host,
+			      rt->driver_files[i].inside);
 }
 
 int container_argv(const struct container_run *r, const char *cgroup_parent, char **argv,

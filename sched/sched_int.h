@@ -100,6 +100,8 @@ struct sched_job {
 /* The node's resources (sched_node.c). */
 struct sched_node {
 	unsigned int gpus;
+	int gpu_minor[SCHED_MAX_GPUS];		/* GPU i is /dev/nvidia<gpu_minor[i]> */
+	char gpu_bus[SCHED_MAX_GPUS][24];	/* its PCI address as nvidia-smi says it; "" unknown */
 	char *gpu_type;
 	double gpu_memory_gb;
 	char *cuda_version;		/* NULL = unknown */
@@ -201,6 +203,14 @@ void sched_job_free(struct sched_job *j);
 /* sched_node.c */
 int sched_node_init(struct sched_node *node, const struct mlfs_config *cfg);
 void sched_node_free(struct sched_node *node);
+
+/*
+ * The device minor (/dev/nvidiaN) of the GPU at PCI address @bus as
+ * nvidia-smi writes it ("00000000:3B:00.0"), from the "Device Minor:"
+ * line of the driver's @proc_dir/<address>/information
+ * (/proc/driver/nvidia/gpus); -1 when it does not say.
+ */
+int sched_node_gpu_minor(const char *proc_dir, const char *bus);
 /*
  * Whether @w fits the node now: 1 and the GPU indices it would get in
  * @gpus, 0 with the reason it waits in @why, or -1 when it never can here

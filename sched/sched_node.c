@@ -54,27 +54,70 @@ static char *sched_node_smi(char *const *argv)
 	return out;
 }
 
-/* Reads GPUs from `nvidia-smi`; leaves @node as it is when there is none. */
+int sched_node_gpu_minor(const char *proc_dir, const char *bus)
+{
+	const char *colon = strchr(bus, ':');
+	char dir[32], path[512], line[256];
+	size_t dom;
+	int minor = -1;
+	FILE *f;
+
+	/* nvidia-smi's domain has 8 hex digits, the driver's folder 4, in lower case */
+	if (!colon || (dom = (size_t)(colon - bus)) < 4 ||
+	    snprintf(dir, sizeof(dir), "%.4s%s", colon - 4, colon) >= (int)sizeof(dir))
+		return -1;
+	for (char *c = dir; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	snprintf(path, sizeof(path), "%s/%s/information", proc_dir, dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Device Minor: %d", &minor) == 1)
+			break;
+	fclose(f);
+	return minor;
+}
+
+/*
+ * Reads GPUs from `nvidia-smi`; leaves @node as it is when there is none.
+ * nvidia-smi numbers them in PCI order, the driver names their devices by
+ * minor number: the two differ where GPUs were excluded or a VM's slots
+ * are sparse, so each GPU's minor comes from the driver.
+ */
 static void sched_node_detect_gpus(struct sched_node *node)
 {
 	char *out = sched_node_smi((char *const[]){ "nvidia-smi",
-		"--query-gpu=index,name,memory.total", "--format=csv,noheader,nounits", NULL });
+		"--query-gpu=index,name,memory.total,pci.bus_id", "--format=csv,noheader,nounits",
+		NULL });
 	char *line, *save = NULL;
 
 	for (line = out ? strtok_r(out, "\n", &save) : NULL; line && node->gpus < SCHED_MAX_GPUS;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *name = strchr(line, ','), *mem = name ? strchr(name + 1, ',') : NULL;
+		char *bus = mem ? strchr(mem + 1, ',') : NULL;
+		unsigned int i = node->gpus;
 
-		if (!mem)
+		if (!bus)
 			continue;
 		*mem++ = '\0';
+		*bus++ = '\0';
 		name++;
 		while (*name == ' ')
 			name++;
+		bus += strspn(bus, " ");
+		bus[strcspn(bus, " \r")] = '\0';
 		if (!node->gpu_type)
 			node->gpu_type = strdup(name);
 		if (node->gpu_memory_gb <= 0)
 			node->gpu_memory_gb = strtod(mem, NULL) / 1024.0;
+		snprintf(node->gpu_bus[i], sizeof(node->gpu_bus[i]), "%s", bus);
+		node->gpu_minor[i] = sched_node_gpu_minor("/proc/driver/nvidia/gpus", bus);
+		if (node->gpu_minor[i] < 0) {
+			log_warn("node: GPU %u (%s): the driver does not say its device minor; "
+				 "taking /dev/nvidia%u", i, bus, i);
+			node->gpu_minor[i] = (int)i;
+		}
 		node->gpus++;
 	}
 	free(out);
@@ -123,6 +166,8 @@ int sched_node_init(struct sched_node *node, const struct mlfs_config *cfg)
 	node->gpu_type = sched_strdup_or_null(nc->gpu_type);
 	node->gpu_memory_gb = nc->gpu_memory_gb > 0 ? (double)nc->gpu_memory_gb : 0;
 	node->cuda_version = sched_strdup_or_null(nc->cuda_version);
+	for (unsigned int i = 0; i < SCHED_MAX_GPUS; i++)
+		node->gpu_minor[i] = (int)i;	/* [node] gpus: GPU i is /dev/nvidiaI */
 	if (nc->gpus >= 0)
 		node->gpus = nc->gpus > SCHED_MAX_GPUS ? SCHED_MAX_GPUS : (unsigned int)nc->gpus;
 	else
@@ -377,6 +422,9 @@ int sched_node_render(struct sched *s, char **buf, size_t *len)
 	container_runtime_render(&s->containers, f);
 	for (unsigned int i = 0; i < node->gpus; i++)
 		fprintf(f, "gpu.%u %s\n", i, node->gpu_holder[i] ? node->gpu_holder[i] : "free");
+	for (unsigned int i = 0; i < node->gpus; i++)
+		fprintf(f, "gpu_device.%u /dev/nvidia%d%s%s\n", i, node->gpu_minor[i],
+			node->gpu_bus[i][0] ? " " : "", node->gpu_bus[i]);
 	for (struct sched_job *j = s->jobs; j; j = j->next)
 		for (size_t i = 0; i < j->n_workers; i++)
 			if (j->workers[i].running)

@@ -199,6 +199,7 @@ struct sched_launch {
 	char *view_argv[14], *unview_argv[4];
 	/* its container, when it has an image and the node runs them */
 	struct container_run crun;
+	int gpu_minor[SCHED_MAX_GPUS];	/* crun's GPUs: the device minors of w->gpus */
 	char cname[128], envfile[4200], pullprog[4200], authfile[4200];
 	char *pull_argv[16], *cleanup_argv[8];
 	char pkgfile[4200], envref[CONTAINER_ENV_REF_MAX];	/* its packages (sched_container_packages) */
@@ -364,11 +365,13 @@ static void sched_container_prepare(struct sched *s, struct sched_launch *l, con
 	snprintf(l->pullprog, sizeof(l->pullprog), "%s/workers/%u/pull", j->dir, w->n);
 	snprintf(l->authfile, sizeof(l->authfile), "%s/workers/%u/auth.json", j->dir, w->n);
 	snprintf(l->phase, sizeof(l->phase), "%s/workers/%u/phase", j->dir, w->n);
+	for (unsigned int i = 0; i < w->n_gpus; i++)
+		l->gpu_minor[i] = s->node.gpu_minor[w->gpus[i]];
 	l->crun = (struct container_run){
 		.rt = &s->containers, .image = sw->image.ref, .name = l->cname, .command = sw->command,
 		.uid = j->uid, .gid = j->gid, .workdir = sw->work_dir ? sw->work_dir : "/opt/ml/models",
 		.ml_dir = ml_dir, .env_file = l->envfile, .memory = l->st.memory_limit,
-		.shm_mb = sw->image.shm_mb, .gpus = w->gpus, .n_gpus = w->n_gpus,
+		.shm_mb = sw->image.shm_mb, .gpus = l->gpu_minor, .n_gpus = w->n_gpus,
 	};
 	if (s->mlfs_bin) {
 		l->pull_argv[n++] = s->mlfs_bin;
@@ -645,10 +648,17 @@ static int sched_launch_files(struct sched *s, struct sched_launch *l)
 	ret = sched_make_worker_dir(l->j, l->w, l->ml, !sched_cluster(s));
 	if (ret == 0 && l->st.view_argv)
 		ret = sched_view_files(l);
-	if (ret == 0 && l->st.container) {
+	if (ret == 0 && l->st.container && !sched_cluster(s)) {	/* a cluster's script writes its own */
+		char gpus[SCHED_MAX_GPUS * 4 + 1] = "";
+
+		/* inside, its GPUs are the only ones, numbered from 0 as nvidia-smi there numbers them */
+		for (unsigned int i = 0, n = 0; i < l->w->n_gpus; i++)
+			n += (unsigned int)snprintf(gpus + n, sizeof(gpus) - n, "%s%u", i ? "," : "", i);
+		sched_env_set(&l->env, "CUDA_VISIBLE_DEVICES", gpus);
 		ret = container_env_file(l->envfile, l->env.v);
-		unlink(l->pullprog);
 	}
+	if (ret == 0 && l->st.container)
+		unlink(l->pullprog);
 	if (ret == 0 && l->st.container)
 		ret = sched_container_auth(s, l);
 	if (ret == 0 && l->st.container)

@@ -1,6 +1,7 @@
 /*
  * test_container.c - image references as Docker reads them (image_ref.c),
- * and what a worker's packages are installed from (container.c).
+ * what a worker's packages are installed from, and which of the NVIDIA
+ * driver's files a GPU worker's container gets, where (container.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -190,6 +191,127 @@ static void test_container_packages_file_without_packages_writes_nothing(void **
 	spec_free(s);
 }
 
+#if defined(__aarch64__)
+#define ARCH_LDCONFIG	"AArch64"
+#define ARCH_DIR	"/usr/lib/aarch64-linux-gnu"
+#else
+#define ARCH_LDCONFIG	"x86-64"
+#define ARCH_DIR	"/usr/lib/x86_64-linux-gnu"
+#endif
+
+/* `ldconfig -p` as a GPU host with the driver in /usr/local/nvidia prints it */
+static const char ldconfig_text[] =
+	"1234 libs found in cache `/etc/ld.so.cache'\n"
+	"\tlibvdpau_nvidia.so.1 (libc6," ARCH_LDCONFIG ") => /usr/local/nvidia/lib64/libvdpau_nvidia.so.1\n"
+	"\tlibnvidia-ml.so.1 (libc6," ARCH_LDCONFIG ") => /usr/local/nvidia/lib64/libnvidia-ml.so.1\n"
+	"\tlibnvidia-ml.so.1 (libc6," ARCH_LDCONFIG ") => /lib/libnvidia-ml.so.1\n"
+	"\tlibnvidia-ml.so (libc6," ARCH_LDCONFIG ") => /usr/local/nvidia/lib64/libnvidia-ml.so\n"
+	"\tlibcuda.so.1 (libc6) => /usr/local/nvidia/lib/libcuda.so.1\n"
+	"\tlibcuda.so.1 (libc6," ARCH_LDCONFIG ", OS ABI: Linux 3.2.0) => /usr/local/nvidia/lib64/libcuda.so.1\n"
+	"\tlibnvidia-gpucomp.so.580.159.04 (libc6," ARCH_LDCONFIG ") => "
+	"/usr/local/nvidia/lib64/libnvidia-gpucomp.so.580.159.04\n"
+	"\tlibc.so.6 (libc6," ARCH_LDCONFIG ") => /lib/x86_64-linux-gnu/libc.so.6\n";
+
+static const struct container_driver_file *driver_file(const struct container_runtime *rt,
+						       const char *inside)
+{
+	for (size_t i = 0; i < rt->n_driver_files; i++)
+		if (strcmp(rt->driver_files[i].inside, inside) == 0)
+			return &rt->driver_files[i];
+	return NULL;
+}
+
+static void test_driver_libs_from_ldconfig_bound_where_images_look(void **state)
+{
+	struct container_runtime rt = { 0 };
+	const struct container_driver_file *d;
+
+	(void)state;
+	container_driver_libs_parse(&rt, ldconfig_text);
+	/* libnvidia-ml.so.1, libcuda.so.1 and the versioned gpucomp, each at two folders */
+	assert_int_equal(rt.n_driver_files, 6);
+	d = driver_file(&rt, ARCH_DIR "/libnvidia-ml.so.1");
+	assert_non_null(d);
+	assert_string_equal(d->host, "/usr/local/nvidia/lib64/libnvidia-ml.so.1");	/* the first */
+	d = driver_file(&rt, "/usr/lib64/libcuda.so.1");
+	assert_non_null(d);
+	assert_string_equal(d->host, "/usr/local/nvidia/lib64/libcuda.so.1");	/* 64-bit */
+	assert_non_null(driver_file(&rt, ARCH_DIR "/libnvidia-gpucomp.so.580.159.04"));
+	assert_null(driver_file(&rt, ARCH_DIR "/libnvidia-ml.so"));	/* the link for linkers */
+	assert_null(driver_file(&rt, ARCH_DIR "/libvdpau_nvidia.so.1"));	/* not compute */
+	assert_null(driver_file(&rt, ARCH_DIR "/libc.so.6"));
+}
+
+static void test_driver_libs_full_table_drops_the_rest(void **state)
+{
+	struct container_runtime rt = { 0 };
+	char *text = NULL, *line;
+
+	(void)state;
+	for (int i = 0; i < 40; i++) {
+		assert_true(asprintf(&line, "%s\tlibnvidia-gpucomp.so.%d (libc6," ARCH_LDCONFIG
+				     ") => /d/libnvidia-gpucomp.so.%d\n", text ? text : "", i, i) > 0);
+		free(text);
+		text = line;
+	}
+	container_driver_libs_parse(&rt, text);
+	free(text);
+	assert_int_equal(rt.n_driver_files, CONTAINER_DRIVER_FILES);
+}
+
+/* argv's "--volume=..." entries */
+static int count_args(char **argv, const char *prefix)
+{
+	int n = 0;
+
+	for (size_t i = 0; argv[i]; i++)
+		n += strncmp(argv[i], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+static void test_argv_binds_driver_files_for_gpu_workers_only(void **state)
+{
+	struct container_runtime rt = { .usable = true, .podman = "/usr/bin/podman",
+					.oci = "/usr/sbin/runc", .nofile_soft = 1024,
+					.nofile_hard = 4096, .nproc = 1000 };
+	int minors[] = { 97 };		/* no /dev/nvidia97 here: warned, not passed */
+	struct container_run r = { .rt = &rt, .image = "reg.lan/tf:1", .name = "c1",
+				   .command = "nvidia-smi", .uid = 1000, .gid = 1000 };
+	char *argv[CONTAINER_ARGV_MAX], buf[16384];
+
+	(void)state;
+	container_driver_libs_parse(&rt, ldconfig_text);
+	assert_int_equal(container_argv(&r, NULL, argv, buf, sizeof(buf)), 0);
+	assert_int_equal(count_args(argv, "--volume="), 0);
+	assert_int_equal(count_args(argv, "--device="), 0);
+	r.gpus = minors;
+	r.n_gpus = 1;
+	assert_int_equal(container_argv(&r, NULL, argv, buf, sizeof(buf)), 0);
+	assert_int_equal(count_args(argv, "--volume=/usr/local/nvidia/lib64/libcuda.so.1:"), 2);
+	assert_int_equal(count_args(argv, "--volume=/usr/local/nvidia/lib64/libcuda.so.1:"
+				    ARCH_DIR "/libcuda.so.1:ro"), 1);
+	assert_int_equal(count_args(argv, "--device=/dev/nvidia97"), 0);
+}
+
+static void test_argv_with_every_gpu_and_driver_file_fits(void **state)
+{
+	struct container_runtime rt = { .usable = true, .podman = "/usr/bin/podman",
+					.oci = "/usr/sbin/runc" };
+	int minors[CONTAINER_GPUS_MAX];
+	struct container_run r = { .rt = &rt, .image = "reg.lan/tf:1", .name = "c1",
+				   .command = "true", .ml_dir = "/v", .env_file = "/e",
+				   .memory = 1 << 30, .shm_mb = 64, .workdir = "/w",
+				   .gpus = minors, .n_gpus = CONTAINER_GPUS_MAX };
+	char *argv[CONTAINER_ARGV_MAX], buf[65536];
+
+	(void)state;
+	for (int i = 0; i < CONTAINER_GPUS_MAX; i++)
+		minors[i] = i;
+	for (int i = 0; i < CONTAINER_DRIVER_FILES; i++)
+		snprintf(rt.driver_files[rt.n_driver_files++].host, 256, "/d/lib%d.so.1", i);
+	assert_int_equal(container_argv(&r, "/mlfs/w", argv, buf, sizeof(buf)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +321,10 @@ int main(void)
 		cmocka_unit_test(test_image_ref_credentials_of_gpulab_private_form),
 		cmocka_unit_test(test_container_packages_file_lists_apt_conda_pip_then_variables),
 		cmocka_unit_test(test_container_packages_file_without_packages_writes_nothing),
+		cmocka_unit_test(test_driver_libs_from_ldconfig_bound_where_images_look),
+		cmocka_unit_test(test_driver_libs_full_table_drops_the_rest),
+		cmocka_unit_test(test_argv_binds_driver_files_for_gpu_workers_only),
+		cmocka_unit_test(test_argv_with_every_gpu_and_driver_file_fits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

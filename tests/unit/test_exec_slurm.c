@@ -27,6 +27,15 @@
 #include "exec_slurm_int.h"
 #include "spec.h"
 
+/* what container.c's ldconfig lines and library folders are on this machine */
+#if defined(__aarch64__)
+#define CONTAINER_LDCONFIG_ARCH_TEST	"AArch64"
+#define CONTAINER_MULTIARCH_TEST	"aarch64-linux-gnu"
+#else
+#define CONTAINER_LDCONFIG_ARCH_TEST	"x86-64"
+#define CONTAINER_MULTIARCH_TEST	"x86_64-linux-gnu"
+#endif
+
 static const char nodes_text[] =
 	"NodeName=n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=8 AvailableFeatures=a100 "
 	"ActiveFeatures=a100 Gres=gpu:a100:4(S:0-1),shard:8 NodeAddr=10.0.0.1 RealMemory=64000 "
@@ -244,7 +253,8 @@ static void test_script_array(void **state)
 	assert_non_null(strstr(script, "mlfs_run \"$SLURM_ARRAY_TASK_ID\"\n"));
 	/* values are single-quoted, Slurm's CUDA_VISIBLE_DEVICES stands, odd names go through env */
 	assert_non_null(strstr(script, "export X='a '\\''quoted'\\'' $value'\n"));
-	assert_null(strstr(script, "CUDA_VISIBLE_DEVICES="));
+	assert_null(strstr(script, "export CUDA_VISIBLE_DEVICES"));
+	assert_null(strstr(script, "\nCUDA_VISIBLE_DEVICES="));
 	assert_non_null(strstr(script, "MLFS_ENV+=('odd.name=1')\n"));
 	assert_non_null(strstr(script, "export GPU_COUNT=1\n"));
 	/* the spec's own "MLFS_SPEC_END_0" line cannot end the here-document */
@@ -569,7 +579,9 @@ static void test_script_container_lines(void **state)
 			       "odd.name=1\nML_DATA_PATH=/opt/ml/input\nGPU_COUNT=1\n'\n"));
 	assert_non_null(strstr(script, "\tCENV_LEFT='NL'\n"));
 	assert_non_null(strstr(script, "NV_DEVICES=('/dev/nvidiactl' "));
-	assert_non_null(strstr(script, "NV_LIBS=('libnvidia-ml.so.1' "));
+	assert_non_null(strstr(script, "NV_LIBS=('libnvidia-ml.so.' "));
+	assert_non_null(strstr(script, "NV_DIRS=('/usr/lib/"));
+	assert_non_null(strstr(script, "NV_ARCH="));
 	/* not exported to the batch shell, whose podman they would steer; worker 2's are */
 	w2 = strstr(script, "mlfs_w2() {");
 	assert_non_null(w2);
@@ -638,6 +650,15 @@ static void test_script_container_runs(void **state)
 		 "\tfor a; do case $a in --env-file=*) cp \"${a#--env-file=}\" %s/env;; esac; done\n"
 		 "\techo inside; exit 3\nfi\necho \"$@\" >>%s/rm\n", dir, dir, dir);
 	write_tool(dir, "podman", cmd);
+	/* the driver's libraries as `ldconfig -p` lists them: 64-bit, first path, sonames only */
+	write_tool(dir, "ldconfig", "#!/bin/sh\nprintf '%s\\n' '123 libs found in cache' "
+		   "'\tlibcuda.so.1 (libc6) => /drv32/libcuda.so.1' "
+		   "'\tlibcuda.so.1 (libc6," CONTAINER_LDCONFIG_ARCH_TEST ") => /drv/libcuda.so.1' "
+		   "'\tlibcuda.so (libc6," CONTAINER_LDCONFIG_ARCH_TEST ") => /drv/libcuda.so' "
+		   "'\tlibnvidia-ml.so.1 (libc6," CONTAINER_LDCONFIG_ARCH_TEST ", OS ABI: Linux 3.2.0) => "
+		   "/drv/libnvidia-ml.so.1' "
+		   "'\tlibfoo.so.1 (libc6," CONTAINER_LDCONFIG_ARCH_TEST ") => /lib/libfoo.so.1' "
+		   "'\tlibcuda.so.1 (libc6," CONTAINER_LDCONFIG_ARCH_TEST ") => /second/libcuda.so.1'\n");
 	write_tool(dir, "mlfs", "#!/bin/sh\ncase $1 in\nlogpipe) exec cat >>\"$4\";;\n"
 		   "image) [ -z \"${FAIL_PULL:-}\" ] && echo 'mlfs: pulled' && exit 0\n"
 		   "\techo \"mlfs: cannot pull $4: manifest unknown\"; exit 1;;\nesac\nexit 9\n");
@@ -656,29 +677,39 @@ static void test_script_container_runs(void **state)
 	free(script);
 	free_argv(argv, argc);
 	snprintf(cmd, sizeof(cmd), "mkdir -p %s/jobs/j/workers/1 && cd %s && env -i TMPDIR=%s "
-		 "SLURM_JOB_ID=7 SLURM_JOB_GPUS=0 CUDA_VISIBLE_DEVICES=0 bash job.sh", dir, dir, dir);
+		 "MLFS_LDCONFIG=%s/ldconfig SLURM_JOB_ID=7 SLURM_JOB_GPUS=5,7 CUDA_VISIBLE_DEVICES=5,7 "
+		 "bash job.sh", dir, dir, dir, dir);
 	assert_int_not_equal(system(cmd), 0);		/* the command exited 3 */
 
 	snprintf(path, sizeof(path), "%s/args", dir);
 	slurp(path, text, sizeof(text));
 	assert_non_null(strstr(text, "run\n--rm\n--pull=never\n"));
 	assert_non_null(strstr(text, "--userns=keep-id\n"));
+	/* each library bound where a Debian and a RHEL image's loader look, from its first path */
+	assert_non_null(strstr(text, "--volume=/drv/libcuda.so.1:/usr/lib/" CONTAINER_MULTIARCH_TEST
+			       "/libcuda.so.1:ro\n--volume=/drv/libcuda.so.1:/usr/lib64/libcuda.so.1:ro\n"));
+	assert_non_null(strstr(text, "--volume=/drv/libnvidia-ml.so.1:/usr/lib64/libnvidia-ml.so.1:ro\n"));
+	assert_null(strstr(text, "/drv32/"));
+	assert_null(strstr(text, "/second/"));
+	assert_null(strstr(text, "libfoo"));
+	assert_null(strstr(text, "libcuda.so:"));
 	envf = strstr(text, "--entrypoint=/bin/sh\n--env-file=");
 	assert_non_null(envf);
-	snprintf(cmd, sizeof(cmd), "\n--volume=%s/jobs/j/workers/1/ml:/opt/ml\n"
-		 "127.0.0.1:5000/team/tf:1.15\n-c\necho 'it''s' \"$X\"\n", dir);
-	assert_true(ends_with(envf, cmd));
+	snprintf(cmd, sizeof(cmd), "\n--volume=%s/jobs/j/workers/1/ml:/opt/ml\n--volume=/drv/", dir);
+	assert_non_null(strstr(envf, cmd));
+	assert_true(ends_with(envf, ":ro\n127.0.0.1:5000/team/tf:1.15\n-c\necho 'it''s' \"$X\"\n"));
 	snprintf(path, sizeof(path), "%s/env", dir);
 	slurp(path, text, sizeof(text));
 	assert_non_null(strstr(text, "PATH=/usr/bin:/bin\nX=a 'quoted' $value\nodd.name=1\n"));
 	assert_non_null(strstr(text, "GPU_COUNT=1\n"));
 	assert_non_null(strstr(text, "SLURM_JOB_ID=7\n"));
-	assert_non_null(strstr(text, "SLURM_JOB_GPUS=0\n"));
-	assert_non_null(strstr(text, "CUDA_VISIBLE_DEVICES=0\n"));
+	assert_non_null(strstr(text, "SLURM_JOB_GPUS=5,7\n"));
+	/* inside, its two GPUs are the only ones: 0 and 1 */
+	assert_non_null(strstr(text, "CUDA_VISIBLE_DEVICES=0,1\n"));
 	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/log", dir);
 	slurp(path, text, sizeof(text));
 	assert_non_null(strstr(text, "mlfs: pulled\n"));
-	assert_non_null(strstr(text, "mlfs: Slurm gave GPU 0, and "));
+	assert_non_null(strstr(text, "mlfs: Slurm gave GPU 5, and "));
 	assert_non_null(strstr(text, "inside\n"));
 	snprintf(path, sizeof(path), "%s/jobs/j/workers/1/exit.1", dir);
 	assert_string_equal(slurp(path, text, sizeof(text)), "exited 3\n");

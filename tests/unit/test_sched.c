@@ -1497,6 +1497,33 @@ static void test_sched_cluster_restart_finds_its_workers_again(void **state)
 	assert_int_equal(exec_fake_cluster_calls(EXEC_FAKE_CLUSTER_SUBMIT), 1);
 }
 
+/* nvidia-smi's PCI address to the driver's folder, and its "Device Minor:" line */
+static void test_sched_node_gpu_minor_from_the_driver(void **state)
+{
+	char dir[] = "/tmp/mlfs-gpus-XXXXXX", path[256];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/0000:3b:00.0", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/0000:3b:00.0/information", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nBus Location: \t 0000:3b:00.0\n"
+	      "Device Minor: \t 2\nGPU Excluded:\t No\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(sched_node_gpu_minor(dir, "00000000:3B:00.0"), 2);
+	assert_int_equal(sched_node_gpu_minor(dir, "0000:3b:00.0"), 2);
+	assert_int_equal(sched_node_gpu_minor(dir, "00000000:3C:00.0"), -1);	/* no folder */
+	assert_int_equal(sched_node_gpu_minor(dir, "3b:00.0"), -1);		/* no domain */
+	assert_int_equal(sched_node_gpu_minor(dir, "garbage"), -1);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/0000:3b:00.0", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1518,6 +1545,7 @@ int main(void)
 		T(test_sched_cancel_of_a_running_job_sends_sigterm_then_cancels),
 		T(test_sched_ctl_checks_the_user_and_the_command),
 		cmocka_unit_test(test_sched_ctl_parse_takes_one_word),
+		cmocka_unit_test(test_sched_node_gpu_minor_from_the_driver),
 		cmocka_unit_test(test_sched_rerun_output_id_replaces_the_last_rerun_only),
 		T(test_sched_remove_of_a_live_job_is_busy),
 		T(test_sched_remove_of_a_finished_job_forgets_it_across_restarts),
