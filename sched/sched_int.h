@@ -29,6 +29,8 @@
 struct sched_attempt {
 	long long started_ns, ended_ns;
 	char end[32];		/* "exited 0", "signaled 15", "oom", "lost", "" while running */
+	unsigned char gpus[SCHED_MAX_GPUS];	/* the node's GPUs it ran on (local executor) */
+	unsigned int n_gpus;
 };
 
 /* Where a worker with a view stands (the executor's phase file). */

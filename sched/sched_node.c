@@ -98,10 +98,13 @@ static void sched_node_detect_gpus(struct sched_node *node)
 		char *bus = mem ? strchr(mem + 1, ',') : NULL;
 		unsigned int i = node->gpus;
 
-		if (!bus)
+		if (!mem)
 			continue;
 		*mem++ = '\0';
-		*bus++ = '\0';
+		if (bus)
+			*bus++ = '\0';
+		else
+			bus = "";
 		name++;
 		while (*name == ' ')
 			name++;
@@ -112,7 +115,7 @@ static void sched_node_detect_gpus(struct sched_node *node)
 		if (node->gpu_memory_gb <= 0)
 			node->gpu_memory_gb = strtod(mem, NULL) / 1024.0;
 		snprintf(node->gpu_bus[i], sizeof(node->gpu_bus[i]), "%s", bus);
-		node->gpu_minor[i] = sched_node_gpu_minor("/proc/driver/nvidia/gpus", bus);
+		node->gpu_minor[i] = *bus ? sched_node_gpu_minor("/proc/driver/nvidia/gpus", bus) : -1;
 		if (node->gpu_minor[i] < 0) {
 			log_warn("node: GPU %u (%s): the driver does not say its device minor; "
 				 "taking /dev/nvidia%u", i, bus, i);

@@ -545,7 +545,11 @@ static void sched_launch_finish(struct sched *s, struct sched_launch *l)
 		sched_event(j, "worker %u: attempt %u submitted to Slurm as job %s", w->n, w->n_attempts,
 			    w->run.cluster_id);
 	} else {
-		w->attempts[w->n_attempts - 1] = (struct sched_attempt){ .started_ns = sched_now_ns() };
+		struct sched_attempt *att = &w->attempts[w->n_attempts - 1];
+
+		*att = (struct sched_attempt){ .started_ns = sched_now_ns(), .n_gpus = w->n_gpus };
+		for (unsigned int i = 0; i < w->n_gpus; i++)
+			att->gpus[i] = (unsigned char)w->gpus[i];
 		w->state = SCHED_RUNNING;
 		w->phase = l->st.view_argv || l->st.pull_argv ? SCHED_PHASE_STAGING_IN
 							       : SCHED_PHASE_NONE;

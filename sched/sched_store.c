@@ -165,12 +165,16 @@ static json_t *sched_worker_json(const struct sched_worker *w)
 
 	for (unsigned int i = 0; i < w->n_attempts; i++) {
 		const struct sched_attempt *a = &w->attempts[i];
+		json_t *ag = json_array();
 
-		json_array_append_new(att, json_pack("{s:I, s:o, s:o, s:I, s:I, s:s}", "attempt",
+		for (unsigned int k = 0; k < a->n_gpus; k++)
+			json_array_append_new(ag, json_integer(a->gpus[k]));
+		json_array_append_new(att, json_pack("{s:I, s:o, s:o, s:I, s:I, s:s, s:o}", "attempt",
 						     (json_int_t)i + 1, "started", sched_time_json(a->started_ns),
 						     "ended", sched_time_json(a->ended_ns),
 						     "started_ns", (json_int_t)a->started_ns,
-						     "ended_ns", (json_int_t)a->ended_ns, "end", a->end));
+						     "ended_ns", (json_int_t)a->ended_ns, "end", a->end,
+						     "gpus", ag));
 	}
 	for (unsigned int i = 0; i < w->n_gpus; i++)
 		json_array_append_new(gpus, json_integer(w->gpus[i]));
@@ -317,7 +321,15 @@ static void sched_load_attempts(struct sched_worker *w, json_t *att)
 
 		w->attempts[i].started_ns = json_integer_value(json_object_get(a, "started_ns"));
 		w->attempts[i].ended_ns = json_integer_value(json_object_get(a, "ended_ns"));
+		json_t *gpus = json_object_get(a, "gpus");
+
 		snprintf(w->attempts[i].end, sizeof(w->attempts[i].end), "%s", end ? end : "");
+		for (size_t k = 0; k < json_array_size(gpus) && k < SCHED_MAX_GPUS; k++) {
+			json_int_t g = json_integer_value(json_array_get(gpus, k));
+
+			if (g >= 0 && g < SCHED_MAX_GPUS)
+				w->attempts[i].gpus[w->attempts[i].n_gpus++] = (unsigned char)g;
+		}
 	}
 }
 

@@ -322,8 +322,8 @@ mkdir -p fakebin
 cat >fakebin/nvidia-smi <<'SMI'
 #!/bin/sh
 case "$*" in
-*--query-gpu=index,name,memory.total*)
-	printf '0, NVIDIA H100 80GB HBM3, 81559\n1, NVIDIA H100 80GB HBM3, 81559\n' ;;
+*--query-gpu=index,name,memory.total,pci.bus_id*)
+	printf '0, NVIDIA H100 80GB HBM3, 81559, 00000000:3B:00.0\n1, NVIDIA H100 80GB HBM3, 81559, 00000000:86:00.0\n' ;;
 "")
 	echo "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |" ;;
 *) exit 6 ;;
@@ -336,6 +336,10 @@ check "nvidia-smi's GPUs are the node's" sh -c "grep -qx 'gpus 2' '$M/.mlfs/node
 spec h100 'echo CVD=$CUDA_VISIBLE_DEVICES' '"resources": {"gpu_types": ["H100"], "gpu_count": 2}' >"$J/h100.json"
 check "a spec's H100 matches NVIDIA H100 80GB HBM3" wait_state h100 SUCCEEDED
 same "... and gets both GPUs" "[1] CVD=0,1" "$(cat "$J/h100/log")"
+same "... which its attempt in status.json still names once it ended" "[0, 1]" \
+	"$(json "$J/h100/status.json" "d['workers'][0]['attempts'][0]['gpus']")"
+# no /proc/driver/nvidia here: each GPU's device taken from its index, its address shown
+check "each GPU's device and PCI address in .mlfs/node" sh -c "grep -qx 'gpu_device.0 /dev/nvidia0 00000000:3B:00.0' '$M/.mlfs/node' && grep -qx 'gpu_device.1 /dev/nvidia1 00000000:86:00.0' '$M/.mlfs/node'"
 spec h10 true '"resources": {"gpu_types": ["H10"]}' >"$J/h10.json"
 check "an H10 does not match an H100" has "$(reason h10)" 'never satisfiable here: needs 1 x H10'
 unmount_fg "$M"
