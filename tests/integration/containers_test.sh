@@ -40,6 +40,9 @@ htpasswd -Bbn puller "$PRIV_PASS" >"$PRIV_DIR/htpasswd" 2>/dev/null
 stop_registry() {
 	"$ROOT/scripts/server-registry.sh" stop "$REG_DIR" >/dev/null 2>&1
 	"$ROOT/scripts/server-registry.sh" stop "$PRIV_DIR" >/dev/null 2>&1
+	# what the jobs pulled from this run's registries goes too: their ports are the next run's
+	podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null | grep -E "^($REG|$PRIV)/" |
+		xargs -r podman rmi -f >/dev/null 2>&1
 }
 t_cleanup() { stop_registry; }
 trap 'stop_registry; server_cleanup true /; rm -rf "$T_DIR"' EXIT
