@@ -354,11 +354,25 @@ static int image_do_pull(const struct container_runtime *rt, struct image_pull *
 }
 
 /* Takes the lock of @image in @dir, saying so when another pull holds it. */
-static int image_lock(const char *dir, const char *image)
+/*
+ * Takes the lock of @image's pull (or making) in @dir: its fd, or a negated
+ * errno.  A job that had to wait gets in *@waited_ns when it began (else 0),
+ * so that image_lock_made() can tell it the one it waited for made the image.
+ */
+static long long image_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);	/* shared by the waiters' processes, across boots */
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int image_lock(const char *dir, const char *image, long long *waited_ns)
 {
 	char path[4200], hash[17];
 	int fd;
 
+	*waited_ns = 0;
 	container_name_hash(image, hash);
 	snprintf(path, sizeof(path), "%s/pull-%s.lock", dir, hash);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -366,6 +380,7 @@ static int image_lock(const char *dir, const char *image)
 		return -errno;
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return fd;
+	*waited_ns = image_now_ns();
 	printf("mlfs: waiting for the pull of %s another job started\n", image);
 	fflush(stdout);
 	while (flock(fd, LOCK_EX) < 0)
@@ -376,6 +391,33 @@ static int image_lock(const char *dir, const char *image)
 			return err;
 		}
 	return fd;
+}
+
+/* Under the lock @fd: the image is made now (pulled, or its packages installed). */
+static void image_lock_note_made(int fd)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "made %lld\n", image_now_ns());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
+		return;		/* the next waiter asks podman instead */
+}
+
+/*
+ * Whether the job that held the lock while this one waited (since
+ * @waited_ns) made the image: then the waiter need not ask podman
+ * (`podman image exists`, 30 ms each, one waiter after the other).
+ */
+static bool image_lock_made(int fd, long long waited_ns)
+{
+	char text[32] = "";
+	long long made;
+	ssize_t n;
+
+	if (!waited_ns || (n = pread(fd, text, sizeof(text) - 1, 0)) <= 0)
+		return false;
+	text[n] = '\0';
+	return sscanf(text, "made %lld", &made) == 1 && made >= waited_ns;
 }
 
 /*
@@ -453,6 +495,7 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 {
 	struct container_runtime rt;
 	char dir[4096];
+	long long waited;
 	int lock;
 
 	image_runtime(cfg, &rt, dir, sizeof(dir));
@@ -462,10 +505,17 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 	}
 	if (rt.registries_conf[0])
 		setenv("CONTAINERS_REGISTRIES_CONF", rt.registries_conf, 1);
-	lock = image_lock(dir, ip->image);
+	lock = image_lock(dir, ip->image, &waited);
 	if (lock < 0) {
 		printf("mlfs: cannot take the pull lock of %s: %s\n", ip->image, strerror(-lock));
 		return 1;
+	}
+	if (image_lock_made(lock, waited)) {
+		printf("mlfs: image %s was pulled while this job waited\n", ip->image);
+		image_progress(ip, "on the node");
+		close(lock);
+		image_kept(&rt, cfg, ip->image, false);
+		return 0;
 	}
 	if (image_exists(&rt, ip->image) == 1) {
 		printf("mlfs: image %s is on the node\n", ip->image);
@@ -483,6 +533,7 @@ static int image_pull(const struct mlfs_config *cfg, struct image_pull *ip)
 		return 1;
 	}
 	image_pulled(ip);
+	image_lock_note_made(lock);
 	close(lock);
 	image_kept(&rt, cfg, ip->image, true);
 	return 0;
@@ -514,6 +565,7 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 	struct image_env env = { .base = ip->image, .target = ip->target, .packages = ip->packages,
 				 .on_line = image_env_line, .arg = ip };
 	char dir[4096];
+	long long waited;
 	int lock, ret;
 
 	image_runtime(cfg, &rt, dir, sizeof(dir));
@@ -521,12 +573,12 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		printf("mlfs: cannot prepare %s: %s\n", ip->image, rt.why);
 		return 1;
 	}
-	lock = image_lock(dir, ip->target);
+	lock = image_lock(dir, ip->target, &waited);
 	if (lock < 0) {
 		printf("mlfs: cannot take the lock of %s: %s\n", ip->target, strerror(-lock));
 		return 1;
 	}
-	if (image_exists(&rt, ip->target) == 1) {
+	if (image_lock_made(lock, waited) || image_exists(&rt, ip->target) == 1) {
 		printf("mlfs: the packages are installed already: %s (%s with the same packages and "
 		       "variables)\n", ip->target, ip->image);
 		image_progress(ip, "on the node");
@@ -545,6 +597,7 @@ static int image_prepare(const struct mlfs_config *cfg, struct image_pull *ip)
 		} else {
 			printf("mlfs: made %s\n", ip->target);
 			image_progress(ip, "on the node");
+			image_lock_note_made(lock);
 		}
 	}
 	close(lock);

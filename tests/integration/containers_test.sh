@@ -45,7 +45,8 @@ stop_registry() {
 		xargs -r podman rmi -f >/dev/null 2>&1
 }
 t_cleanup() { stop_registry; }
-trap 'stop_registry; server_cleanup true /; rm -rf "$T_DIR"' EXIT
+MADE_NODES=()
+trap 'stop_registry; server_cleanup true /; rm -f "${MADE_NODES[@]}"; rm -rf "$T_DIR"' EXIT
 IMAGES=$(dirname "$MLFS")/images
 check "the test images are made and pushed" "$ROOT/scripts/make-images.sh" "$IMAGES" "$REG"
 check "... and to the registry with a login" "$ROOT/scripts/make-images.sh" --creds "puller:$PRIV_PASS" "$IMAGES" "$PRIV"
@@ -140,6 +141,30 @@ check "it fails" wait_state oom FAILED
 check "... classified oom" grep -q 'killed for using more than its 0.1 GB of memory (oom)' "$J/oom/reason"
 check "the container saw its limit" grep -qx '\[1\] 10737[0-9]*' "$J/oom/log"
 check "no cgroup of the job is left in any hierarchy" sh -c "! ls -d /sys/fs/cgroup/*/mlfs/oom-* /sys/fs/cgroup/mlfs/oom-* 2>/dev/null | grep -q ."
+
+# --- GPUs: the device nodes handed to podman.  No GPU here: stand-in nodes where there are
+# none, char 195:N as the driver makes them (the node's [node] gpus = 2 are /dev/nvidia0 and 1)
+MADE_NODES=()
+for i in 0 1; do
+	[ -e /dev/nvidia$i ] || { mknod -m 666 /dev/nvidia$i c 195 $i && MADE_NODES+=(/dev/nvidia$i); }
+done
+gpu_job() {
+	cat >"$1.json" <<JSON
+{"name": "$1", "environment": {"image": "$BB1"}, "resources": {"cpu_count": 4, "gpu_count": 1},
+ "workers": [{"command": "ls -l /dev | sed -n 's/.* 195, *\\\\([0-9]*\\\\) .* \\\\(nvidia[0-9]*\\\\)\$/DEV \\\\2 \\\\1/p'; echo CVD=\$CUDA_VISIBLE_DEVICES; sleep $2"}]}
+JSON
+	cp "$1.json" "$J/"
+}
+gpu_job gpu_a 3
+wait_state gpu_a RUNNING >/dev/null
+gpu_job gpu_b 0
+check "a GPU job beside another gets the other GPU" wait_state gpu_b SUCCEEDED
+same "... inside, its one device node, 195:1 as on the node" "[1] DEV nvidia1 1" "$(grep '^\[1\] DEV' "$J/gpu_b/log")"
+same "... and CUDA_VISIBLE_DEVICES counts from 0" "[1] CVD=0" "$(grep '^\[1\] CVD' "$J/gpu_b/log")"
+check "the first GPU job succeeds" wait_state gpu_a SUCCEEDED
+same "... inside, only its own device node" "[1] DEV nvidia0 0" "$(grep '^\[1\] DEV' "$J/gpu_a/log")"
+check "... its attempt names the GPU it ran on" python3 -c "import json,sys; d=json.load(open('$J/gpu_a/status.json')); sys.exit(d['workers'][0]['attempts'][0]['gpus'] != [0])"
+rm -f "${MADE_NODES[@]}"
 
 # --- GPULab: an empty command runs the image's own
 cat >gl.json <<JSON
@@ -263,6 +288,13 @@ check "two jobs of one new image succeed" wait_state pair1 SUCCEEDED
 check "... both" wait_state pair2 SUCCEEDED
 check "the registry served its blobs" test -n "$(blobs_since "$before")"
 same "... each of them once" "" "$(blobs_since "$before" | uniq -d)"
+# the one that waited for the other's pull takes its word for it (no `podman image exists`)
+for n in 1 2; do
+	if log_has pair$n "waiting for the pull of"; then
+		check "pair$n, which waited, was told the image was pulled meanwhile" \
+			log_has pair$n "image $BB2 was pulled while this job waited"
+	fi
+done
 
 # --- the registry is down
 stop_registry
