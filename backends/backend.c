@@ -260,6 +260,7 @@ int backend_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
 	/* a read-only backend (http) holds no special file either: EPERM too, as the issue asks */
 	if ((be->ops->caps & BE_CAP_WRITE) && be->ops->version >= 4 && be->ops->mknod) {
 		atomic_fetch_add(&be->stats.meta_ops, 1);
+		backend_request_local(be);
 		ret = be->ops->mknod(be, path, mode, rdev, cred);
 	}
 	if (ret != -ENOTSUP)

@@ -376,6 +376,19 @@ static int be_http_getattr(struct backend *be, const char *path, struct stat *st
 	return ret;
 }
 
+/* A trusted tree's lookup: a fresh listing's entry, or any HEAD's of this mount. */
+static int be_http_getattr_known(struct backend *be, const char *path, struct stat *st)
+{
+	struct be_http *hb = be_http(be);
+	struct be_http_meta m;
+
+	if (!path[0] || be_http_check_path(hb, path) < 0 ||
+	    be_http_cache_get(hb, path, &m, true) < 0 || !(m.is_dir || m.size_known))
+		return -EAGAIN;
+	be_http_stat(hb, path, &m, st);
+	return 0;
+}
+
 /* ---- readdir ---- */
 
 /* GETs and parses the listing of folder @path. */
@@ -640,6 +653,7 @@ static int be_http_create(struct backend **out, const struct datastore_config *c
 	hb->created = time(NULL);
 	be_http_list_init();
 	ret = be_http_split_url(url, &hb->root, &hb->file);
+	opts.requests = &hb->base.stats.requests;
 	if (ret == 0)
 		ret = remote_create(&hb->remote, &opts);
 	if (ret < 0) {
@@ -680,4 +694,5 @@ const struct backend_ops be_http_ops = {
 	.statfs = be_http_statfs,
 	.fgetattr = be_http_fgetattr,
 	.cache_key = be_http_cache_key,
+	.getattr_known = be_http_getattr_known,
 };

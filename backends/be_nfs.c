@@ -59,6 +59,7 @@
 #include "be_nfs_int.h"
 #include "log.h"
 
+#define BE_NFS_MEMO_MAX		262144u	/* files remembered for trusted opens */
 #define BE_NFS_CHUNK_MAX	(1u << 20)	/* bytes per READ or WRITE at most */
 #define BE_NFS_DEFAULT_TIMEOUT	30
 #define BE_NFS_DEFAULT_RETRIES	3
@@ -287,9 +288,16 @@ static int be_nfs_getattr(struct backend *be, const char *path, struct stat *st)
 	struct be_nfs_args a = { .st = &s };
 	int ret = be_nfs_call(be_nfs(be), path, be_nfs_do_getattr, &a, "stat");
 
-	if (ret == 0)
+	if (ret == 0) {
 		be_nfs_stat_fill(st, &s);
+		stat_memo_put(be_nfs(be)->memo, path, st);
+	}
 	return ret;
+}
+
+static int be_nfs_getattr_known(struct backend *be, const char *path, struct stat *st)
+{
+	return stat_memo_get(be_nfs(be)->memo, path, st) ? 0 : -EAGAIN;
 }
 
 static mode_t be_nfs_type_mode(uint32_t type)
@@ -552,8 +560,11 @@ static int be_nfs_readdir(struct backend *be, const char *path, backend_fill_fn 
 	while (ret == 0 && filled == 0) {
 		ret = be_nfs_call(nb, path, pg.fh_len ? be_nfs_do_dir_page : be_nfs_do_dir_all, &a,
 				  "list");
-		for (size_t i = 0; ret == 0 && filled == 0 && i < pg.n; i++)
+		for (size_t i = 0; ret == 0 && filled == 0 && i < pg.n; i++) {
+			if (pg.e[i].has_st)
+				stat_memo_put_child(nb->memo, path, pg.e[i].name, &pg.e[i].st);
 			filled = fill(payload, pg.e[i].name, pg.e[i].has_st ? &pg.e[i].st : NULL);
+		}
 		be_nfs_page_clear(&pg);
 		if (pg.eof)
 			break;
@@ -619,6 +630,7 @@ static int be_nfs_mkdir(struct backend *be, const char *path, mode_t mode,
 {
 	struct be_nfs_args a = { .mode = mode, .cred = cred };
 
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_mkdir, &a, "mkdir");
 }
 
@@ -636,6 +648,7 @@ static int be_nfs_symlink(struct backend *be, const char *target, const char *pa
 {
 	struct be_nfs_args a = { .other = target, .cred = cred };
 
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_symlink, &a, "symlink");
 }
 
@@ -662,6 +675,7 @@ static int be_nfs_mknod(struct backend *be, const char *path, mode_t mode, dev_t
 
 	if (!device && (be_nfs(be)->v4 || !(S_ISFIFO(mode) || S_ISSOCK(mode))))
 		return -ENOTSUP;
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_mknod, &a, "mknod");
 }
 
@@ -673,6 +687,7 @@ static int be_nfs_do_unlink(struct nfs_context *nfs, const char *path, struct be
 
 static int be_nfs_unlink(struct backend *be, const char *path)
 {
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_unlink, NULL, "unlink");
 }
 
@@ -684,6 +699,7 @@ static int be_nfs_do_rmdir(struct nfs_context *nfs, const char *path, struct be_
 
 static int be_nfs_rmdir(struct backend *be, const char *path)
 {
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_rmdir, NULL, "rmdir");
 }
 
@@ -731,6 +747,7 @@ static int be_nfs_rename(struct backend *be, const char *from, const char *to,
 
 	if (flags & ~RENAME_NOREPLACE)
 		return -EINVAL;	/* RENAME_EXCHANGE: NFS has no such thing */
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_two(be, from, to, be_nfs_do_rename, &a, "rename");
 }
 
@@ -738,6 +755,7 @@ static int be_nfs_link(struct backend *be, const char *from, const char *to)
 {
 	struct be_nfs_args a = { 0 };
 
+	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
 	return be_nfs_two(be, from, to, be_nfs_do_link, &a, "link");
 }
 
@@ -851,13 +869,16 @@ static int be_nfs_do_open(struct be_nfs_file *f, struct nfs_context *nfs, void *
 	int ret = -EEXIST;
 
 	if (o->create) {
+		backend_request(f->base.be);
 		ret = nfs_create(nfs, f->path, (open_flags & ~O_NOFOLLOW) | O_EXCL,
 				 (int)(o->mode & 07777), &f->fh);
 		if (ret == 0)
 			be_nfs_set_owner(nfs, f->path, o->cred);
 	}
-	if (ret == -EEXIST && !(o->create && (o->flags & O_EXCL)))
+	if (ret == -EEXIST && !(o->create && (o->flags & O_EXCL))) {
+		backend_request(f->base.be);
 		ret = nfs_open2(nfs, f->path, open_flags, 0, &f->fh);
+	}
 	if (ret < 0) {
 		f->fh = NULL;
 		return ret;
@@ -865,6 +886,7 @@ static int be_nfs_do_open(struct be_nfs_file *f, struct nfs_context *nfs, void *
 	o->create = false;	/* a retry after this opens what was made */
 	if (!f->trust)
 		return 0;
+	backend_request(f->base.be);
 	ret = nfs_fstat64(nfs, f->fh, &s);
 	if (ret < 0)
 		return ret;
@@ -889,6 +911,17 @@ static int be_nfs_open_with(struct backend_file **out, struct backend *be, const
 	free(full);
 	if (ret < 0)
 		return ret;
+	if ((o->flags & O_ACCMODE) != O_RDONLY || o->create) {
+		stat_memo_forget_all(nb->memo);		/* it may change */
+	} else if (f->trust && stat_memo_get(nb->memo, path, &f->st) && S_ISREG(f->st.st_mode)) {
+		/* seen in this mount and trusted: its version is known, the server is asked
+		 * nothing until a read misses the cache (be_nfs_file_call opens it then) */
+		f->remembered = true;
+		f->size = (int64_t)f->st.st_size;
+		f->mtime_ns = (int64_t)f->st.st_mtim.tv_sec * 1000000000ll + f->st.st_mtim.tv_nsec;
+		*out = &f->base;
+		return 0;
+	}
 	started = be_nfs_now_ns();
 	for (int attempt = 0; !(ret = be_nfs_is_down(nb) ? -EIO : 0);) {
 		int64_t t0 = be_nfs_now_ns();
@@ -974,8 +1007,10 @@ static int be_nfs_pread_pooled(struct be_nfs_file *f, struct be_nfs_io *io)
 
 	if (ret < 0)
 		return ret;
+	backend_request(&nb->base);
 	ret = nfs_open2(c->nfs, f->path, O_RDONLY | O_NOFOLLOW, 0, &fh);
 	if (ret == 0) {
+		backend_request(&nb->base);
 		ret = nfs_pread(c->nfs, fh, io->off, io->len, io->buf);
 		nfs_close(c->nfs, fh);
 	}
@@ -1035,7 +1070,13 @@ static int be_nfs_do_fstat(struct be_nfs_file *f, struct nfs_context *nfs, void 
 static int be_nfs_fgetattr(struct backend_file *bf, struct stat *st)
 {
 	struct nfs_stat_64 s;
-	int ret = be_nfs_file_call(be_nfs_file(bf), be_nfs_do_fstat, &s, "stat");
+	int ret;
+
+	if (be_nfs_file(bf)->remembered) {	/* read-only and trusted: what the memo said */
+		*st = be_nfs_file(bf)->st;
+		return 0;
+	}
+	ret = be_nfs_file_call(be_nfs_file(bf), be_nfs_do_fstat, &s, "stat");
 
 	if (ret == 0)
 		be_nfs_stat_fill(st, &s);
@@ -1062,6 +1103,8 @@ static int be_nfs_flush(struct backend_file *bf)
 
 static void be_nfs_release(struct backend_file *bf)
 {
+	if (be_nfs_file(bf)->written)	/* its size and mtime changed: stats taken meanwhile too */
+		stat_memo_forget_all(be_nfs(bf->be)->memo);
 	be_nfs_file_free(be_nfs_file(bf));
 }
 
@@ -1077,6 +1120,7 @@ static int be_nfs_setattr(struct backend *be, const char *path, struct backend_f
 {
 	struct be_nfs_args a = { .set = st, .to_set = to_set };
 
+	stat_memo_forget_all(be_nfs(be)->memo);
 	if (f)
 		return be_nfs_file_call(be_nfs_file(f), be_nfs_do_fsetattr, &a, "setattr");
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_setattr, &a, "setattr");
@@ -1112,6 +1156,7 @@ static void be_nfs_destroy(struct backend *be)
 		be_nfs_ctx_free(c);
 	}
 	pthread_mutex_destroy(&nb->lock);
+	stat_memo_free(nb->memo);
 	free(nb->url);
 	free(nb->address);
 	free(nb->export);
@@ -1138,6 +1183,7 @@ static int be_nfs_create(struct backend **out, const struct datastore_config *cf
 	if (!nb)
 		return -ENOMEM;
 	pthread_mutex_init(&nb->lock, NULL);
+	nb->memo = stat_memo_new(BE_NFS_MEMO_MAX);	/* NULL: every open asks the server */
 	nb->timeout_ms = (int)(cfg->timeout > 0 ? cfg->timeout : BE_NFS_DEFAULT_TIMEOUT) * 1000;
 	nb->retries = (int)(cfg->retries >= 0 ? cfg->retries : BE_NFS_DEFAULT_RETRIES);
 	if (options && *options == '?')
@@ -1187,4 +1233,5 @@ const struct backend_ops be_nfs_ops = {
 	.setattr = be_nfs_setattr,
 	.cache_key = be_nfs_cache_key,
 	.mknod = be_nfs_mknod,
+	.getattr_known = be_nfs_getattr_known,
 };

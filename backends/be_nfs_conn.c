@@ -105,6 +105,7 @@ static int be_nfs_ctx_new(struct be_nfs *nb, struct be_nfs_ctx **out)
 	if (!url) {
 		ret = -EINVAL;
 	} else {
+		backend_request(&nb->base);
 		ret = nfs_mount(c->nfs, url->server, url->path);
 		nfs_destroy_url(url);
 	}
@@ -266,6 +267,7 @@ int be_nfs_call(struct be_nfs *nb, const char *path, be_nfs_fn *fn,
 		ret = be_nfs_ctx_get(nb, &c);
 		if (ret == 0) {
 			proven = c->proven;
+			backend_request(&nb->base);
 			ret = fn(c->nfs, full, a);
 			be_nfs_ctx_put(nb, c, be_nfs_is_transport(ret));
 		}
@@ -300,6 +302,7 @@ static int be_nfs_file_reopen(struct be_nfs_file *f)
 
 	if (ret < 0)
 		return ret;
+	backend_request(f->base.be);
 	ret = nfs_open2(c->nfs, f->path, f->flags | O_NOFOLLOW, 0, &f->fh);
 	if (ret < 0) {
 		f->fh = NULL;
@@ -325,8 +328,10 @@ int be_nfs_file_call(struct be_nfs_file *f, be_nfs_file_fn *fn, void *arg,
 		bool proven = f->ctx != NULL;	/* this file's own, used before */
 
 		ret = f->ctx ? 0 : be_nfs_file_reopen(f);
-		if (ret == 0)
+		if (ret == 0) {
+			backend_request(f->base.be);
 			ret = fn(f, f->ctx->nfs, arg);
+		}
 		if (!be_nfs_is_transport(ret))
 			break;
 		be_nfs_file_drop(f, true);

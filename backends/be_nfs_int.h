@@ -21,6 +21,7 @@
 #include <nfsc/libnfs.h>
 
 #include "be_nfs.h"
+#include "stat_memo.h"
 
 /* One mounted libnfs connection; used by one call at a time. */
 struct be_nfs_ctx {
@@ -42,6 +43,7 @@ struct be_nfs {
 	struct be_nfs_ctx *idle;
 	unsigned int n_idle;
 	_Atomic int64_t down_until;	/* CLOCK_MONOTONIC ns: calls fail fast before it */
+	struct stat_memo *memo;	/* what lookups and listings said, for trusted opens */
 };
 
 struct be_nfs_file {
@@ -53,8 +55,10 @@ struct be_nfs_file {
 	int flags;		/* for reopening: O_ACCMODE only */
 	bool written;
 	bool trust;		/* opened with BE_O_TRUST: size and mtime below are its version */
+	bool remembered;	/* trusted, from the memo: st below; no call made at open */
 	int64_t size;
 	int64_t mtime_ns;
+	struct stat st;		/* when remembered */
 };
 
 static inline struct be_nfs *be_nfs(struct backend *be)

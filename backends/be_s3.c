@@ -246,7 +246,7 @@ static void be_s3_free(struct be_s3 *s3)
 static int be_s3_connect(struct be_s3 *s3, const struct datastore_config *cfg)
 {
 	struct remote_opts opts = { .name = cfg->name, .timeout = cfg->timeout,
-		.retries = cfg->retries };
+		.retries = cfg->retries, .requests = &s3->base.stats.requests };
 
 	if (s3->creds.key_id) {
 		if (asprintf(&s3->sigv4, "aws:amz:%s:s3", s3->addr.region) < 0) {
@@ -363,6 +363,21 @@ static int be_s3_getattr(struct backend *be, const char *path, struct stat *st)
 		return ret;
 	o = (struct be_s3_obj){ .is_dir = m.is_dir, .size = m.size, .mtime = m.mtime };
 	be_s3_stat(s3, path, &o, st);
+	return 0;
+}
+
+/* A trusted tree's lookup: whatever a listing, a HEAD or an upload said in this mount. */
+static int be_s3_getattr_known(struct backend *be, const char *path, struct stat *st)
+{
+	struct be_s3 *s3 = be_s3(be);
+	struct be_s3_meta m;
+
+	if (!*path || be_s3_staged(s3, path, st) == 0)
+		return *path ? 0 : -EAGAIN;
+	if (be_s3_meta_get(s3, path, -1, &m) < 0)
+		return -EAGAIN;
+	be_s3_stat(s3, path, &(struct be_s3_obj){ .is_dir = m.is_dir, .size = m.size,
+						 .mtime = m.mtime }, st);
 	return 0;
 }
 
@@ -833,4 +848,5 @@ const struct backend_ops be_s3_ops = {
 	.setattr = be_s3_setattr,
 	.cache_key = be_s3_cache_key,
 	.upload = be_s3_upload_fd,
+	.getattr_known = be_s3_getattr_known,
 };

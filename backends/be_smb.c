@@ -194,6 +194,7 @@ static void be_smb_free(struct be_smb *sb)
 	}
 	free(sb->user);
 	free(sb->workgroup);
+	stat_memo_free(sb->memo);
 	pthread_mutex_destroy(&sb->lock);
 	free(sb);
 }
@@ -208,6 +209,7 @@ static int be_smb_create(struct backend **out, const struct datastore_config *cf
 	if (!sb)
 		return -ENOMEM;
 	pthread_mutex_init(&sb->lock, NULL);
+	sb->memo = stat_memo_new(BE_SMB_MEMO_MAX);	/* NULL: every open asks the server */
 	sb->timeout_ms = (int)(cfg->timeout > 0 ? cfg->timeout : 30) * 1000;
 	sb->retries = (int)(cfg->retries >= 0 ? cfg->retries : 3);
 	ret = be_smb_addr_init(&sb->addr, cfg);
@@ -241,10 +243,21 @@ static int be_smb_do_stat(SMBCCTX *ctx, char *url, void *arg)
 
 static int be_smb_getattr(struct backend *be, const char *path, struct stat *st)
 {
-	return be_smb_call(be_smb(be), "stat", path, be_smb_do_stat, st);
+	int ret = be_smb_call(be_smb(be), "stat", path, be_smb_do_stat, st);
+
+	if (ret == 0)
+		stat_memo_put(be_smb(be)->memo, path, st);
+	return ret;
+}
+
+static int be_smb_getattr_known(struct backend *be, const char *path, struct stat *st)
+{
+	return stat_memo_get(be_smb(be)->memo, path, st) ? 0 : -EAGAIN;
 }
 
 struct be_smb_list {
+	struct stat_memo *memo;
+	const char *path;
 	backend_fill_fn *fill;
 	void *payload;
 	int filled;		/* what fill returned to stop the listing */
@@ -264,6 +277,7 @@ static int be_smb_do_readdir(SMBCCTX *ctx, char *url, void *arg)
 			      e = smbc_getFunctionReaddirPlus2(ctx)(ctx, dir, &st))) {
 		if (!e->name || strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
 			continue;
+		stat_memo_put_child(l->memo, l->path, e->name, &st);
 		l->filled = l->fill(l->payload, e->name, &st);
 	}
 	smbc_getFunctionClosedir(ctx)(ctx, dir);
@@ -273,7 +287,8 @@ static int be_smb_do_readdir(SMBCCTX *ctx, char *url, void *arg)
 static int be_smb_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
 			  void *payload)
 {
-	struct be_smb_list l = { .fill = fill, .payload = payload };
+	struct be_smb_list l = { .memo = be_smb(be)->memo, .path = path, .fill = fill,
+				 .payload = payload };
 	int ret = be_smb_call(be_smb(be), "list", path, be_smb_do_readdir, &l);
 
 	return ret < 0 ? ret : l.filled;
@@ -300,6 +315,7 @@ static int be_smb_mkdir(struct backend *be, const char *path, mode_t mode,
 			const struct backend_cred *cred)
 {
 	(void)cred;	/* no owners on SMB: the share's user owns what we make */
+	stat_memo_forget_all(be_smb(be)->memo);	/* what it said may be wrong now */
 	return be_smb_call(be_smb(be), "mkdir", path, be_smb_do_mkdir, &mode);
 }
 
@@ -311,6 +327,7 @@ static int be_smb_do_rmdir(SMBCCTX *ctx, char *url, void *arg)
 
 static int be_smb_rmdir(struct backend *be, const char *path)
 {
+	stat_memo_forget_all(be_smb(be)->memo);	/* what it said may be wrong now */
 	return be_smb_call(be_smb(be), "rmdir", path, be_smb_do_rmdir, NULL);
 }
 
@@ -322,6 +339,7 @@ static int be_smb_do_unlink(SMBCCTX *ctx, char *url, void *arg)
 
 static int be_smb_unlink(struct backend *be, const char *path)
 {
+	stat_memo_forget_all(be_smb(be)->memo);	/* what it said may be wrong now */
 	return be_smb_call(be_smb(be), "unlink", path, be_smb_do_unlink, NULL);
 }
 
@@ -353,6 +371,7 @@ static int be_smb_rename(struct backend *be, const char *from, const char *to,
 	to_url = be_smb_url(&sb->addr, to);
 	if (!to_url)
 		return -ENOMEM;
+	stat_memo_forget_all(sb->memo);
 	ret = be_smb_call(sb, "rename", from, be_smb_do_rename, to_url);
 	free(to_url);
 	return ret;
@@ -394,8 +413,10 @@ static ssize_t be_smb_do_fstat(struct be_smb_file *f, void *arg)
 static void be_smb_file_free(struct be_smb_file *f)
 {
 	be_smb_lib_lock();
-	if (f->fh)
+	if (f->fh) {
+		backend_request(f->base.be);	/* SMB2 CLOSE */
 		smbc_getFunctionClose(f->ctx)(f->ctx, f->fh);
+	}
 	be_smb_ctx_put(be_smb(f->base.be), f->ctx, false);
 	be_smb_lib_unlock();
 	pthread_mutex_destroy(&f->lock);
@@ -421,6 +442,18 @@ static int be_smb_file_open(struct backend_file **out, struct backend *be, const
 	f->mode = mode;
 	f->url = be_smb_url(&be_smb(be)->addr, path);
 	f->path = strdup(path);
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)) {
+		stat_memo_forget_all(be_smb(be)->memo);		/* it may change */
+	} else if (f->trust && f->url && f->path && stat_memo_get(be_smb(be)->memo, path, &f->st) &&
+		   S_ISREG(f->st.st_mode)) {
+		/* seen in this mount and trusted: its version is known, the server is asked
+		 * nothing until a read misses the cache (be_smb_file_io opens it then) */
+		f->remembered = true;
+		f->size = f->st.st_size;
+		f->mtime = f->st.st_mtim;
+		*out = &f->base;
+		return 0;
+	}
 	ret = f->url && f->path ? be_smb_file_io(f, "open", be_smb_do_fstat, &st) : -ENOMEM;
 	if (ret < 0) {
 		be_smb_file_free(f);
@@ -504,11 +537,17 @@ static ssize_t be_smb_pwrite(struct backend_file *bf, const void *buf, size_t le
 
 static int be_smb_fgetattr(struct backend_file *bf, struct stat *st)
 {
+	if (be_smb_file(bf)->remembered) {	/* read-only and trusted: what the memo said */
+		*st = be_smb_file(bf)->st;
+		return 0;
+	}
 	return (int)be_smb_file_io(be_smb_file(bf), "fstat", be_smb_do_fstat, st);
 }
 
 static void be_smb_release(struct backend_file *bf)
 {
+	if ((be_smb_file(bf)->flags & O_ACCMODE) != O_RDONLY)	/* it may have changed */
+		stat_memo_forget_all(be_smb(bf->be)->memo);
 	be_smb_file_free(be_smb_file(bf));
 }
 
@@ -600,6 +639,7 @@ static int be_smb_setattr(struct backend *be, const char *path, struct backend_f
 
 	if (to_set & (BE_SET_UID | BE_SET_GID))
 		return -EPERM;	/* SMB has no Unix owners */
+	stat_memo_forget_all(sb->memo);
 	if (f)
 		path = be_smb_file(f)->path;
 	if ((to_set & BE_SET_SIZE) && f)
@@ -638,4 +678,5 @@ const struct backend_ops be_smb_ops = {
 	.rename = be_smb_rename,
 	.setattr = be_smb_setattr,
 	.cache_key = be_smb_cache_key,
+	.getattr_known = be_smb_getattr_known,
 };

@@ -323,19 +323,27 @@ static int be_smb_ctx_get(struct be_smb *sb, SMBCCTX **out)
 /* Gives @ctx back to the pool, or frees it when @broken or the pool is full. */
 void be_smb_ctx_put(struct be_smb *sb, SMBCCTX *ctx, bool broken)
 {
+	SMBCCTX *dead[BE_SMB_POOL_MAX + 1];
+	unsigned int n = 0;
+
 	if (!ctx)
 		return;
-	if (!broken) {
-		pthread_mutex_lock(&sb->lock);
-		if (sb->n_idle < BE_SMB_POOL_MAX) {
-			sb->idle[sb->n_idle++] = ctx;
-			ctx = NULL;
-		}
-		pthread_mutex_unlock(&sb->lock);
+	pthread_mutex_lock(&sb->lock);
+	if (!broken && sb->n_idle < BE_SMB_POOL_MAX) {
+		sb->idle[sb->n_idle++] = ctx;
+		ctx = NULL;
+	} else if (broken) {
+		/* the idle ones reach the same server: a restart broke them too, and a retry
+		 * taking one of them would fail again */
+		while (sb->n_idle)
+			dead[n++] = sb->idle[--sb->n_idle];
 	}
-	if (ctx) {
+	pthread_mutex_unlock(&sb->lock);
+	if (ctx)
+		dead[n++] = ctx;
+	for (unsigned int i = 0; i < n; i++) {
 		be_smb_lib_lock();	/* not the pool's lock: it may talk to the server */
-		smbc_free_context(ctx, 1);
+		smbc_free_context(dead[i], 1);
 		be_smb_lib_unlock();
 	}
 }
@@ -357,6 +365,7 @@ int be_smb_call(struct be_smb *sb, const char *what, const char *path, be_smb_fn
 			break;
 		be_smb_lib_lock();
 		errno = 0;
+		backend_request(&sb->base);
 		ret = fn(ctx, url, arg);
 		be_smb_ctx_put(sb, ctx, ret < 0 && be_smb_transient(-ret));
 		be_smb_lib_unlock();
@@ -378,6 +387,7 @@ static int be_smb_file_attach(struct be_smb *sb, struct be_smb_file *f)
 	if (ret < 0)
 		return ret;
 	errno = 0;
+	backend_request(&sb->base);
 	f->fh = smbc_getFunctionOpen(f->ctx)(f->ctx, f->url, f->flags, f->mode);
 	if (f->fh) {
 		f->flags &= ~(O_CREAT | O_EXCL | O_TRUNC);	/* a reopen must not redo them */
@@ -413,6 +423,7 @@ ssize_t be_smb_file_io(struct be_smb_file *f, const char *what, be_smb_file_fn *
 		ret = f->fh ? 0 : be_smb_file_attach(sb, f);
 		if (ret == 0) {
 			errno = 0;
+			backend_request(&sb->base);
 			ret = fn(f, arg);
 		}
 		if (ret < 0 && be_smb_transient((int)-ret))

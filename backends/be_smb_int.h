@@ -20,8 +20,10 @@
 #include <libsmbclient.h>
 
 #include "be_smb.h"
+#include "stat_memo.h"
 
 #define BE_SMB_POOL_MAX		8	/* idle contexts kept */
+#define BE_SMB_MEMO_MAX		262144u	/* files remembered for trusted opens */
 
 struct be_smb {
 	struct backend base;
@@ -35,6 +37,7 @@ struct be_smb {
 	SMBCCTX *idle[BE_SMB_POOL_MAX];
 	unsigned int n_idle;
 	atomic_bool login_logged;
+	struct stat_memo *memo;	/* what lookups and listings said, for trusted opens */
 };
 
 struct be_smb_file {
@@ -49,6 +52,8 @@ struct be_smb_file {
 	bool trust;		/* opened with BE_O_TRUST */
 	off_t size;		/* at open */
 	struct timespec mtime;	/* at open */
+	bool remembered;	/* trusted, from the memo: st below; no call made at open */
+	struct stat st;		/* when remembered */
 };
 
 static inline struct be_smb *be_smb(struct backend *be)

@@ -58,6 +58,7 @@ struct remote {
 	char *password;
 	char *token_header;		/* "x-amz-security-token: ..." or NULL */
 	char user_agent[64];
+	atomic_uint_fast64_t *requests;	/* the datastore's stats.requests, or NULL */
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 	pthread_mutex_t pool_lock;
@@ -153,6 +154,7 @@ static int remote_copy_opts(struct remote *r, const struct remote_opts *o)
 	r->name = strdup(o->name ? o->name : "remote");
 	r->timeout = o->timeout > 0 ? o->timeout : 30;
 	r->retries = o->retries >= 0 ? o->retries : 3;
+	r->requests = o->requests;
 	if (!r->name)
 		return -ENOMEM;
 	snprintf(r->user_agent, sizeof(r->user_agent), "mlfs/%s", MLFS_VERSION);
@@ -740,6 +742,10 @@ static int remote_attempt(struct remote *r, CURL *h, struct remote_xfer *x,
 	if (headers)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	code = curl_easy_perform(h);
+	/* what never reached a server is no request: no address, nothing listening */
+	if (r->requests && code != CURLE_COULDNT_RESOLVE_HOST && code != CURLE_COULDNT_CONNECT &&
+	    code != CURLE_COULDNT_RESOLVE_PROXY)
+		atomic_fetch_add(r->requests, 1);
 	remote_save_url(h, x->resp);
 	if (code == CURLE_WRITE_ERROR && x->enough)
 		code = CURLE_OK;

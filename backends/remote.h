@@ -17,6 +17,7 @@
 #ifndef MLFS_REMOTE_H
 #define MLFS_REMOTE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,7 @@ struct remote_opts {
 	const char *user;
 	const char *password;
 	const char *session_token;	/* sent as x-amz-security-token when not NULL */
+	atomic_uint_fast64_t *requests;	/* counts each attempt that reached the server; NULL: none */
 };
 
 int remote_create(struct remote **out, const struct remote_opts *opts);

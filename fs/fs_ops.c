@@ -67,6 +67,7 @@ struct fs_dir {
 	struct fs_dirent *ents;		/* entries base .. base + n - 1 */
 	size_t n, cap;
 	uint64_t gen;			/* fs->gen when the entries were read */
+	bool unread;			/* a trusted tree's folder: listed at the first readdir */
 	/* a streamed listing: everything below is under lock */
 	bool streamed;
 	size_t base;			/* the index (offset - 1) of ents[0] */
@@ -183,7 +184,8 @@ static int fs_getattr_node(struct fs *fs, struct node *n, struct backend_file *b
 	if (ret == -ENOSYS) {
 		ret = fs_node_path(fs, n, NULL, &path);
 		if (ret == 0) {
-			ret = backend_getattr(n->view->be, path, st);
+			ret = n->view->readonly ? backend_getattr_trusted(n->view->be, path, st)
+						: backend_getattr(n->view->be, path, st);
 			free(path);
 		} else if (ret == -ENOENT) {
 			ret = fs_getattr_unlinked(fs, n, st);
@@ -247,7 +249,8 @@ static void fs_lookup_backend(fuse_req_t req, struct fs *fs, struct node *parent
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	ret = backend_getattr(parent->view->be, path, &st);
+	ret = parent->view->readonly ? backend_getattr_trusted(parent->view->be, path, &st)
+				     : backend_getattr(parent->view->be, path, &st);
 	free(path);
 	if (ret == -ENOENT)
 		fs_reply_noent(req, fs_timeout(parent));
@@ -1272,7 +1275,13 @@ static void fs_ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	d->fs = fs;
 	d->node = fs_req_node(req, ino);
 	d->gen = atomic_load(&fs->gen);
-	ret = fs_dir_read(fs, d);
+	/*
+	 * A trusted tree's listing is kept by the kernel (cache_readdir): a
+	 * folder opened again, each epoch of a dataset, is listed from there
+	 * and its listing asked of the backend only when the kernel reads it.
+	 */
+	d->unread = d->node->kind == NODE_BACKEND && d->node->view->readonly;
+	ret = d->unread ? 0 : fs_dir_read(fs, d);
 	if (ret < 0) {
 		fs_dir_free(d);
 		fuse_reply_err(req, -ret);
@@ -1336,6 +1345,15 @@ static void fs_do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_fi
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
+	}
+	if (d->unread) {	/* the kernel serializes the reads of one open folder */
+		d->unread = false;
+		ret = fs_dir_read(d->fs, d);
+		if (ret < 0) {
+			free(buf);
+			fuse_reply_err(req, -ret);
+			return;
+		}
 	}
 	if (d->streamed) {
 		pthread_mutex_lock(&d->lock);

@@ -30,6 +30,7 @@ static void fs_stats_backend(FILE *out, struct backend *be)
 		{ "opens", &s->opens },
 		{ "passthrough_opens", &s->passthrough_opens },
 		{ "meta_ops", &s->meta_ops },
+		{ "requests", &s->requests },
 		{ "errors", &s->errors },
 	};
 

@@ -28,7 +28,7 @@
 #include "config.h"
 #include "diag.h"
 
-#define BACKEND_OPS_VERSION 4
+#define BACKEND_OPS_VERSION 5
 
 /* Capabilities, in backend_ops.caps. */
 #define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
@@ -69,6 +69,14 @@ struct backend_stats {
 	atomic_uint_fast64_t opens;
 	atomic_uint_fast64_t passthrough_opens;	/* opens the kernel then served itself */
 	atomic_uint_fast64_t meta_ops;	/* getattr, readdir, namespace changes */
+	/*
+	 * What reached the server: each HTTP request sent (retries too), each
+	 * libnfs or libsmbclient call that goes to the server (one may be a
+	 * few RPCs), and for a backend without BE_CAP_REMOTE each call that
+	 * reaches its folder (the wrappers count those: backend_request_local).
+	 * A call answered from memory or the disk cache is not one.
+	 */
+	atomic_uint_fast64_t requests;
 	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
 	struct cache_stats cache;	/* BE_CAP_REMOTE backends: the shared disk cache */
 };
@@ -199,6 +207,15 @@ struct backend_ops {
 	 */
 	int (*mknod)(struct backend *be, const char *path, mode_t mode, dev_t rdev,
 		     const struct backend_cred *cred);
+	/* v5 */
+	/*
+	 * The attributes of @path as this backend learned them in this mount
+	 * (a lookup, a listing, an open), asking the server nothing: 0, or
+	 * -EAGAIN when it knows nothing of @path.  fs/ asks it first under the
+	 * read-only trees, whose sources are trusted for the mount's lifetime
+	 * (backend_getattr_trusted).  Optional.
+	 */
+	int (*getattr_known)(struct backend *be, const char *path, struct stat *st);
 	/* append only; bump BACKEND_OPS_VERSION */
 };
 
@@ -239,6 +256,19 @@ void backend_destroy(struct backend *be);
 int backend_mknod(struct backend *be, const char *path, mode_t mode, dev_t rdev,
 		  const struct backend_cred *cred);
 
+/* One request reached @be's server (a remote backend says so itself). */
+static inline void backend_request(struct backend *be)
+{
+	atomic_fetch_add(&be->stats.requests, 1);
+}
+
+/* A call that reaches the folder of a backend with no server: its request. */
+static inline void backend_request_local(struct backend *be)
+{
+	if (!(be->ops->caps & BE_CAP_REMOTE))
+		backend_request(be);
+}
+
 static inline int backend_count(struct backend *be, int ret)
 {
 	if (ret < 0 && ret != -ENOENT)
@@ -249,13 +279,30 @@ static inline int backend_count(struct backend *be, int ret)
 static inline int backend_getattr(struct backend *be, const char *path, struct stat *st)
 {
 	atomic_fetch_add(&be->stats.meta_ops, 1);
+	backend_request_local(be);
 	return backend_count(be, be->ops->getattr(be, path, st));
+}
+
+/*
+ * backend_getattr under a trusted tree: what @be learned of @path in this
+ * mount when it knows (no request), else its getattr.
+ */
+static inline int backend_getattr_trusted(struct backend *be, const char *path,
+					  struct stat *st)
+{
+	if (be->ops->version >= 5 && be->ops->getattr_known &&
+	    be->ops->getattr_known(be, path, st) == 0) {
+		atomic_fetch_add(&be->stats.meta_ops, 1);
+		return 0;
+	}
+	return backend_getattr(be, path, st);
 }
 
 static inline int backend_readdir(struct backend *be, const char *path,
 				  backend_fill_fn *fill, void *payload)
 {
 	atomic_fetch_add(&be->stats.meta_ops, 1);
+	backend_request_local(be);
 	return backend_count(be, be->ops->readdir(be, path, fill, payload));
 }
 
@@ -267,6 +314,7 @@ static inline int backend_open(struct backend_file **out, struct backend *be,
 	if (!(be->ops->caps & BE_CAP_REMOTE))
 		flags &= ~BE_O_TRUST;
 	atomic_fetch_add(&be->stats.opens, 1);
+	backend_request_local(be);
 	return backend_count(be, be->ops->open(out, be, path, flags));
 }
 
@@ -277,12 +325,16 @@ static inline int backend_create_file(struct backend_file **out, struct backend 
 	if (!be->ops->create_file)
 		return -EROFS;
 	atomic_fetch_add(&be->stats.opens, 1);
+	backend_request_local(be);
 	return backend_count(be, be->ops->create_file(out, be, path, flags, mode, cred));
 }
 
 static inline ssize_t backend_pread(struct backend_file *f, void *buf, size_t len, off_t off)
 {
-	ssize_t n = f->be->ops->pread(f, buf, len, off);
+	ssize_t n;
+
+	backend_request_local(f->be);
+	n = f->be->ops->pread(f, buf, len, off);
 
 	if (n >= 0) {
 		atomic_fetch_add(&f->be->stats.bytes_read, (uint64_t)n);
@@ -300,6 +352,7 @@ static inline ssize_t backend_pwrite(struct backend_file *f, const void *buf, si
 
 	if (!f->be->ops->pwrite)
 		return -EROFS;
+	backend_request_local(f->be);
 	n = f->be->ops->pwrite(f, buf, len, off);
 	if (n >= 0) {
 		atomic_fetch_add(&f->be->stats.bytes_written, (uint64_t)n);
@@ -314,6 +367,7 @@ static inline int backend_fgetattr(struct backend_file *f, struct stat *st)
 {
 	if (!f->be->ops->fgetattr)
 		return -ENOSYS;
+	backend_request_local(f->be);
 	return backend_count(f->be, f->be->ops->fgetattr(f, st));
 }
 
@@ -357,6 +411,7 @@ static inline int backend_upload(struct backend *be, const char *path, int fd, u
 
 static inline int backend_statfs(struct backend *be, const char *path, struct statvfs *sv)
 {
+	backend_request_local(be);
 	return backend_count(be, be->ops->statfs(be, path, sv));
 }
 
@@ -365,12 +420,14 @@ static inline int backend_readlink(struct backend *be, const char *path, char *b
 {
 	if (!be->ops->readlink)
 		return -EINVAL;
+	backend_request_local(be);
 	return backend_count(be, be->ops->readlink(be, path, buf, size));
 }
 
 /* The namespace changes: a backend without them is read-only. */
 #define BACKEND_META_CALL(be, op, ...)						\
 	((be)->ops->op ? (atomic_fetch_add(&(be)->stats.meta_ops, 1),		\
+			  backend_request_local(be),					\
 			  backend_count((be), (be)->ops->op((be), __VA_ARGS__)))	\
 		       : -EROFS)
 

@@ -59,9 +59,6 @@ conf a.conf 1G
 mkdir -p state2
 sed 's/^state_dir = state$/state_dir = state2/' a.conf >b.conf
 
-stat_of() { # stat_of MOUNT NAME: a counter of .mlfs/stats, 0 when absent
-	awk -v k="$2" '$1 == k {v = $2} END {print v + 0}' "$1/.mlfs/stats"
-}
 # The body bytes nginx sent for PATH since the log was last cleared.
 sent() {
 	awk -v p="$1" '$7 == p && $6 == "\"GET" {s += $10} END {print s + 0}' http/access.log
@@ -121,6 +118,13 @@ fi
 same "the dataset of the same URL shares the cached bytes" "$want" \
 	"$(sha256sum <mnt/datasets/big/big.bin)"
 same "... fetching nothing" 0 "$(sent /big.bin)"
+# every request that reached nginx is counted, under the datastore that sent it
+reqs() { echo $(($(stat_of mnt datastore.web.requests) + $(stat_of mnt datastore.dataset:big.requests))); }
+same "datastore.NAME.requests counts each request nginx logged" "$(wc -l <http/access.log)" "$(reqs)"
+before=$(reqs)
+same "a second read of the dataset's file in the same mount" "$want" \
+	"$(sha256sum <mnt/datasets/big/big.bin)"
+same "... reaches the server with no request" "$before" "$(reqs)"
 
 # --- a file changed on the server is read fresh under datastores/
 head -c 1000 /dev/zero >http/www/changing.txt

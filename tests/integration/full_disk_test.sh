@@ -99,9 +99,6 @@ conf evict.conf "$T_DIR/cachefs/evict" 4M
 conf full.conf "$T_DIR/cachefs/cache" 64M
 conf prefull.conf "$T_DIR/fullcachefs/cache" 64M
 
-stat_of() { # stat_of MOUNT NAME: a counter of .mlfs/stats, 0 when absent
-	awk -v k="$2" '$1 == k {v = $2} END {print v + 0}' "$1/.mlfs/stats"
-}
 # fill DIR: writes DIR/filler until its filesystem is full.
 fill() {
 	dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null

@@ -53,6 +53,17 @@ same() {
 	fi
 }
 
+# stat_of MOUNT NAME: a counter of MOUNT/.mlfs/stats, 0 when absent.
+stat_of() {
+	awk -v k="$2" '$1 == k {v = $2} END {print v + 0}' "$1/.mlfs/stats"
+}
+
+# read_epoch DIR GLOB: DIR's files named GLOB read as a DataLoader's 4 workers read them
+# (find, then cat by 4 processes at once): the sha256 of their sorted lines.
+read_epoch() {
+	find "$1" -type f -name "$2" | sort | xargs -P 4 -n 20 cat | sort | sha256sum
+}
+
 # has TEXT PART: whether TEXT holds PART.
 has() { [[ $1 == *"$2"* ]]; }
 

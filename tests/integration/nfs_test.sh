@@ -74,6 +74,9 @@ source = lab:/data
 
 [dataset u]
 source = nfs://127.0.0.1/export/data/sub
+
+[dataset many]
+source = lab:/many
 CONF
 
 check "mlfs check accepts the config" "$MLFS" check mlfs.conf
@@ -124,6 +127,16 @@ peak=$(awk '$1 == "mount.dir_entries_held_peak" { print $2 }' "$M/.mlfs/stats")
 check "... read a READDIRPLUS page at a time: 4096 entries held at most (peak $peak)" \
 	test "$peak" -le 4096
 same "a listed file reads back" "4321" "$(cat "$L/many/f4321")"
+# --- epochs of a dataset of small files (as a DataLoader reads them): the second, in the
+# same mount, opens and reads each from the cache, with no request a file
+first=$(read_epoch "$M/datasets/many" 'f00*')
+same "a first epoch of 100 small files reads their bytes" "$(seq -w 0 99 | sed 's/^/00/' | sha256sum)" "$first"
+before=$(stat_of "$M" datastore.lab.requests)
+same "a second epoch reads the same bytes" "$first" "$(read_epoch "$M/datasets/many" 'f00*')"
+# each open and read is answered from the cache; the kernel may read the folder's listing
+# again (once an epoch: the daemon lists it then), never one request a file
+check "... and asks the server at most for the folder's listing (datastore.lab.requests)" \
+	test "$(($(stat_of "$M" datastore.lab.requests) - before))" -le 1
 same "500 files read by 16 readers at once (the pool of connections)" \
 	"$(seq -w 1000 1499 | sort | sha256sum)" \
 	"$(seq -w 1000 1499 | xargs -P 16 -I{} cat "$L/many/f{}" | sort | sha256sum)"

@@ -230,6 +230,7 @@ static void test_wrappers_count_calls_and_errors(void **state)
 	assert_int_equal(backend_getattr(be, "missing", &st), -ENOENT);
 	assert_int_equal(be_fake_calls(be, FAKE_GETATTR), 2);
 	assert_int_equal(be->stats.meta_ops, 2);
+	assert_int_equal(be->stats.requests, 2);	/* no server: each call reached its folder */
 	assert_int_equal(be->stats.errors, 0);	/* ENOENT is an answer, not an error */
 	be_fake_fail_next(be, FAKE_GETATTR, -EIO);
 	assert_int_equal(backend_getattr(be, "x", &st), -EIO);
@@ -393,6 +394,52 @@ static void test_wrappers_refuse_special_files_with_eperm_said_once(void **state
 	assert_int_equal(count_lines(mknod_log("fake", true)), 1);
 }
 
+/* What a backend learned, for the trusted trees: asked first, the server only without it. */
+static int known_x(struct backend *be, const char *path, struct stat *st)
+{
+	(void)be;
+	if (strcmp(path, "x") != 0)
+		return -EAGAIN;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFREG | 0644;
+	st->st_size = 5;
+	return 0;
+}
+
+static void test_getattr_trusted_asks_what_the_backend_knows_first(void **state)
+{
+	static struct backend_ops knows, v4;
+	struct backend *be;
+	struct stat st;
+
+	(void)state;
+	knows = be_fake_ops;
+	knows.scheme = "fake-knows";
+	knows.getattr_known = known_x;
+	v4 = knows;	/* a version-4 table has no such member: not called */
+	v4.version = 4;
+	v4.scheme = "fake-knows-v4";
+	assert_int_equal(backend_register(&knows), 0);
+	assert_int_equal(backend_register(&v4), 0);
+	be = make_fake("fake-knows");
+	assert_int_equal(be_fake_add(be, "x", "12345"), 0);
+	assert_int_equal(be_fake_add(be, "y", "1"), 0);
+	assert_int_equal(backend_getattr_trusted(be, "x", &st), 0);
+	assert_int_equal(st.st_size, 5);
+	assert_int_equal(be_fake_calls(be, FAKE_GETATTR), 0);	/* known: nothing asked */
+	assert_int_equal(be->stats.meta_ops, 1);
+	assert_int_equal(be->stats.requests, 0);
+	assert_int_equal(backend_getattr_trusted(be, "y", &st), 0);	/* unknown: asked */
+	assert_int_equal(be_fake_calls(be, FAKE_GETATTR), 1);
+	assert_int_equal(be->stats.meta_ops, 2);
+	backend_destroy(be);
+	be = make_fake("fake-knows-v4");
+	assert_int_equal(be_fake_add(be, "x", "12345"), 0);
+	assert_int_equal(backend_getattr_trusted(be, "x", &st), 0);
+	assert_int_equal(be_fake_calls(be, FAKE_GETATTR), 1);
+	backend_destroy(be);
+}
+
 /* ---- executors ---- */
 
 static void test_executors_are_found_by_name(void **state)
@@ -525,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_wrappers_refuse_writes_to_a_read_only_backend),
 		cmocka_unit_test(test_wrappers_make_special_files_through_mknod),
 		cmocka_unit_test(test_wrappers_refuse_special_files_with_eperm_said_once),
+		cmocka_unit_test(test_getattr_trusted_asks_what_the_backend_knows_first),
 		cmocka_unit_test(test_executors_are_found_by_name),
 		cmocka_unit_test(test_executors_are_checked_once_at_registration),
 		cmocka_unit_test(test_executor_wrappers_answer_for_a_version_1_table),
