@@ -26,7 +26,10 @@ set -eu
 cd "$(dirname "$0")/.."
 BUILD=${1:-build/bench}
 RUNS=${BENCH_RUNS:-11}
-[ -x "$BUILD/mlfs" ] || scripts/build.sh "$BUILD" >/dev/null
+if [ ! -x "$BUILD/mlfs" ]; then
+	cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLFS_WERROR=ON >/dev/null &&
+		cmake --build "$BUILD" -j"$(nproc)" >/dev/null || exit 1
+fi
 MLFS=$(cd "$BUILD" && pwd)/mlfs
 W=$(mktemp -d /tmp/mlfs-bench-ct.XXXXXX)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
