@@ -45,6 +45,9 @@ struct view {
 	bool readonly;
 	double timeout;		/* entry and attribute timeout, seconds */
 	long uid, gid, mode;	/* shown instead of the backend's when >= 0 */
+	/* a read-only view's last statfs, kept FS_STATFS_KEEP_S (guarded by fs->cache_lock) */
+	struct statvfs statfs;
+	int64_t statfs_ns;	/* when it was asked; 0: never */
 };
 
 struct node {

@@ -25,6 +25,7 @@
 
 #include "fs.h"
 #include "log.h"
+#include "mono.h"
 #include "path.h"
 
 #define FS_VIRTUAL_TIMEOUT 3600.0
@@ -60,6 +61,8 @@ struct fs_dirent {
  */
 #define FS_DIR_WINDOW	4096
 #define FS_DIR_FULL	1		/* a fill's "stop": the window is full */
+
+#define FS_STATFS_KEEP_S	60	/* a read-only view's statfs is asked again after this */
 
 struct fs_dir {
 	struct fs *fs;
@@ -1409,6 +1412,32 @@ static void fs_ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_i
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * A read-only view's statfs, asked of its server at most every
+ * FS_STATFS_KEEP_S: find and fts ask it of every folder they walk, which
+ * made each epoch of a dataset cost a request.  0 or -EAGAIN.
+ */
+static int fs_statfs_kept(struct fs *fs, struct view *v, struct statvfs *sv)
+{
+	int ret = -EAGAIN;
+
+	pthread_mutex_lock(&fs->cache_lock);
+	if (v->statfs_ns && mono_ns() - v->statfs_ns < FS_STATFS_KEEP_S * 1000000000LL) {
+		*sv = v->statfs;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&fs->cache_lock);
+	return ret;
+}
+
+static void fs_statfs_keep(struct fs *fs, struct view *v, const struct statvfs *sv)
+{
+	pthread_mutex_lock(&fs->cache_lock);
+	v->statfs = *sv;
+	v->statfs_ns = mono_ns();
+	pthread_mutex_unlock(&fs->cache_lock);
+}
+
 static void fs_ops_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs *fs = fs_of(req);
@@ -1420,12 +1449,16 @@ static void fs_ops_statfs(fuse_req_t req, fuse_ino_t ino)
 	if (n->kind != NODE_BACKEND) {
 		/* The node's own disk, where staging and the cache live. */
 		ret = statvfs(fs->cfg->state_dir, &sv) < 0 ? -errno : 0;
+	} else if (n->view->readonly && fs_statfs_kept(fs, n->view, &sv) == 0) {
+		ret = 0;
 	} else {
 		ret = fs_node_path(fs, n, NULL, &path);
 		if (ret == 0) {
 			ret = backend_statfs(n->view->be, path, &sv);
 			free(path);
 		}
+		if (ret == 0 && n->view->readonly)
+			fs_statfs_keep(fs, n->view, &sv);
 	}
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
