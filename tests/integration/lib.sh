@@ -64,6 +64,26 @@ read_epoch() {
 	find "$1" -type f -name "$2" | sort | xargs -P 4 -n 20 cat | sort | sha256sum
 }
 
+# next_job_epoch CONF MOUNT DATASTORE DIR GLOB WANT: the next job over the same cache.
+# Unmounts MOUNT (mounted with CONF by mount_fg), drops the page cache, mounts it again,
+# lists DIR and asks its statfs, then reads DIR's GLOB files as an epoch (read_epoch):
+# checks they read WANT with no request of DATASTORE once listed, and nothing fetched.
+next_job_epoch() {
+	local conf=$1 mnt=$2 ds=$3 dir=$4 glob=$5 want=$6 listed
+	unmount_fg "$mnt"
+	echo 3 >/proc/sys/vm/drop_caches
+	mount_fg "$conf" "$mnt" || { not_ok "$mnt came up again"; return 1; }
+	ls "$dir" >/dev/null
+	stat -f "$dir" >/dev/null
+	listed=$(stat_of "$mnt" "datastore.$ds.requests")
+	echo "# the new mount listed ${dir#"$mnt"/} with $listed requests"
+	same "the next job's epoch (a new mount, the page cache dropped) reads the same bytes" \
+		"$want" "$(read_epoch "$dir" "$glob")"
+	same "... with no request once the folder is listed" "$listed" \
+		"$(stat_of "$mnt" "datastore.$ds.requests")"
+	same "... and fetched nothing" 0 "$(stat_of "$mnt" "datastore.$ds.cache_bytes_fetched")"
+}
+
 # has TEXT PART: whether TEXT holds PART.
 has() { [[ $1 == *"$2"* ]]; }
 

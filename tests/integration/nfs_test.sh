@@ -266,6 +266,9 @@ grep -E "datastore lab: " "$LOG" | tail -4 | sed 's/^/#   /'
 sleep 1.1	# the backend fails fast for a second after giving up on a hung server
 same "once the server answers again, the same mount reads" "0007" "$(cat "$L/many/f0007")"
 
+# --- the next job: a new mount over the same cache lists the folder once (its 5,000
+# entries: a few READDIRPLUS pages), then reads the epoch's files from the cache
+next_job_epoch mlfs.conf "$M" lab "$M/datasets/many" 'f00*' "$first"
 unmount_fg "$M"
 "$SERVER" stop "$T_DIR/nfs"
 trap - EXIT

@@ -209,6 +209,10 @@ check "... within timeout x (retries + 1) + a few seconds" \
 same "after a restart the next read works, no remount" "$(sha seed/data/cold.bin)" \
 	"$(sha "$B/data/cold.bin")"
 
+# --- the next job: a new mount over the same cache lists the prefix once (10,000 objects:
+# ten LIST pages), then reads the epoch's objects from the cache: the ETags of the listing
+# name them
+next_job_epoch mlfs.conf "$M" dataset:d "$D/many" 'f00*' "$first"
 unmount_fg "$M"
 "$SERVER" stop s3
 trap - EXIT

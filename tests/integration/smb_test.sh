@@ -222,6 +222,9 @@ same "and a file never read before" "$(sha "$S/data/cold2.bin")" "$(sha "$D/cold
 check "and writes work again" cp small.bin "$B/data/after.bin"
 same "the share has it" "$(sha small.bin)" "$(sha "$S/data/after.bin")"
 
+# --- the next job: a new mount over the same cache lists the folder once, then reads the
+# epoch's files from the cache
+next_job_epoch mlfs.conf "$M" share "$M/datasets/many" 'f00*' "$first"
 unmount_fg "$M"
 "$SERVER" stop "$T_DIR/smb"
 trap - EXIT
