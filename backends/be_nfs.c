@@ -347,7 +347,7 @@ static int be_nfs_dirent_stat(struct stat *st, const struct nfsdirent *e)
  * NFSv4 is read whole by libnfs's nfs_opendir, copied out, and handed to
  * fill the same way, outside the context.
  */
-#define BE_NFS_PAGE_BYTES	32768	/* READDIRPLUS maxcount: a few hundred entries */
+#define BE_NFS_PAGE_BYTES	131072	/* READDIRPLUS maxcount: some 400 entries a call */
 
 /*
  * What nfs_get_fh() points to.  libnfs 4.0 exports the function, so that an
