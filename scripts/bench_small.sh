@@ -423,13 +423,27 @@ mlfs_requests() {
 	awk -v k="datastore.$(store_of "$(backend_of "$1")").requests" \
 		'$1 == k { print $2; f = 1 } END { if (!f) print 0 }' "$stats"
 }
-# The requests the server logged so far: s3rver's request lines, nginx's
-# access log; nothing for NFS and SMB.
+# The requests the server logged so far: s3rver's request lines ("PATH
+# STATUS 3ms 2b", the size blank for a 304, "-" for a 404), nginx's access
+# log; nothing for NFS and SMB.
+s3_log_re=' [1-5][0-9][0-9] [0-9]+ms( [^ ]*)?$'
 server_requests() {
 	case $(backend_of "$1") in
-	s3) grep -cE ' [0-9]+ms [0-9.]+[a-z]*b$' "$srv/s3/s3rver.log" || true ;;
+	s3) grep -cE "$s3_log_re" "$srv/s3/s3rver.log" || true ;;
 	http) wc -l <"$srv/http/access.log" ;;
 	*) echo "" ;;
+	esac
+}
+# What the requests after the first $2 of way $1's server were: nginx's
+# log names the method (HEAD or GET), s3rver's only the status (200, 206
+# for a range, 304 for a revalidation that sent no body).
+server_mix() {
+	case $(backend_of "$1") in
+	s3) grep -E "$s3_log_re" "$srv/s3/s3rver.log" | tail -n "+$(($2 + 1))" |
+		awk '{ for (i = NF; i > 1; i--) if ($i ~ /^[0-9]+ms$/) { n[$(i - 1)]++; break } }
+			END { for (m in n) printf " %s %d", m, n[m] }' ;;
+	http) tail -n "+$(($2 + 1))" "$srv/http/access.log" |
+		awk '{ n[substr($6, 2)]++ } END { for (m in n) printf " %s %d", m, n[m] }' ;;
 	esac
 }
 
@@ -474,10 +488,7 @@ epoch_step() {
 		s=$(($(server_requests "$way") - s0))
 		echo "$s" >>"$scratch/srq-$way-$name"
 		line="$line, server $s"
-		# nginx's log names the methods: HEAD or GET, per file or not.
-		[ "$(backend_of "$way")" != http ] || line="$line:$(tail -n "+$((s0 + 1))" \
-			"$srv/http/access.log" | awk '{ n[substr($6, 2)]++ }
-				END { for (m in n) printf " %s %d", m, n[m] }')"
+		[ "$s" -eq 0 ] || line="$line:$(server_mix "$way" "$s0")"
 	fi
 	line="$line] "
 }
