@@ -96,8 +96,9 @@
 # memory grown since the mount (after the second epoch, and at rest in the
 # next job).  Bars: ls -lR at most 2x the server's listing, cached (second)
 # epoch at most 3x tmpfs, at most 2 files and 1 KiB of daemon memory per
-# cached object.  It takes long (100,000 objects: budget an hour); use
-# BENCH_RUNS=1.
+# cached object.  It takes long (100,000 objects, BENCH_RUNS=1: 18 minutes
+# on 2 CPUs, 95 s of them seeding); use BENCH_RUNS=1.  A default run takes
+# about 8 minutes there.
 #
 # Usage (as root, from anywhere):
 #   [BENCH_FILES=N] [BENCH_RUNS=N] [BENCH_WAYS="way ..."] scripts/bench_small.sh
