@@ -3,7 +3,6 @@
  * FNV-1a buckets under one mutex; an entry is one allocation, its path
  * after its attributes.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -293,7 +293,13 @@ static void test_argv_binds_driver_files_for_gpu_workers_only(void **state)
 	assert_int_equal(count_args(argv, "--device=/dev/nvidia97"), 0);
 }
 
-static void test_argv_with_every_gpu_and_driver_file_fits(void **state)
+/*
+ * Every driver file a node can have fits the argv.  The GPUs' --device
+ * entries are passed only for device nodes that exist, which this machine
+ * has none of: the 64 GPUs are warned about here, their fit is checked by
+ * CONTAINER_ARGV_MAX's sum, not by this test.
+ */
+static void test_argv_with_every_driver_file_fits(void **state)
 {
 	struct container_runtime rt = { .usable = true, .podman = "/usr/bin/podman",
 					.oci = "/usr/sbin/runc" };
@@ -324,7 +330,7 @@ int main(void)
 		cmocka_unit_test(test_driver_libs_from_ldconfig_bound_where_images_look),
 		cmocka_unit_test(test_driver_libs_full_table_drops_the_rest),
 		cmocka_unit_test(test_argv_binds_driver_files_for_gpu_workers_only),
-		cmocka_unit_test(test_argv_with_every_gpu_and_driver_file_fits),
+		cmocka_unit_test(test_argv_with_every_driver_file_fits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
