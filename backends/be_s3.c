@@ -10,8 +10,9 @@
  *     delimiter, page by page (each page handed to the caller as it comes,
  *     never the whole listing in memory); mkdir writes an empty "key/"
  *     marker, rmdir removes it when nothing else is beneath;
- *   - stat comes from a listing or a HEAD, remembered in a small bounded
- *     metadata cache (path -> type, size, mtime, ETag) for about a second,
+ *   - stat comes from a listing or a HEAD, remembered in a bounded
+ *     metadata cache (path -> type, size, mtime, ETag; 4M paths, then
+ *     emptied) for about a second,
  *     or for the mount's lifetime when the caller opens with BE_O_TRUST;
  *   - reads are ranged GETs with If-Match on the ETag seen at open, so a
  *     file that changes while open fails (ESTALE) instead of mixing versions;
@@ -43,6 +44,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,7 @@
 #include "log.h"
 #include "remote.h"
 
-#define BE_S3_META_MAX		100000u		/* entries before the cache is emptied */
+#define BE_S3_META_MAX		(4u << 20)	/* entries before the cache is emptied */
 #define BE_S3_META_TTL_NS	1000000000ll	/* a remembered stat is fresh this long */
 
 static int64_t be_s3_now_ns(void)
@@ -70,68 +72,51 @@ static int64_t be_s3_now_ns(void)
 
 /* ---- the metadata cache ---- */
 
-static size_t be_s3_hash(const char *s)
-{
-	size_t h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h % BE_S3_META_BUCKETS;
-}
+/*
+ * One remembered path: one allocation of about 100 bytes, its path then its
+ * ETag in names[] ("a/b.jpg\0\"9b2c...\"\0"), so that a listing of a
+ * million objects costs a hundred megabytes, not the 300 a fixed ETag
+ * buffer would.
+ */
+struct be_s3_memo {
+	struct path_map_entry link;
+	int64_t size;
+	int64_t mtime;
+	int64_t learned;	/* CLOCK_MONOTONIC, ns */
+	bool is_dir;
+	char names[];
+};
 
 /* meta_lock held: the entry of @path, or NULL. */
-static struct be_s3_meta **be_s3_meta_find(struct be_s3 *s3, const char *path)
+static struct be_s3_memo *be_s3_meta_find(struct be_s3 *s3, const char *path)
 {
-	struct be_s3_meta **pp = &s3->meta[be_s3_hash(path)];
-
-	while (*pp && strcmp((*pp)->path, path) != 0)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* meta_lock held: forgets everything (the bound on the cache's size). */
-static void be_s3_meta_clear(struct be_s3 *s3)
-{
-	for (size_t i = 0; i < BE_S3_META_BUCKETS; i++) {
-		while (s3->meta[i]) {
-			struct be_s3_meta *m = s3->meta[i];
-
-			s3->meta[i] = m->next;
-			free(m->path);
-			free(m);
-		}
-	}
-	s3->n_meta = 0;
+	return (struct be_s3_memo *)path_map_get(&s3->meta, path);
 }
 
 /* Remembers @o as what @path is now. */
 static void be_s3_meta_put(struct be_s3 *s3, const char *path, const struct be_s3_obj *o)
 {
-	struct be_s3_meta **pp, *m;
+	const char *etag = o->etag ? o->etag : "";
+	size_t plen = strlen(path) + 1, elen = strnlen(etag, BE_S3_ETAG_MAX - 1);
+	struct be_s3_memo *m = malloc(sizeof(*m) + plen + elen + 1), *old;
 
+	if (!m)
+		return;
+	memcpy(m->names, path, plen);
+	memcpy(m->names + plen, etag, elen);
+	m->names[plen + elen] = '\0';
+	m->is_dir = o->is_dir;
+	m->size = o->size;
+	m->mtime = o->mtime;
+	m->learned = be_s3_now_ns();
 	pthread_mutex_lock(&s3->meta_lock);
-	pp = be_s3_meta_find(s3, path);
-	m = *pp;
-	if (!m && s3->n_meta >= BE_S3_META_MAX) {
-		be_s3_meta_clear(s3);
-		pp = be_s3_meta_find(s3, path);
-	}
-	if (!m && (m = calloc(1, sizeof(*m))) && !(m->path = strdup(path))) {
+	old = (struct be_s3_memo *)path_map_take(&s3->meta, path);
+	if (!old && s3->meta.n >= BE_S3_META_MAX)
+		path_map_clear(&s3->meta);
+	if (!path_map_add(&s3->meta, &m->link))
 		free(m);
-		m = NULL;
-	}
-	if (m && !*pp) {
-		*pp = m;
-		s3->n_meta++;
-	}
-	if (m) {
-		m->is_dir = o->is_dir;
-		m->size = o->size;
-		m->mtime = o->mtime;
-		snprintf(m->etag, sizeof(m->etag), "%s", o->etag ? o->etag : "");
-		m->learned = be_s3_now_ns();
-	}
 	pthread_mutex_unlock(&s3->meta_lock);
+	free(old);
 }
 
 /*
@@ -141,15 +126,17 @@ static void be_s3_meta_put(struct be_s3 *s3, const char *path, const struct be_s
 static int be_s3_meta_get(struct be_s3 *s3, const char *path, int64_t max_age_ns,
 			  struct be_s3_meta *out)
 {
-	struct be_s3_meta *m;
+	struct be_s3_memo *m;
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&s3->meta_lock);
-	m = *be_s3_meta_find(s3, path);
+	m = be_s3_meta_find(s3, path);
 	if (m && (max_age_ns < 0 || be_s3_now_ns() - m->learned < max_age_ns)) {
-		*out = *m;
-		out->next = NULL;
-		out->path = NULL;
+		out->is_dir = m->is_dir;
+		out->size = m->size;
+		out->mtime = (time_t)m->mtime;
+		out->learned = m->learned;
+		snprintf(out->etag, sizeof(out->etag), "%s", m->names + strlen(m->names) + 1);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&s3->meta_lock);
@@ -158,18 +145,12 @@ static int be_s3_meta_get(struct be_s3 *s3, const char *path, int64_t max_age_ns
 
 static void be_s3_meta_forget(struct be_s3 *s3, const char *path)
 {
-	struct be_s3_meta **pp, *m;
+	struct path_map_entry *e;
 
 	pthread_mutex_lock(&s3->meta_lock);
-	pp = be_s3_meta_find(s3, path);
-	m = *pp;
-	if (m) {
-		*pp = m->next;
-		s3->n_meta--;
-		free(m->path);
-		free(m);
-	}
+	e = path_map_take(&s3->meta, path);
 	pthread_mutex_unlock(&s3->meta_lock);
+	free(e);
 }
 
 /* Forgets @path and its parent folders, whose existence may hang on it. */
@@ -235,7 +216,7 @@ static void be_s3_free(struct be_s3 *s3)
 	remote_destroy(s3->remote);
 	be_s3_addr_free(&s3->addr);
 	be_s3_creds_free(&s3->creds);
-	be_s3_meta_clear(s3);
+	path_map_clear(&s3->meta);
 	pthread_mutex_destroy(&s3->meta_lock);
 	pthread_mutex_destroy(&s3->writers_lock);
 	free(s3->sigv4);
@@ -270,6 +251,7 @@ static int be_s3_create(struct backend **out, const struct datastore_config *cfg
 		return -ENOMEM;
 	xmlInitParser();
 	pthread_mutex_init(&s3->meta_lock, NULL);
+	path_map_init(&s3->meta, offsetof(struct be_s3_memo, names));
 	pthread_mutex_init(&s3->writers_lock, NULL);
 	s3->created = time(NULL);
 	ret = be_s3_addr_init(&s3->addr, cfg);

@@ -22,14 +22,11 @@
 #include <time.h>
 
 #include "be_s3.h"
+#include "path_map.h"
 #include "remote.h"
 
-#define BE_S3_META_BUCKETS	4096u
-
-/* What the backend remembers of one path. */
+/* What the backend knows of one path, as its metadata cache hands it out. */
 struct be_s3_meta {
-	struct be_s3_meta *next;
-	char *path;
 	bool is_dir;
 	int64_t size;
 	time_t mtime;
@@ -50,8 +47,7 @@ struct be_s3 {
 	atomic_bool creds_logged;	/* the credentials problem was logged */
 	atomic_bool bucket_logged;	/* NoSuchBucket was logged */
 	pthread_mutex_t meta_lock;
-	struct be_s3_meta *meta[BE_S3_META_BUCKETS];	/* meta_lock */
-	size_t n_meta;					/* meta_lock */
+	struct path_map meta;		/* meta_lock: of struct be_s3_memo (be_s3.c) */
 	pthread_mutex_t writers_lock;
 	struct be_s3_file *writers;			/* writers_lock: files open for writing */
 };

@@ -1,28 +1,34 @@
 /*
- * stat_memo.c - a path -> struct stat map for trusted opens (stat_memo.h):
- * FNV-1a buckets under one mutex; an entry is one allocation, its path
- * after its attributes.
+ * stat_memo.c - a path -> attributes map for trusted opens (stat_memo.h):
+ * a path_map under one mutex; an entry is one allocation, the attributes
+ * getattr gives back (about 100 bytes, not struct stat's 144) then its path.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "path_map.h"
 #include "stat_memo.h"
 
-#define STAT_MEMO_BUCKETS	16384u
-
+/* What getattr gives back, without struct stat's padding and unused fields. */
 struct stat_memo_entry {
-	struct stat_memo_entry *next;
-	struct stat st;
+	struct path_map_entry link;
+	int64_t ino, size, blocks;
+	int64_t atime, mtime, ctime;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	uint32_t mode, nlink, uid, gid, blksize;
+	uint64_t dev, rdev;
 	char path[];
 };
 
 struct stat_memo {
 	pthread_mutex_t lock;
-	size_t n, max;
-	struct stat_memo_entry *bucket[STAT_MEMO_BUCKETS];
+	size_t max;
+	struct path_map map;	/* of stat_memo_entry */
 };
 
 struct stat_memo *stat_memo_new(size_t max_entries)
@@ -33,29 +39,58 @@ struct stat_memo *stat_memo_new(size_t max_entries)
 		return NULL;
 	pthread_mutex_init(&m->lock, NULL);
 	m->max = max_entries ? max_entries : 1;
+	path_map_init(&m->map, offsetof(struct stat_memo_entry, path));
 	return m;
-}
-
-/* Empties @m; under its lock. */
-static void stat_memo_clear(struct stat_memo *m)
-{
-	for (size_t i = 0; i < STAT_MEMO_BUCKETS; i++)
-		while (m->bucket[i]) {
-			struct stat_memo_entry *e = m->bucket[i];
-
-			m->bucket[i] = e->next;
-			free(e);
-		}
-	m->n = 0;
 }
 
 void stat_memo_free(struct stat_memo *m)
 {
 	if (!m)
 		return;
-	stat_memo_clear(m);
+	path_map_clear(&m->map);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
+}
+
+static void stat_memo_store(struct stat_memo_entry *e, const struct stat *st)
+{
+	e->ino = (int64_t)st->st_ino;
+	e->size = st->st_size;
+	e->blocks = st->st_blocks;
+	e->atime = st->st_atim.tv_sec;
+	e->mtime = st->st_mtim.tv_sec;
+	e->ctime = st->st_ctim.tv_sec;
+	e->atime_ns = (uint32_t)st->st_atim.tv_nsec;
+	e->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	e->ctime_ns = (uint32_t)st->st_ctim.tv_nsec;
+	e->mode = st->st_mode;
+	e->nlink = (uint32_t)st->st_nlink;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+	e->blksize = (uint32_t)st->st_blksize;
+	e->dev = st->st_dev;
+	e->rdev = st->st_rdev;
+}
+
+static void stat_memo_load(const struct stat_memo_entry *e, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)e->ino;
+	st->st_size = e->size;
+	st->st_blocks = e->blocks;
+	st->st_atim.tv_sec = e->atime;
+	st->st_mtim.tv_sec = e->mtime;
+	st->st_ctim.tv_sec = e->ctime;
+	st->st_atim.tv_nsec = e->atime_ns;
+	st->st_mtim.tv_nsec = e->mtime_ns;
+	st->st_ctim.tv_nsec = e->ctime_ns;
+	st->st_mode = e->mode;
+	st->st_nlink = e->nlink;
+	st->st_uid = e->uid;
+	st->st_gid = e->gid;
+	st->st_blksize = e->blksize;
+	st->st_dev = e->dev;
+	st->st_rdev = e->rdev;
 }
 
 /* @dir and @name joined into @out ("" + "a" is "a"), leading '/' dropped; false if too long. */
@@ -73,47 +108,27 @@ static bool stat_memo_key(char *out, size_t len, const char *dir, const char *na
 	return (size_t)snprintf(out, len, "%.*s%s%s", (int)n, dir, n ? "/" : "", name) < len;
 }
 
-static size_t stat_memo_hash(const char *key)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	return h % STAT_MEMO_BUCKETS;
-}
-
-static struct stat_memo_entry **stat_memo_find(struct stat_memo *m, const char *key)
-{
-	struct stat_memo_entry **pp = &m->bucket[stat_memo_hash(key)];
-
-	while (*pp && strcmp((*pp)->path, key) != 0)
-		pp = &(*pp)->next;
-	return pp;
-}
-
 static void stat_memo_set(struct stat_memo *m, const char *key, const struct stat *st)
 {
-	struct stat_memo_entry **pp, *e;
+	struct stat_memo_entry *e;
 	size_t len = strlen(key) + 1;
 
 	pthread_mutex_lock(&m->lock);
-	pp = stat_memo_find(m, key);
-	if (*pp) {
-		(*pp)->st = *st;
-	} else {
-		if (m->n >= m->max) {
-			stat_memo_clear(m);
-			pp = stat_memo_find(m, key);
-		}
+	e = (struct stat_memo_entry *)path_map_get(&m->map, key);
+	if (!e) {
+		if (m->map.n >= m->max)
+			path_map_clear(&m->map);
 		e = malloc(sizeof(*e) + len);
 		if (e) {
-			e->next = NULL;
-			e->st = *st;
 			memcpy(e->path, key, len);
-			*pp = e;
-			m->n++;
+			if (!path_map_add(&m->map, &e->link)) {
+				free(e);
+				e = NULL;
+			}
 		}
 	}
+	if (e)
+		stat_memo_store(e, st);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -136,16 +151,16 @@ void stat_memo_put_child(struct stat_memo *m, const char *dir, const char *name,
 
 bool stat_memo_get(struct stat_memo *m, const char *path, struct stat *st)
 {
-	struct stat_memo_entry **pp;
+	const struct stat_memo_entry *e;
 	char key[4096];
 	bool found = false;
 
 	if (!m || !stat_memo_key(key, sizeof(key), path, NULL))
 		return false;
 	pthread_mutex_lock(&m->lock);
-	pp = stat_memo_find(m, key);
-	if (*pp) {
-		*st = (*pp)->st;
+	e = (const struct stat_memo_entry *)path_map_get(&m->map, key);
+	if (e) {
+		stat_memo_load(e, st);
 		found = true;
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -157,7 +172,7 @@ void stat_memo_forget_all(struct stat_memo *m)
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
-	stat_memo_clear(m);
+	path_map_clear(&m->map);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -168,7 +183,7 @@ size_t stat_memo_count(struct stat_memo *m)
 	if (!m)
 		return 0;
 	pthread_mutex_lock(&m->lock);
-	n = m->n;
+	n = m->map.n;
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }
