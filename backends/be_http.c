@@ -19,10 +19,15 @@
  * answers 404 (or a URL without the '/').  Anything else is a file.
  *
  * A metadata cache (path -> folder or file, size, mtime, ETag) keeps getattr
- * off the network: entries are fresh for BE_HTTP_TTL seconds; one made by a
- * HEAD is remembered past that for opens with BE_O_TRUST (datasets/ and
- * friends trust what this mount has already seen); other opens HEAD again.
- * The cache is bounded: when full it is emptied.
+ * off the network: entries are fresh for BE_HTTP_TTL seconds.  Opens with
+ * BE_O_TRUST (datasets/ and friends trust what this mount has already seen)
+ * take, at any age, what a HEAD said, or what a listing said of a settled
+ * file: its size and a date at least BE_HTTP_SETTLED_S old.  Such a file is
+ * opened with no request, its cached copy named by URL, size and that date
+ * (an index page dates to the minute and gives no ETag; a file rewritten
+ * after the date settled shows a later minute, so a new copy), and each GET
+ * checks that Content-Range's total is still that size.  Other opens HEAD
+ * again.  The cache is bounded (BE_HTTP_CACHE_MAX): when full it is emptied.
  *
  * A server that ignores Range (200 with the whole body) is caught by
  * remote.c: a read from offset 0 keeps the first bytes, any other read fails
@@ -41,6 +46,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +56,12 @@
 
 #include "be_http.h"
 #include "log.h"
+#include "path_map.h"
 #include "remote.h"
 
 #define BE_HTTP_TTL		5		/* seconds a listed or HEADed attribute is fresh */
-#define BE_HTTP_BUCKETS		4096
-#define BE_HTTP_CACHE_MAX	65536		/* entries */
+#define BE_HTTP_CACHE_MAX	(4u << 20)	/* entries before the cache is emptied */
+#define BE_HTTP_SETTLED_S	120		/* a listed date this old names a version */
 #define BE_HTTP_LISTING_MAX	(64u << 20)	/* bytes of one index page */
 
 /* What is known of one path. */
@@ -67,11 +74,18 @@ struct be_http_meta {
 	char etag[256];		
 };
 
+/*
+ * One remembered path: one allocation of about 60 bytes and its path, then
+ * its ETag when a HEAD gave one (names[] is "PATH\0ETAG\0"), so that a
+ * listing of a million files costs tens of megabytes.
+ */
 struct be_http_node {
-	struct be_http_node *next;
+	struct path_map_entry link;
 	time_t fresh_until;	/* CLOCK_MONOTONIC seconds */
-	struct be_http_meta m;
-	char path[];
+	int64_t size;
+	int64_t mtime;
+	bool is_dir, size_known, from_head;
+	char names[];
 };
 
 struct be_http {
@@ -81,8 +95,7 @@ struct be_http {
 	char *file;		/* the file's name in the root folder; NULL for a folder URL */
 	time_t created;		/* the mtime of folders nobody dates */
 	pthread_mutex_t cache_lock;
-	struct be_http_node *buckets[BE_HTTP_BUCKETS];	/* guarded by cache_lock */
-	size_t n_cached;				/* guarded by cache_lock */
+	struct path_map cache;	/* guarded by cache_lock: of struct be_http_node */
 };
 
 struct be_http_file {
@@ -131,87 +144,87 @@ static time_t be_http_now(void)
 	return ts.tv_sec;
 }
 
-static struct be_http_node **be_http_bucket(struct be_http *hb, const char *path)
-{
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	return &hb->buckets[h % BE_HTTP_BUCKETS];
-}
-
 /* Empties the cache; cache_lock held. */
 static void be_http_cache_clear(struct be_http *hb)
 {
-	for (size_t i = 0; i < BE_HTTP_BUCKETS; i++) {
-		while (hb->buckets[i]) {
-			struct be_http_node *n = hb->buckets[i];
+	path_map_clear(&hb->cache);
+}
 
-			hb->buckets[i] = n->next;
-			free(n);
-		}
-	}
-	hb->n_cached = 0;
+static void be_http_node_meta(const struct be_http_node *n, struct be_http_meta *m)
+{
+	*m = (struct be_http_meta){ .is_dir = n->is_dir, .size_known = n->size_known,
+				    .from_head = n->from_head, .size = n->size,
+				    .mtime = (time_t)n->mtime };
+	snprintf(m->etag, sizeof(m->etag), "%s", n->names + strlen(n->names) + 1);
+}
+
+/*
+ * Whether a listing's record of a file names one version: its size is known
+ * and its date is BE_HTTP_SETTLED_S old, so any later rewrite shows a later
+ * date (a listing's is to the minute; clocks may differ by a little).
+ */
+static bool be_http_settled(const struct be_http_meta *m)
+{
+	return !m->is_dir && m->size_known && m->mtime > 0 &&
+	       m->mtime + BE_HTTP_SETTLED_S <= time(NULL);
 }
 
 /*
  * Copies the cached attributes of @path into @m: fresh ones, or, with
- * @head_ok, any made by a HEAD however old.  0 or -ENOENT.
+ * @trust, any made by a HEAD or naming a settled file, however old.
+ * 0 or -ENOENT.
  */
 static int be_http_cache_get(struct be_http *hb, const char *path, struct be_http_meta *m,
-			     bool head_ok)
+			     bool trust)
 {
 	time_t now = be_http_now();
+	const struct be_http_node *n;
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&hb->cache_lock);
-	for (struct be_http_node *n = *be_http_bucket(hb, path); n; n = n->next) {
-		if (strcmp(n->path, path) != 0)
-			continue;
-		if (n->fresh_until > now || (head_ok && n->m.from_head)) {
-			*m = n->m;
+	n = (const struct be_http_node *)path_map_get(&hb->cache, path);
+	if (n) {
+		be_http_node_meta(n, m);
+		if (n->fresh_until > now || (trust && (m->from_head || be_http_settled(m))))
 			ret = 0;
-		}
-		break;
 	}
 	pthread_mutex_unlock(&hb->cache_lock);
 	return ret;
 }
 
-/* A listing does not overwrite a HEAD's richer record of an unchanged file. */
-static void be_http_cache_update(struct be_http_node *n, const struct be_http_meta *m)
-{
-	bool same = n->m.from_head && !m->from_head && n->m.is_dir == m->is_dir &&
-		    (!m->size_known || n->m.size == m->size);
-
-	if (!same)
-		n->m = *m;
-	n->fresh_until = be_http_now() + BE_HTTP_TTL;
-}
-
 static void be_http_cache_put(struct be_http *hb, const char *path, const struct be_http_meta *m)
 {
-	struct be_http_node **b, *n;
-	size_t len = strlen(path);
+	size_t plen = strlen(path) + 1, elen = strnlen(m->etag, sizeof(m->etag) - 1);
+	struct be_http_node *n = malloc(sizeof(*n) + plen + elen + 1), *old;
+	time_t fresh_until = be_http_now() + BE_HTTP_TTL;
 
+	if (!n)
+		return;
+	/* the fields first: names[] may begin inside the struct's tail padding */
+	*n = (struct be_http_node){ .fresh_until = fresh_until, .size = m->size,
+				    .mtime = m->mtime, .is_dir = m->is_dir,
+				    .size_known = m->size_known, .from_head = m->from_head };
+	memcpy(n->names, path, plen);
+	memcpy(n->names + plen, m->etag, elen);
+	n->names[plen + elen] = '\0';
 	pthread_mutex_lock(&hb->cache_lock);
-	b = be_http_bucket(hb, path);
-	for (n = *b; n; n = n->next)
-		if (strcmp(n->path, path) == 0)
-			break;
-	if (n) {
-		be_http_cache_update(n, m);
-	} else if ((n = malloc(sizeof(*n) + len + 1))) {
-		if (hb->n_cached >= BE_HTTP_CACHE_MAX)
-			be_http_cache_clear(hb);
-		memcpy(n->path, path, len + 1);
-		n->m = *m;
-		n->fresh_until = be_http_now() + BE_HTTP_TTL;
-		n->next = *b;
-		*b = n;
-		hb->n_cached++;
+	old = (struct be_http_node *)path_map_get(&hb->cache, path);
+	/* a listing does not overwrite a HEAD's richer record of an unchanged file */
+	if (old && old->from_head && !m->from_head && old->is_dir == m->is_dir &&
+	    (!m->size_known || old->size == m->size)) {
+		old->fresh_until = fresh_until;
+		pthread_mutex_unlock(&hb->cache_lock);
+		free(n);
+		return;
 	}
+	if (old)
+		path_map_take(&hb->cache, path);
+	else if (hb->cache.n >= BE_HTTP_CACHE_MAX)
+		be_http_cache_clear(hb);
+	if (!path_map_add(&hb->cache, &n->link))
+		free(n);
 	pthread_mutex_unlock(&hb->cache_lock);
+	free(old);
 }
 
 /* ---- attributes ---- */
@@ -333,7 +346,8 @@ static int be_http_check_path(const struct be_http *hb, const char *path)
 /* How be_http_meta may use the cache. */
 enum be_http_want {
 	BE_HTTP_FRESH,		/* getattr: a fresh entry will do */
-	BE_HTTP_TRUST,		/* a BE_O_TRUST open: any HEAD this mount made will do */
+	BE_HTTP_TRUST,		/* a BE_O_TRUST open: any HEAD this mount made, or a
+				 * listing's record of a settled file, will do */
 	BE_HTTP_REVALIDATE,	/* any other open: HEAD again */
 };
 
@@ -353,7 +367,8 @@ static int be_http_meta(struct be_http *hb, const char *path, struct be_http_met
 	/* a listed file whose size the index page did not give is HEADed for it */
 	if (want != BE_HTTP_REVALIDATE &&
 	    be_http_cache_get(hb, path, m, want == BE_HTTP_TRUST) == 0 &&
-	    ((want == BE_HTTP_FRESH && (m->is_dir || m->size_known)) || m->from_head))
+	    ((want == BE_HTTP_FRESH && (m->is_dir || m->size_known)) || m->from_head ||
+	     (want == BE_HTTP_TRUST && be_http_settled(m))))
 		return 0;
 	url = be_http_url(hb, path, false);
 	if (!url)
@@ -536,6 +551,8 @@ static ssize_t be_http_get(struct be_http *hb, struct be_http_file *f, void *buf
 		headers[0] = if_match;
 	}
 	ret = remote_do(hb->remote, &req, &resp);
+	if (ret == 0 && !f->m.from_head && resp.total_size >= 0 && resp.total_size != f->m.size)
+		ret = -ESTALE;	/* opened from a listing: not the size it said */
 	if (ret == 0)
 		ret = (ssize_t)resp.received;
 	else if (ret == -ERANGE)
@@ -650,6 +667,7 @@ static int be_http_create(struct backend **out, const struct datastore_config *c
 	if (!hb)
 		return -ENOMEM;
 	pthread_mutex_init(&hb->cache_lock, NULL);
+	path_map_init(&hb->cache, offsetof(struct be_http_node, names));
 	hb->created = time(NULL);
 	be_http_list_init();
 	ret = be_http_split_url(url, &hb->root, &hb->file);

@@ -59,7 +59,7 @@
 #include "be_nfs_int.h"
 #include "log.h"
 
-#define BE_NFS_MEMO_MAX		262144u	/* files remembered for trusted opens */
+#define BE_NFS_MEMO_MAX		(4u << 20)	/* files remembered for trusted opens */
 #define BE_NFS_CHUNK_MAX	(1u << 20)	/* bytes per READ or WRITE at most */
 #define BE_NFS_DEFAULT_TIMEOUT	30
 #define BE_NFS_DEFAULT_RETRIES	3

@@ -23,7 +23,7 @@
 #include "stat_memo.h"
 
 #define BE_SMB_POOL_MAX		8	/* idle contexts kept */
-#define BE_SMB_MEMO_MAX		262144u	/* files remembered for trusted opens */
+#define BE_SMB_MEMO_MAX		(4u << 20)	/* files remembered for trusted opens */
 
 struct be_smb {
 	struct backend base;

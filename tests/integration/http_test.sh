@@ -1,7 +1,8 @@
 #!/bin/bash
 # http_test.sh - the http backend through a real mount over a real nginx
 # (scripts/server-nginx.sh): listings in HTML and JSON, sizes, whole and
-# ranged reads, a single-file dataset URL, ENOENT, EROFS, EPERM for mkfifo,
+# ranged reads, a single-file dataset URL, epochs of a dataset of small files
+# (no HEAD before a GET, none for the next job), ENOENT, EROFS, EPERM for mkfifo,
 # and faults: a server that is gone or stalled fails a read with an error
 # within timeout x (retries + 1) plus a little, and a restarted one serves
 # again without a remount.  Usage: http_test.sh MLFS POSIX_CHECK
@@ -42,6 +43,12 @@ echo "deep" >"$W/sub/deeper/deep.txt"
 echo "spaced" >"$W/with space.txt"
 echo "unicode" >"$W/ünïcödé.txt"
 : >"$W/empty.bin"
+# a dataset of small files whose dates have settled (an hour old), one file just written
+mkdir -p "$W/many" "$W/recent"
+for i in $(seq -w 0 99); do echo "00$i" >"$W/many/f00$i"; done
+echo "twelve bytes" >"$W/many/changed.bin"
+touch -d '1 hour ago' "$W/many"/*
+echo "just now" >"$W/recent/now.txt"
 
 PORT=$(free_port) || { not_ok "a free port"; finish; exit 1; }
 NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || { not_ok "nginx started"; finish; exit 1; }
@@ -64,6 +71,12 @@ url = http://127.0.0.1:$PORT/json/
 
 [dataset one]
 source = http://127.0.0.1:$PORT/big.bin
+
+[dataset many]
+source = web:/many
+
+[dataset recent]
+source = web:/recent
 CONF
 
 check "mlfs check accepts the config" "$MLFS" check mlfs.conf
@@ -115,6 +128,30 @@ same "a read past the end is empty" "" "$(dd if="$D/web/small.txt" iflag=skip_by
 same "a file URL dataset shows its file" "big.bin" "$(ls "$M/datasets/one")"
 same "it reads intact" "$(sha "$W/big.bin")" "$(sha "$M/datasets/one/big.bin")"
 fails "nothing else is in it" "No such file or directory" stat "$M/datasets/one/other.bin"
+
+# --- epochs of a dataset of small files (a DataLoader's walk): a file the listing
+# dates over two minutes back is opened from the listing with no HEAD and fetched
+# with one GET; the second epoch asks nothing
+reqs() { stat_of "$M" datastore.web.requests; }
+heads() { grep -c "\"HEAD /$1" "$NGINX_DIR/access.log"; }
+ls "$M/datasets/many" >/dev/null
+before=$(reqs)
+first=$(read_epoch "$M/datasets/many" 'f00*')
+same "a first epoch of 100 small files reads their bytes" "$(seq -w 0 99 | sed 's/^/00/' | sha256sum)" "$first"
+same "... with one request per file" 100 $(($(reqs) - before))
+same "... none of them a HEAD" 0 "$(heads many/f)"
+before=$(reqs)
+same "a second epoch reads the same bytes" "$first" "$(read_epoch "$M/datasets/many" 'f00*')"
+same "... with no request" 0 $(($(reqs) - before))
+# rewritten on the server after the listing, to another size under the same date
+printf 'now twenty-two bytes\n' >"$W/many/changed.bin"
+touch -d '1 hour ago' "$W/many/changed.bin"
+fails "a listed file whose size changed on the server fails, never mixes versions" \
+	"Stale file handle" cat "$M/datasets/many/changed.bin"
+# a file written just now may change again within the minute its listing shows: HEADed
+ls "$M/datasets/recent" >/dev/null
+same "a file dated within two minutes reads" "just now" "$(cat "$M/datasets/recent/now.txt")"
+same "... after a HEAD" 1 "$(heads recent/now.txt)"
 
 # --- errors
 fails "a missing file is ENOENT" "No such file or directory" cat "$D/web/nope.txt"
@@ -186,6 +223,10 @@ fi
 NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || not_ok "nginx restarted"
 same "and after a restart the file reads whole" "$(sha "$W/fault-mid.bin")" "$(sha "$D/web/fault-mid.bin")"
 check "listings work again" test -n "$(ls "$D/webjson")"
+
+# the next job: a new mount lists the dataset's folder and reads its files from the
+# cache, named by URL, size and the listing's date, with no request per file
+next_job_epoch mlfs.conf "$M" web "$M/datasets/many" 'f00*' "$first"
 
 unmount_fg "$M"
 finish
