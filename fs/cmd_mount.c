@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -292,6 +293,40 @@ static void mount_start_sync(const char *config)
 	pthread_detach(t);
 }
 
+/*
+ * Gives the memory an epoch freed back to the system.  Each request of an
+ * epoch allocates and frees buffers in its thread's malloc arena, between
+ * the few small records that stay (a file's node, what its listing said),
+ * and glibc returns a freed page only at the top of a heap: after 100,000
+ * files the daemon kept twice what it used.  Every MOUNT_TRIM_S seconds,
+ * when more than MOUNT_TRIM_FREE bytes sit free in the arenas, malloc_trim
+ * returns every free page (a walk of the free chunks: milliseconds).
+ */
+#define MOUNT_TRIM_S		5
+#define MOUNT_TRIM_FREE		(8u << 20)
+
+static void *mount_trim_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct mallinfo2 mi;
+
+		sleep(MOUNT_TRIM_S);
+		mi = mallinfo2();
+		if (mi.fordblks > MOUNT_TRIM_FREE)
+			malloc_trim(0);
+	}
+	return NULL;
+}
+
+static void mount_start_trim(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, mount_trim_thread, NULL) == 0)
+		pthread_detach(t);
+}
+
 static int mount_loop(struct fuse_session *se)
 {
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
@@ -346,6 +381,7 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 	}
 	if (!a->spec_wanted)
 		mount_start_sync(a->realconfig);
+	mount_start_trim();
 	log_info("serving %s at %s", fs->cfg->file, a->realmount);
 	status = mount_loop(se) < 0 ? 1 : 0;
 out_unmount:
