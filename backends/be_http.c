@@ -150,12 +150,18 @@ static void be_http_cache_clear(struct be_http *hb)
 	path_map_clear(&hb->cache);
 }
 
+/* @n's ETag: after its path in names[]. */
+static const char *be_http_node_etag(const struct be_http_node *n)
+{
+	return n->names + strlen(n->names) + 1;
+}
+
 static void be_http_node_meta(const struct be_http_node *n, struct be_http_meta *m)
 {
 	*m = (struct be_http_meta){ .is_dir = n->is_dir, .size_known = n->size_known,
 				    .from_head = n->from_head, .size = n->size,
 				    .mtime = (time_t)n->mtime };
-	snprintf(m->etag, sizeof(m->etag), "%s", n->names + strlen(n->names) + 1);
+	snprintf(m->etag, sizeof(m->etag), "%s", be_http_node_etag(n));
 }
 
 /*
@@ -195,11 +201,36 @@ static int be_http_cache_get(struct be_http *hb, const char *path, struct be_htt
 static void be_http_cache_put(struct be_http *hb, const char *path, const struct be_http_meta *m)
 {
 	size_t plen = strlen(path) + 1, elen = strnlen(m->etag, sizeof(m->etag) - 1);
-	struct be_http_node *n = malloc(sizeof(*n) + plen + elen + 1), *old;
 	time_t fresh_until = be_http_now() + BE_HTTP_TTL;
+	struct be_http_node *n, *old;
 
-	if (!n)
+	pthread_mutex_lock(&hb->cache_lock);
+	old = (struct be_http_node *)path_map_get(&hb->cache, path);
+	/*
+	 * Known already: updated in place (a walk lists every folder again;
+	 * a new record each time would scatter a dataset's records among the
+	 * epoch's freed buffers, which malloc could then not give back).  A
+	 * listing does not overwrite a HEAD's richer record of an unchanged file.
+	 */
+	if (old && ((old->from_head && !m->from_head && old->is_dir == m->is_dir &&
+		     (!m->size_known || old->size == m->size)) ||
+		    strcmp(be_http_node_etag(old), m->etag) == 0)) {
+		if (!(old->from_head && !m->from_head)) {
+			old->size = m->size;
+			old->mtime = m->mtime;
+			old->is_dir = m->is_dir;
+			old->size_known = m->size_known;
+			old->from_head = m->from_head;
+		}
+		old->fresh_until = fresh_until;
+		pthread_mutex_unlock(&hb->cache_lock);
 		return;
+	}
+	n = malloc(sizeof(*n) + plen + elen + 1);
+	if (!n) {
+		pthread_mutex_unlock(&hb->cache_lock);
+		return;
+	}
 	/* the fields first: names[] may begin inside the struct's tail padding */
 	*n = (struct be_http_node){ .fresh_until = fresh_until, .size = m->size,
 				    .mtime = m->mtime, .is_dir = m->is_dir,
@@ -207,16 +238,6 @@ static void be_http_cache_put(struct be_http *hb, const char *path, const struct
 	memcpy(n->names, path, plen);
 	memcpy(n->names + plen, m->etag, elen);
 	n->names[plen + elen] = '\0';
-	pthread_mutex_lock(&hb->cache_lock);
-	old = (struct be_http_node *)path_map_get(&hb->cache, path);
-	/* a listing does not overwrite a HEAD's richer record of an unchanged file */
-	if (old && old->from_head && !m->from_head && old->is_dir == m->is_dir &&
-	    (!m->size_known || old->size == m->size)) {
-		old->fresh_until = fresh_until;
-		pthread_mutex_unlock(&hb->cache_lock);
-		free(n);
-		return;
-	}
 	if (old)
 		path_map_take(&hb->cache, path);
 	else if (hb->cache.n >= BE_HTTP_CACHE_MAX)

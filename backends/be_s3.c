@@ -98,25 +98,43 @@ static void be_s3_meta_put(struct be_s3 *s3, const char *path, const struct be_s
 {
 	const char *etag = o->etag ? o->etag : "";
 	size_t plen = strlen(path) + 1, elen = strnlen(etag, BE_S3_ETAG_MAX - 1);
-	struct be_s3_memo *m = malloc(sizeof(*m) + plen + elen + 1), *old;
+	int64_t now = be_s3_now_ns();
+	struct be_s3_memo *m, *old;
 
-	if (!m)
-		return;
-	memcpy(m->names, path, plen);
-	memcpy(m->names + plen, etag, elen);
-	m->names[plen + elen] = '\0';
-	m->is_dir = o->is_dir;
-	m->size = o->size;
-	m->mtime = o->mtime;
-	m->learned = be_s3_now_ns();
 	pthread_mutex_lock(&s3->meta_lock);
-	old = (struct be_s3_memo *)path_map_take(&s3->meta, path);
-	if (!old && s3->meta.n >= BE_S3_META_MAX)
-		path_map_clear(&s3->meta);
-	if (!path_map_add(&s3->meta, &m->link))
-		free(m);
+	old = be_s3_meta_find(s3, path);
+	/*
+	 * The same version again (each walk lists every folder): updated in
+	 * place, so that a dataset's records stay where the first listing put
+	 * them instead of being scattered among an epoch's freed buffers.
+	 */
+	if (old && strlen(old->names + plen) == elen && memcmp(old->names + plen, etag, elen) == 0) {
+		old->is_dir = o->is_dir;
+		old->size = o->size;
+		old->mtime = o->mtime;
+		old->learned = now;
+		pthread_mutex_unlock(&s3->meta_lock);
+		return;
+	}
+	m = malloc(sizeof(*m) + plen + elen + 1);
+	if (m) {
+		m->is_dir = o->is_dir;
+		m->size = o->size;
+		m->mtime = o->mtime;
+		m->learned = now;
+		memcpy(m->names, path, plen);
+		memcpy(m->names + plen, etag, elen);
+		m->names[plen + elen] = '\0';
+		if (old)
+			path_map_take(&s3->meta, path);
+		else if (s3->meta.n >= BE_S3_META_MAX)
+			path_map_clear(&s3->meta);
+		if (!path_map_add(&s3->meta, &m->link))
+			free(m);
+	}
 	pthread_mutex_unlock(&s3->meta_lock);
-	free(old);
+	if (m)
+		free(old);
 }
 
 /*
