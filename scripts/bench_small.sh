@@ -8,8 +8,8 @@
 # The dataset: BENCH_FILES files (default 2,000) of random bytes, each of a
 # random size from 64 to 256 KiB (the same sizes every run: RANDOM is
 # seeded), in folders of 250 (small/d000/f000001.bin ...), as a
-# classification set keeps one folder per class.  It is seeded on disk
-# (/var/tmp, the disk that holds mlfs's cache_dir), copied to a fresh tmpfs
+# classification set keeps one folder per class, dated an hour back.  It is
+# seeded on disk (/var/tmp, the disk that holds mlfs's cache_dir), copied to a fresh tmpfs
 # for the servers (so a drop of the page cache leaves them as they were),
 # and PUT into the bucket by SigV4-signed curl:
 #   S3     s3rver 3.7.1 (scripts/server-s3rver.sh ... 3): not the
@@ -197,6 +197,9 @@ PRETOUCH=$((2 * TOTAL > 268435456 ? 2 * TOTAL : 268435456))
 # The md5sum of every file's bytes in path order, from inside the folder.
 tree_sum() { (cd "$1" && find . -type f | sort | xargs cat | md5sum | cut -d' ' -f1); }
 REF_SUM=$(tree_sum "$scratch/disk/small")
+# Dated an hour back, as a dataset is that was not written a minute ago: an
+# index page's date to the minute names a version once it is two minutes old.
+find "$scratch/disk/small" -exec touch -d '1 hour ago' {} +
 
 mkdir -p "$srv" "$scratch/logs" "$scratch/bin"
 # Four copies (www, export, share, the bucket), the pre-touch, and for tiny
@@ -205,7 +208,7 @@ mount -t tmpfs -o "size=$(((6 * TOTAL + 32768 * NFILES) / 1048576 + 1024))M,mode
 tmpfs_mounted=1
 for d in "$srv/http/www" "$srv/nfs/export" "$srv/smb/share"; do
 	mkdir -p "$d"
-	cp -r "$scratch/disk/small" "$d/small"
+	cp -a "$scratch/disk/small" "$d/small"
 done
 echo "$bench: $NFILES files, $(awk -v b="$TOTAL" 'BEGIN { printf "%.1f", b / 1048576 }') MiB," \
 	"seeded in $(us_to_s $((${EPOCHREALTIME/./} - t0))) s" >&2
