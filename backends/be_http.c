@@ -26,8 +26,9 @@
  * opened with no request, its cached copy named by URL, size and that date
  * (an index page dates to the minute and gives no ETag; a file rewritten
  * after the date settled shows a later minute, so a new copy), and each GET
- * checks that Content-Range's total is still that size.  Other opens HEAD
- * again.  The cache is bounded (BE_HTTP_CACHE_MAX): when full it is emptied.
+ * checks that Content-Range's total is still that size.  Other opens take
+ * the same when it is fresh (a walk's reads use its folders' listings), else
+ * HEAD again.  The cache is bounded (BE_HTTP_CACHE_MAX): when full it is emptied.
  *
  * A server that ignores Range (200 with the whole body) is caught by
  * remote.c: a read from offset 0 keeps the first bytes, any other read fails
@@ -369,7 +370,8 @@ enum be_http_want {
 	BE_HTTP_FRESH,		/* getattr: a fresh entry will do */
 	BE_HTTP_TRUST,		/* a BE_O_TRUST open: any HEAD this mount made, or a
 				 * listing's record of a settled file, will do */
-	BE_HTTP_REVALIDATE,	/* any other open: HEAD again */
+	BE_HTTP_REVALIDATE,	/* any other open: a fresh entry from a HEAD, or a
+				 * listing's of a settled file, will do; else HEAD */
 };
 
 /* Attributes of @path, from the cache as @want allows, else from a HEAD. */
@@ -386,10 +388,9 @@ static int be_http_meta(struct be_http *hb, const char *path, struct be_http_met
 		return 0;
 	}
 	/* a listed file whose size the index page did not give is HEADed for it */
-	if (want != BE_HTTP_REVALIDATE &&
-	    be_http_cache_get(hb, path, m, want == BE_HTTP_TRUST) == 0 &&
+	if (be_http_cache_get(hb, path, m, want == BE_HTTP_TRUST) == 0 &&
 	    ((want == BE_HTTP_FRESH && (m->is_dir || m->size_known)) || m->from_head ||
-	     (want == BE_HTTP_TRUST && be_http_settled(m))))
+	     be_http_settled(m)))
 		return 0;
 	url = be_http_url(hb, path, false);
 	if (!url)

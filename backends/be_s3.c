@@ -12,8 +12,8 @@
  *     marker, rmdir removes it when nothing else is beneath;
  *   - stat comes from a listing or a HEAD, remembered in a bounded
  *     metadata cache (path -> type, size, mtime, ETag; 4M paths, then
- *     emptied) for about a second,
- *     or for the mount's lifetime when the caller opens with BE_O_TRUST;
+ *     emptied) for about a second; an open takes it when it is at most
+ *     five seconds old, or of any age when the caller opens with BE_O_TRUST;
  *   - reads are ranged GETs with If-Match on the ETag seen at open, so a
  *     file that changes while open fails (ESTALE) instead of mixing versions;
  *   - writes go to a staging file under state_dir/staging and are uploaded
@@ -61,6 +61,7 @@
 
 #define BE_S3_META_MAX		(4u << 20)	/* entries before the cache is emptied */
 #define BE_S3_META_TTL_NS	1000000000ll	/* a remembered stat is fresh this long */
+#define BE_S3_OPEN_WINDOW_NS	5000000000ll	/* an open takes what was learned this recently */
 
 static int64_t be_s3_now_ns(void)
 {
@@ -465,15 +466,21 @@ static void be_s3_file_free(struct be_s3_file *f)
 	free(f);
 }
 
-/* Fills @f's size, mtime and ETag: trusted from the cache, else a HEAD. */
+/*
+ * Fills @f's size, mtime and ETag: from the cache when @trust or when a
+ * listing or a HEAD said them in the last BE_S3_OPEN_WINDOW_NS (a walk's
+ * reads use its folders' listings), else from a HEAD.  The ETag goes with
+ * every GET as If-Match, so an object replaced since fails ESTALE (and is
+ * forgotten: the next open asks again), never mixes versions.
+ */
 int be_s3_file_meta(struct be_s3_file *f, bool trust)
 {
 	struct be_s3 *s3 = be_s3(f->base.be);
 	struct be_s3_meta m;
-	int ret = -ENOENT;
+	int ret = be_s3_meta_get(s3, f->path, trust ? -1 : BE_S3_OPEN_WINDOW_NS, &m);
 
-	if (trust)
-		ret = be_s3_meta_get(s3, f->path, -1, &m);
+	if (ret == 0 && !m.is_dir && !m.etag[0] && !trust)
+		ret = -ENOENT;	/* nothing to pin the version with: ask */
 	if (ret < 0)
 		ret = be_s3_head_path(s3, f->path, &m);
 	if (ret == 0 && m.is_dir)
@@ -521,12 +528,19 @@ ssize_t be_s3_get(struct be_s3_file *f, void *buf, size_t len, off_t off,
 
 	snprintf(if_match, sizeof(if_match), "If-Match: %s", f->etag);
 	ret = be_s3_do(s3, &req, f->key, NULL, &resp);
-	if (ret == 0)
+	/* a server that ignores If-Match is caught by what it sends back */
+	if (ret == 0 && ((f->etag[0] && resp.etag[0] && strcmp(resp.etag, f->etag) != 0) ||
+			 (resp.total_size >= 0 && resp.total_size != f->size))) {
+		log_warn("datastore %s: %s: changed on the server since it was opened",
+			 s3->base.name, f->key);
+		ret = -ESTALE;
+	} else if (ret == 0) {
 		ret = (ssize_t)resp.received;
-	else if (ret == -ERANGE)
+	} else if (ret == -ERANGE) {
 		ret = 0;	/* past the end: the object shrank */
-	else
+	} else {
 		ret = be_s3_fail(s3, (int)ret, &resp, "GET", f->key);
+	}
 	if (ret == -ESTALE)
 		be_s3_meta_changed(s3, f->path);
 	remote_resp_free(&resp);

@@ -113,6 +113,7 @@ same "a listed tiny object reads back" "4321" "$(cat "$D/many/f4321")"
 # trusted under datasets/)
 first=$(read_epoch "$D/many" 'f00*')
 same "a first epoch of 100 tiny objects reads their bytes" "$(seq -w 0 99 | sed 's/^/00/' | sha256sum)" "$first"
+quiet_of "$M" dataset:d	# the read-ahead of the files after the epoch's
 before=$(stat_of "$M" datastore.dataset:d.requests)
 sleep 1.2
 same "a second epoch reads the same bytes" "$first" "$(read_epoch "$D/many" 'f00*')"
@@ -171,9 +172,41 @@ printf 'HELLO S3\n' >changed.txt
 same "an object reads before it changes" "hello s3" "$(cat "$B/data/sub/same-size.txt")"
 sleep 1.1
 aws s3 cp --quiet changed.txt s3://testbucket/data/sub/same-size.txt
-sleep 1.1	# past the metadata and attribute timeouts
+sleep 5.1	# past the 5 s in which an open takes what the mount learned
 same "an object changed behind the mount (same size) reads fresh after reopening" \
 	"HELLO S3" "$(cat "$B/data/sub/same-size.txt")"
+
+# Under datastores/, an open takes what a listing said in the last 5 s: a walk's
+# reads are one GET each, no HEAD.  An object replaced within those seconds fails
+# its read (If-Match), and the next open asks again.
+for i in 1 2 3; do echo "window $i" >"win$i.txt"; done
+aws s3 cp --quiet --recursive --exclude '*' --include 'win*.txt' . s3://testbucket/data/win/
+ls "$B/data/win" >/dev/null
+before=$(stat_of "$M" datastore.b.requests)
+same "a listed object reads" "window 1" "$(cat "$B/data/win/win1.txt")"
+same "... with one request, its GET, when listed less than 5 s ago" 1 \
+	$(($(stat_of "$M" datastore.b.requests) - before))
+# listed, replaced by botocore (awscli's library) and opened within a second
+env -u AWS_CA_BUNDLE python3 - "$EP" "$B/data/win" >replaced.out 2>&1 <<'PY'
+import errno, os, sys
+import botocore.session
+ep, folder = sys.argv[1:3]
+s3 = botocore.session.get_session().create_client("s3", endpoint_url=ep)
+os.listdir(folder)
+s3.put_object(Bucket="testbucket", Key="data/win/win2.txt", Body=b"replaced\n")
+try:
+    with open(os.path.join(folder, "win2.txt"), "rb") as f:
+        print("read", f.read())
+except OSError as e:
+    print("errno", errno.errorcode[e.errno])
+PY
+same "an object replaced since the listing fails its read, never mixes versions" \
+	"errno ESTALE" "$(cat replaced.out)"
+same "... and the next open reads the new one" "replaced" "$(cat "$B/data/win/win2.txt")"
+sleep 5.1
+before=$(stat_of "$M" datastore.b.requests)
+same "past the 5 s an open asks again" "window 3" "$(cat "$B/data/win/win3.txt")"
+check "... the server (a HEAD) before its GET" test $(($(stat_of "$M" datastore.b.requests) - before)) -ge 2
 
 # The server goes away while a file is open for writing: its close reports
 # it.  The writer must not fork meanwhile (a child's exec closes the fd too,
