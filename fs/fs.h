@@ -62,6 +62,7 @@ struct node {
 	uint64_t nchildren;	/* hashed children, each holding a reference */
 	bool hashed;		/* false once unlinked or replaced */
 	bool permanent;		/* virtual nodes and view tops */
+	atomic_bool prefetched;	/* opened, or queued for read-ahead across files */
 	/* Constant after start: */
 	struct view *view;	/* NODE_BACKEND */
 	struct node **entries;	/* NODE_VDIR children */
@@ -90,6 +91,7 @@ struct fs {
 	size_t nviews;
 	struct cache *cache;		/* the shared disk cache; NULL without remote backends */
 	struct fs_jobs *jobs;		/* jobs/ (fs_jobs.c); NULL until fs_jobs_start */
+	struct fs_prefetch *prefetch;	/* read-ahead across files (fs_prefetch.c) */
 	struct view jobs_view;		/* the "view" jobs/ nodes hang from: root "" */
 	struct node *root;
 	struct node *vnodes;		/* every virtual node and view top, one allocation */
@@ -188,6 +190,20 @@ int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_
  * starts.  Nothing for a view that is not remote.  0 or the first error.
  */
 int fs_job_fetch_view(struct fs *fs, size_t view);
+
+/* fs_prefetch.c */
+struct fs_prefetch;
+int fs_prefetch_create(struct fs *fs);
+/* @n, a file of a view, was opened through the cache: queue the files its folder listed next. */
+void fs_prefetch_opened(struct fs *fs, struct node *n);
+/* Joins the prefetch threads; before the backends and the cache go. */
+void fs_prefetch_stop(struct fs *fs);
+/*
+ * Reads file @path of @be whole through the shared cache (trusted), adding
+ * its bytes to *@bytes; -EFBIG when over @max_size (0: any size).  0 or -errno.
+ */
+int fs_fetch_file(struct fs *fs, struct backend *be, const char *path, uint64_t max_size,
+		  uint64_t *bytes);
 
 /* fs_passthrough.c */
 struct fuse_session;

@@ -117,7 +117,6 @@ static int fs_job_show_all(struct fs_job_builder *b, const size_t *srcs, size_t 
 
 /* ---- fetching an input folder whole before the worker starts ---- */
 
-#define FSJ_FETCH_CHUNK (4u << 20)
 #define FSJ_FETCH_DEPTH 64
 
 struct fs_job_names {
@@ -147,54 +146,6 @@ static int fs_job_collect(void *payload, const char *name, const struct stat *st
 	return 0;
 }
 
-static ssize_t fs_job_fetch(void *arg, void *buf, size_t len, off_t off)
-{
-	return backend_pread(arg, buf, len, off);
-}
-
-/* Fetching is all a job's prefetch wants: the bytes are not needed here. */
-static void fs_job_ignore(void *arg, const struct iovec *iov, int cnt)
-{
-	(void)arg;
-	(void)iov;
-	(void)cnt;
-}
-
-/* Reads file @path of @be whole through the shared cache. */
-static int fs_job_fetch_file(struct fs *fs, struct backend *be, const char *path,
-			     uint64_t *bytes)
-{
-	char key[PATH_MAX + 1024];
-	struct backend_file *bf;
-	struct cache_file *cf = NULL;
-	struct stat st;
-	ssize_t n = 0;
-	int ret = backend_open(&bf, be, path, O_RDONLY | BE_O_TRUST);
-
-	if (ret < 0)
-		return ret;
-	ret = backend_cache_key(bf, key, sizeof(key));
-	if (ret >= 0)
-		ret = backend_fgetattr(bf, &st);
-	if (ret >= 0)
-		ret = cache_file_open(fs->cache, &cf, key, (uint64_t)st.st_size, &be->stats.cache,
-				      fs_job_fetch, bf);
-	for (off_t off = 0; ret >= 0 && off < st.st_size; off += n) {
-		n = cache_file_read_iov(cf, FSJ_FETCH_CHUNK, off, fs_job_ignore, NULL);
-		if (n == -ENOTSUP) {	/* too big for the cache: nothing to keep */
-			ret = 0;
-			break;
-		}
-		if (n <= 0)
-			ret = n < 0 ? (int)n : -EIO;
-		else
-			*bytes += (uint64_t)n;
-	}
-	cache_file_close(cf);
-	backend_release(bf);
-	return ret == -ENOTSUP ? 0 : ret;
-}
-
 /* Every file beneath @path of @be into the cache, depth first. */
 static int fs_job_fetch_dir(struct fs *fs, struct backend *be, const char *path, int depth,
 			    uint64_t *files, uint64_t *bytes)
@@ -213,7 +164,7 @@ static int fs_job_fetch_dir(struct fs *fs, struct backend *be, const char *path,
 		if (ret >= 0 && l.dir[i])
 			ret = fs_job_fetch_dir(fs, be, sub, depth + 1, files, bytes);
 		else if (ret >= 0 && S_ISREG(st.st_mode)) {
-			ret = fs_job_fetch_file(fs, be, sub, bytes);
+			ret = fs_fetch_file(fs, be, sub, 0, bytes);
 			++*files;
 		}
 		if (ret < 0 && !l.err)

@@ -662,6 +662,8 @@ static int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f,
 		if (ret < 0)
 			return ret;
 	}
+	if (f->cf)
+		fs_prefetch_opened(fs, n);
 	f->backing_id = fs_passthrough_get(fs, n, f->cf ? cache_file_fd(f->cf)
 							 : backend_local_fd(f->bf),
 					   n->view->readonly);

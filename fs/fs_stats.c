@@ -42,6 +42,7 @@ static void fs_stats_backend(FILE *out, struct backend *be)
 		{ "cache_misses", &s->cache.misses },
 		{ "cache_bytes_hit", &s->cache.bytes_hit },
 		{ "cache_bytes_fetched", &s->cache.bytes_fetched },
+		{ "prefetched", &s->prefetched },
 	};
 
 	fprintf(out, "datastore.%s.type %s\n", be->name, be->ops->scheme);

@@ -591,6 +591,8 @@ int fs_alloc(struct fs **out, struct mlfs_config *cfg, size_t nvnodes, size_t nv
 	fs->vnodes = calloc(fs->nvnodes, sizeof(*fs->vnodes));
 	fs->hash = calloc(fs->hash_size, sizeof(*fs->hash));
 	if (fs->backends && fs->archives && fs->views && fs->vnodes && fs->hash)
+		ret = fs_prefetch_create(fs);
+	if (ret == 0)
 		ret = fs_build_backends(fs);
 	return ret;
 }
@@ -620,6 +622,7 @@ void fs_destroy(struct fs *fs)
 	if (!fs)
 		return;
 	fs_jobs_stop(fs);
+	fs_prefetch_stop(fs);	/* its threads read the backends and the cache */
 	fs_release_all(fs);	/* before the nodes, caches and backends the files use */
 	for (struct node *n = fs->all, *next; n; n = next) {
 		next = n->lnext;

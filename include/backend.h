@@ -78,6 +78,7 @@ struct backend_stats {
 	 */
 	atomic_uint_fast64_t requests;
 	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
+	atomic_uint_fast64_t prefetched;	/* files read ahead whole into the cache (fs/) */
 	struct cache_stats cache;	/* BE_CAP_REMOTE backends: the shared disk cache */
 };
 

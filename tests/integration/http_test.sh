@@ -49,6 +49,10 @@ for i in $(seq -w 0 99); do echo "00$i" >"$W/many/f00$i"; done
 echo "twelve bytes" >"$W/many/changed.bin"
 touch -d '1 hour ago' "$W/many"/*
 echo "just now" >"$W/recent/now.txt"
+# a folder a single reader walks: 100 files of 64 KiB
+mkdir -p "$W/walk"
+for i in $(seq -w 0 99); do head -c 65536 /dev/urandom >"$W/walk/w$i.bin"; done
+touch -d '1 hour ago' "$W/walk"/*
 
 PORT=$(free_port) || { not_ok "a free port"; finish; exit 1; }
 NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || { not_ok "nginx started"; finish; exit 1; }
@@ -77,6 +81,9 @@ source = web:/many
 
 [dataset recent]
 source = web:/recent
+
+[dataset walk]
+source = web:/walk
 CONF
 
 check "mlfs check accepts the config" "$MLFS" check mlfs.conf
@@ -152,6 +159,26 @@ fails "a listed file whose size changed on the server fails, never mixes version
 ls "$M/datasets/recent" >/dev/null
 same "a file dated within two minutes reads" "just now" "$(cat "$M/datasets/recent/now.txt")"
 same "... after a HEAD" 1 "$(heads recent/now.txt)"
+
+# --- read-ahead across files: the open of a listed file queues the 32 its folder listed
+# next, fetched whole into the cache in the background; a single reader's next files
+# are then read with no request
+ls "$M/datasets/walk" >/dev/null
+before=$(reqs)
+pf() { echo $(($(stat_of "$M" datastore.web.prefetched) - pf0)); }
+pf0=$(stat_of "$M" datastore.web.prefetched)
+same "the walk's first file reads" "$(sha "$W/walk/w00.bin")" "$(sha "$M/datasets/walk/w00.bin")"
+for _ in $(seq 1 50); do [ "$(pf)" -ge 32 ] && break; sleep 0.1; done
+same "... and the next 32 files are fetched ahead (datastore.web.prefetched)" 32 "$(pf)"
+same "... with one GET each, 33 in all" 33 $(($(reqs) - before))
+before=$(reqs)
+walk() { for i in $(seq -w 1 32); do cat "$1/w$i.bin"; done | sha256sum; }
+same "the reader's next 32 files read intact" "$(walk "$W/walk")" "$(walk "$M/datasets/walk")"
+for _ in $(seq 1 50); do [ "$(pf)" -ge 64 ] && break; sleep 0.1; done
+same "... with no request of their own: 32 GETs, for the files their opens queued" \
+	32 $(($(reqs) - before))
+sleep 0.3
+same "a walk that stops leaves 32 files fetched past it, no more" 64 "$(pf)"
 
 # --- errors
 fails "a missing file is ENOENT" "No such file or directory" cat "$D/web/nope.txt"

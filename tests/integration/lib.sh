@@ -58,6 +58,19 @@ stat_of() {
 	awk -v k="$2" '$1 == k {v = $2} END {print v + 0}' "$1/.mlfs/stats"
 }
 
+# quiet_of MOUNT DATASTORE: waits (5 s at most) until the read-ahead across files of
+# DATASTORE is done: its requests counter still for half a second.
+quiet_of() {
+	local was now
+	was=$(stat_of "$1" "datastore.$2.requests")
+	for _ in $(seq 1 10); do
+		sleep 0.5
+		now=$(stat_of "$1" "datastore.$2.requests")
+		[ "$now" = "$was" ] && return 0
+		was=$now
+	done
+}
+
 # read_epoch DIR GLOB: DIR's files named GLOB read as a DataLoader's 4 workers read them
 # (find, then cat by 4 processes at once): the sha256 of their sorted lines.
 read_epoch() {
