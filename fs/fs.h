@@ -196,6 +196,8 @@ struct fs_prefetch;
 int fs_prefetch_create(struct fs *fs);
 /* @n, a file of a view, was opened through the cache: queue the files its folder listed next. */
 void fs_prefetch_opened(struct fs *fs, struct node *n);
+/* Files queued or being fetched now. */
+size_t fs_prefetch_pending(struct fs *fs);
 /* Joins the prefetch threads; before the backends and the cache go. */
 void fs_prefetch_stop(struct fs *fs);
 /*

@@ -18,7 +18,8 @@
  * a file the backend cannot name is skipped.  The queue holds at most
  * FS_PREFETCH_QUEUE paths; past that a file is not queued (its reader
  * fetches it).  A prefetch error is dropped: the reader that needs the file
- * gets it.  `datastore.NAME.prefetched` counts the files fetched this way.
+ * gets it.  `datastore.NAME.prefetched` counts the files fetched this way,
+ * `mount.prefetch_pending` those queued or being fetched now.
  *
  * Threads start at the first queued file (after mlfs mount has forked into
  * the background) and are joined by fs_prefetch_stop, before the backends
@@ -55,6 +56,7 @@ struct fs_prefetch {
 	pthread_cond_t cond;
 	struct fs_prefetch_task *head, *tail;	/* guarded by lock */
 	size_t queued;				/* guarded by lock */
+	size_t active;				/* guarded by lock: being fetched */
 	bool stopping;				/* guarded by lock */
 	pthread_t threads[FS_PREFETCH_THREADS];
 	int n_threads;				/* guarded by lock */
@@ -128,11 +130,13 @@ static void *fs_prefetch_thread(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		p->queued--;
+		p->active++;
 		pthread_mutex_unlock(&p->lock);
 		if (fs_fetch_file(fs, t->be, t->path, FS_PREFETCH_MAX, &bytes) == 0 && bytes)
 			atomic_fetch_add(&t->be->stats.prefetched, 1);
 		free(t);
 		pthread_mutex_lock(&p->lock);
+		p->active--;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -214,6 +218,19 @@ void fs_prefetch_opened(struct fs *fs, struct node *n)
 	for (size_t i = 0; i < k; i++)
 		free(names[i]);
 	free(dir);
+}
+
+size_t fs_prefetch_pending(struct fs *fs)
+{
+	struct fs_prefetch *p = fs->prefetch;
+	size_t n;
+
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	n = p->queued + p->active;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }
 
 void fs_prefetch_stop(struct fs *fs)

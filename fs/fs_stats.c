@@ -84,6 +84,7 @@ int fs_stats_content(struct fs *fs, char **buf, size_t *len)
 		(unsigned long long)atomic_load(&fs->dir_entries),
 		(unsigned long long)atomic_load(&fs->dir_entries_peak));
 	fprintf(out, "mount.passthrough %d\n", atomic_load(&fs->passthrough) ? 1 : 0);
+	fprintf(out, "mount.prefetch_pending %zu\n", fs_prefetch_pending(fs));
 	fprintf(out, "mount.datastores %zu\n", fs->nbackends);
 	fprintf(out, "mount.views %zu\n", fs->nviews);
 	fs_stats_cache(out, fs->cache);

@@ -58,16 +58,12 @@ stat_of() {
 	awk -v k="$2" '$1 == k {v = $2} END {print v + 0}' "$1/.mlfs/stats"
 }
 
-# quiet_of MOUNT DATASTORE: waits (5 s at most) until the read-ahead across files of
-# DATASTORE is done: its requests counter still for half a second.
+# quiet_of MOUNT: waits (10 s at most) until the read-ahead across files is done:
+# mount.prefetch_pending 0 in MOUNT/.mlfs/stats.
 quiet_of() {
-	local was now
-	was=$(stat_of "$1" "datastore.$2.requests")
-	for _ in $(seq 1 10); do
-		sleep 0.5
-		now=$(stat_of "$1" "datastore.$2.requests")
-		[ "$now" = "$was" ] && return 0
-		was=$now
+	for _ in $(seq 1 100); do
+		[ "$(stat_of "$1" mount.prefetch_pending)" = 0 ] && return 0
+		sleep 0.1
 	done
 }
 

@@ -132,7 +132,7 @@ same "a listed file reads back" "4321" "$(cat "$L/many/f4321")"
 # same mount, looks up, opens and reads each from the cache, and asks the server nothing
 first=$(read_epoch "$M/datasets/many" 'f00*')
 same "a first epoch of 100 small files reads their bytes" "$(seq -w 0 99 | sed 's/^/00/' | sha256sum)" "$first"
-quiet_of "$M" lab	# the read-ahead of the files after the epoch's
+quiet_of "$M"	# the read-ahead of the files after the epoch's
 before=$(stat_of "$M" datastore.lab.requests)
 same "a second epoch reads the same bytes" "$first" "$(read_epoch "$M/datasets/many" 'f00*')"
 same "... with no request to the server (datastore.lab.requests)" "$before" \

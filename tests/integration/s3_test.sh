@@ -113,7 +113,7 @@ same "a listed tiny object reads back" "4321" "$(cat "$D/many/f4321")"
 # trusted under datasets/)
 first=$(read_epoch "$D/many" 'f00*')
 same "a first epoch of 100 tiny objects reads their bytes" "$(seq -w 0 99 | sed 's/^/00/' | sha256sum)" "$first"
-quiet_of "$M" dataset:d	# the read-ahead of the files after the epoch's
+quiet_of "$M"	# the read-ahead of the files after the epoch's
 before=$(stat_of "$M" datastore.dataset:d.requests)
 sleep 1.2
 same "a second epoch reads the same bytes" "$first" "$(read_epoch "$D/many" 'f00*')"
