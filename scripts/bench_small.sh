@@ -23,8 +23,9 @@
 # servers start.
 #
 # An epoch is `find DIR -type f | xargs -P 8 -n 16 cat >/dev/null`: 8
-# parallel readers, as a DataLoader with 8 workers, timed with
-# $EPOCHREALTIME.  The ways:
+# parallel readers, as a DataLoader with 8 workers (BENCH_READERS=N for N:
+# 1 is the single sequential reader the read-ahead across files is for),
+# timed with $EPOCHREALTIME.  The ways:
 #   mlfs-B-sets    mlfs's MOUNT/datasets/small, a dataset whose source is the
 #                  folder small/ of a datastore of backend B (s3, http, nfs,
 #                  smb): one config per backend, cache_dir and state_dir on
@@ -101,7 +102,7 @@
 # about 8 minutes there.
 #
 # Usage (as root, from anywhere):
-#   [BENCH_FILES=N] [BENCH_RUNS=N] [BENCH_WAYS="way ..."] scripts/bench_small.sh
+#   [BENCH_FILES=N] [BENCH_RUNS=N] [BENCH_READERS=N] [BENCH_WAYS="way ..."] scripts/bench_small.sh
 #   BENCH_BIG=100000 BENCH_RUNS=1 scripts/bench_small.sh
 # It installs its packages (scripts/install-deps.sh --bench), builds mlfs
 # into build/bench (RelWithDebInfo), and removes every mount, server,
@@ -127,6 +128,10 @@ case $NFILES in
 esac
 [ "$NFILES" -le 999999 ] || { echo "$bench: at most 999,999 files" >&2; exit 2; }
 BENCH_RUNS=${BENCH_RUNS:-3}
+READERS=${BENCH_READERS:-8}
+case $READERS in
+'' | *[!0-9]* | 0) echo "$bench: BENCH_READERS must be a positive integer" >&2; exit 2 ;;
+esac
 
 bench_start "it mounts a tmpfs, starts ganesha and smbd, and drops the page cache"
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLFS_WERROR=ON >/dev/null
@@ -367,8 +372,8 @@ chmod 755 "$scratch/bin"/get-*
 
 # What the epochs run -------------------------------------------------------
 # shellcheck disable=SC2038  # the names are f000001.bin and the like
-epoch() { (set -o pipefail; find "$1" -type f | xargs -P 8 -n 16 cat >/dev/null); }
-ref_epoch() { xargs -P 8 -n 16 "$scratch/bin/$1" <"$scratch/keys"; }
+epoch() { (set -o pipefail; find "$1" -type f | xargs -P "$READERS" -n 16 cat >/dev/null); }
+ref_epoch() { xargs -P "$READERS" -n 16 "$scratch/bin/$1" <"$scratch/keys"; }
 # Bytes the references' readers counted since the last reset_out.
 reset_out() { rm -rf "$srv/out"; mkdir -p "$srv/out"; }
 got_bytes() { cat "$srv/out"/* 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
@@ -647,7 +652,7 @@ else
 	echo "mlfs small-files benchmark: $NFILES files of 64-256 KiB in $NDIRS folders," \
 		"$(awk -v b="$TOTAL" 'BEGIN { printf "%.1f", b / 1048576 }') MiB"
 fi
-echo "epoch: find DIR -type f | xargs -P 8 -n 16 cat; medians of $RUNS repetitions"
+echo "epoch: find DIR -type f | xargs -P $READERS -n 16 cat; medians of $RUNS repetitions"
 echo "servers on 127.0.0.1, data on tmpfs: s3rver 3.7.1, nginx" \
 	"$(nginx -v 2>&1 | sed 's,.*/,,'), nfs-ganesha" \
 	"$(dpkg-query -W -f='${Version}' nfs-ganesha 2>/dev/null) (NFSv3)," \
