@@ -99,6 +99,7 @@
 #include "log.h"
 
 #include "cache_int.h"
+#include "mono.h"
 
 /* ---- small helpers ---- */
 
@@ -460,6 +461,7 @@ static void *cache_buf_get(struct cache *c)
 	pthread_mutex_lock(&c->qlock);
 	if (c->n_spare > 0)
 		buf = c->spare[--c->n_spare];
+	c->spare_taken = mono_ns();
 	pthread_mutex_unlock(&c->qlock);
 	if (buf)
 		return buf;
@@ -481,14 +483,22 @@ static void cache_buf_put(struct cache *c, void *buf)
 	free(buf);
 }
 
-/* Keeps only a few spare buffers once no file of the process is being fetched. */
-static void cache_bufs_trim(struct cache *c)
+/*
+ * Keeps only a few spare buffers once none was taken for a second and no
+ * file of the process has hot runs.  Not at each close: an epoch of small
+ * files would give back and map again a buffer per file, whose first touch
+ * zeroes a 2 MiB huge page (a quarter of the daemon's CPU in an HTTP epoch).
+ */
+void cache_release_idle(struct cache *c)
 {
 	void *drop[CACHE_SPARE_BUFS];
 	int n = 0;
 
+	if (!c)
+		return;
 	pthread_mutex_lock(&c->qlock);
-	while (atomic_load(&c->hot_bytes) == 0 && c->n_spare > CACHE_SPARE_IDLE)
+	while (atomic_load(&c->hot_bytes) == 0 && mono_ns() - c->spare_taken > 1000000000 &&
+	       c->n_spare > CACHE_SPARE_IDLE)
 		drop[n++] = c->spare[--c->n_spare];
 	pthread_mutex_unlock(&c->qlock);
 	while (n > 0)
@@ -1475,7 +1485,6 @@ void cache_file_close(struct cache_file *f)
 		f->runs = r->next;
 		cache_run_free(f, r);
 	}
-	cache_bufs_trim(f->c);
 	cache_file_detach(f);
 	pthread_cond_destroy(&f->run_cond);
 	pthread_cond_destroy(&f->idle);

@@ -21,7 +21,7 @@
 #define CACHE_SEQ_SLACK		(1u << 20)		/* reordered reads still count as sequential */
 #define CACHE_RUN_MAX		4			/* blocks per fetch call at most */
 #define CACHE_SPARE_BUFS	24			/* fetch buffers kept for reuse while reading */
-#define CACHE_SPARE_IDLE	2			/* ... and once no file has hot runs */
+#define CACHE_SPARE_IDLE	2			/* ... and once none was taken for a second */
 #define CACHE_THREADS		4			/* background fetchers per struct cache */
 #define CACHE_WRITERS		2			/* background writers of hot runs */
 #define CACHE_HOT_RUNS		16			/* fetched runs one open file keeps in memory */
@@ -80,6 +80,7 @@ struct cache {
 	struct cache_write *whead, *wtail;	/* guarded by qlock */
 	void *spare[CACHE_SPARE_BUFS];		/* guarded by qlock: fetch buffers to reuse */
 	int n_spare;
+	int64_t spare_taken;			/* guarded by qlock: mono_ns of the last take */
 	atomic_uint_fast64_t hot_bytes;		/* held by hot runs, all files */
 	uint64_t hot_budget;			/* the most hot_bytes may be */
 	atomic_bool no_dio;			/* the folder refused O_DIRECT once: not again */

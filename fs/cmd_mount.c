@@ -303,7 +303,8 @@ static void mount_start_sync(const char *config)
  * used.  So blocks of MOUNT_MMAP_MIN and more are always mapped on their own
  * and unmapped when freed.  What small buffers leave free is given back by
  * malloc_trim every MOUNT_TRIM_S seconds, when more than MOUNT_TRIM_FREE
- * bytes sit free in the arenas (a walk of the free chunks: milliseconds).
+ * bytes sit free in the arenas (a walk of the free chunks: milliseconds),
+ * after the cache has let go of the fetch buffers it keeps while reading.
  */
 #define MOUNT_MMAP_MIN		(128u << 10)
 #define MOUNT_TRIM_S		5
@@ -311,11 +312,13 @@ static void mount_start_sync(const char *config)
 
 static void *mount_trim_thread(void *arg)
 {
-	(void)arg;
+	struct fs *fs = arg;
+
 	for (;;) {
 		struct mallinfo2 mi;
 
 		sleep(MOUNT_TRIM_S);
+		cache_release_idle(fs->cache);	/* its spare fetch buffers, once idle */
 		mi = mallinfo2();
 		if (mi.fordblks > MOUNT_TRIM_FREE)
 			malloc_trim(0);
@@ -323,11 +326,11 @@ static void *mount_trim_thread(void *arg)
 	return NULL;
 }
 
-static void mount_start_trim(void)
+static void mount_start_trim(struct fs *fs)
 {
 	pthread_t t;
 
-	if (pthread_create(&t, NULL, mount_trim_thread, NULL) == 0)
+	if (pthread_create(&t, NULL, mount_trim_thread, fs) == 0)
 		pthread_detach(t);
 }
 
@@ -386,7 +389,7 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 	}
 	if (!a->spec_wanted)
 		mount_start_sync(a->realconfig);
-	mount_start_trim();	/* after daemonizing: a fork keeps no thread */
+	mount_start_trim(fs);	/* after daemonizing: a fork keeps no thread */
 	log_info("serving %s at %s", fs->cfg->file, a->realmount);
 	status = mount_loop(se) < 0 ? 1 : 0;
 out_unmount:

@@ -71,6 +71,11 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
 /* Stops the read-ahead threads; every cache_file of @c must be closed first. */
 void cache_destroy(struct cache *c);
 void cache_get_info(struct cache *c, struct cache_info *info);
+/*
+ * Gives back the spare fetch buffers beyond a few once none was taken for a
+ * second: for the daemon to call now and then (every few seconds).
+ */
+void cache_release_idle(struct cache *c);
 
 /*
  * Opens object @key of @size bytes for reading; @stats is borrowed for the
