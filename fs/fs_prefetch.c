@@ -15,9 +15,11 @@
  * FS_PREFETCH_READERS files or more are open through the mount (a loader's
  * workers reading at once), an open queues nothing, since fetching each file
  * twice over (the prefetch's open and the reader's) only costs CPU there:
- * on 2 CPUs, 8 readers' first epoch was 15-30% slower with it.  FS_PREFETCH_THREADS threads fetch them whole through
- * the cache (fs_fetch_file: the same single flight as any reader, which
- * waits for a block a prefetch is fetching instead of asking again); a file
+ * on 2 CPUs, 8 readers' first epoch was 15-30% slower with it.
+ *
+ * FS_PREFETCH_THREADS threads fetch the queued files whole through the
+ * cache (fs_fetch_file: the same single flight as any reader, which waits
+ * for a block a prefetch is fetching instead of asking again); a file
  * over FS_PREFETCH_MAX bytes is left to the in-file read-ahead, a folder or
  * a file the backend cannot name is skipped.  The queue holds at most
  * FS_PREFETCH_QUEUE paths; past that a file is not queued (its reader
