@@ -214,6 +214,7 @@ static const struct config_key config_mlfs_keys[] = {
 	{ "max_jobs", CT_POSITIVE, CONFIG_AT(max_jobs) },
 	{ "timeout", CT_POSITIVE, CONFIG_AT(timeout) },
 	{ "retries", CT_NONNEG, CONFIG_AT(retries) },
+	{ "read_ahead_files", CT_NONNEG, CONFIG_AT(read_ahead_files) },
 	{ "store", CT_STRING, CONFIG_AT(store) },
 	{ NULL, CT_STRING, 0 },
 };
@@ -1107,6 +1108,7 @@ static int config_new(struct mlfs_config **out, const char *file)
 	cfg->cache_size = 10ull << 30;
 	cfg->log_size = 256ull << 20;
 	cfg->max_jobs = 1000;
+	cfg->read_ahead_files = 32;
 	cfg->timeout = 30;
 	cfg->retries = 3;
 	cfg->node = (struct node_config){ .gpus = -1, .gpu_memory_gb = -1, .cpus = -1,

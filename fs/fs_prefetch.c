@@ -7,15 +7,19 @@
  * makes one per entry), and fs->all keeps them newest first, so the files a
  * folder listed after @n are n->lprev, n->lprev->lprev ... while their
  * parent is n's.  An open of a file of a trusted remote view (datasets/,
- * checkpoints/, models/, a worker's inputs) looks FS_PREFETCH_AHEAD nodes
- * down that chain and queues each not queued before (a node's `prefetched`
+ * checkpoints/, models/, a worker's inputs) looks [mlfs] read_ahead_files
+ * nodes (32 by default, 0: off, FS_PREFETCH_AHEAD at most) down that chain
+ * and queues each not queued before (a node's `prefetched`
  * flag, also set by its own open), so a walk queues about one file per open
- * and one that stops leaves at most FS_PREFETCH_AHEAD files fetched past
+ * and one that stops leaves at most read_ahead_files files fetched past
  * where it stopped.  It fills in for the parallelism a walk lacks: while
  * FS_PREFETCH_READERS files or more are open through the mount (a loader's
- * workers reading at once), an open queues nothing, since fetching each file
- * twice over (the prefetch's open and the reader's) only costs CPU there:
- * on 2 CPUs, 8 readers' first epoch was 15-30% slower with it.
+ * workers reading at once), an open marks the files ahead as weighed and
+ * queues none, since fetching each file twice over (the prefetch's open and
+ * the reader's) only costs CPU there: on 2 CPUs, 8 readers' first epoch was
+ * 15-30% slower with it.  A file is weighed once, at the first open that
+ * looks at it, so what a second epoch fetches ahead never depends on how
+ * many readers the first had at each moment: it fetches nothing new.
  *
  * FS_PREFETCH_THREADS threads fetch the queued files whole through the
  * cache (fs_fetch_file: the same single flight as any reader, which waits
@@ -46,7 +50,7 @@
 #include "path.h"
 
 #define FS_PREFETCH_THREADS	8
-#define FS_PREFETCH_AHEAD	32		/* files past the one opened */
+#define FS_PREFETCH_AHEAD	256		/* files past the one opened, at most ([mlfs] read_ahead_files) */
 #define FS_PREFETCH_QUEUE	256		/* paths waiting */
 #define FS_PREFETCH_MAX		(16u << 20)	/* bytes: bigger files are not fetched ahead */
 #define FS_PREFETCH_READERS	4		/* open files from which readers need no help */
@@ -194,20 +198,24 @@ void fs_prefetch_opened(struct fs *fs, struct node *n)
 	char *names[FS_PREFETCH_AHEAD], *dir = NULL;
 	struct backend *be = n->view->be;
 	struct node *parent;
-	size_t k = 0, ahead = 0;
+	size_t k = 0, ahead = 0, want;
+	bool help;
 
-	if (!fs->prefetch || !fs->cache || !n->view->readonly || !(be->ops->caps & BE_CAP_REMOTE))
+	if (!fs->prefetch || !fs->cache || !n->view->readonly || !(be->ops->caps & BE_CAP_REMOTE) ||
+	    fs->cfg->read_ahead_files <= 0)
 		return;
+	want = fs->cfg->read_ahead_files < FS_PREFETCH_AHEAD ? (size_t)fs->cfg->read_ahead_files
+							     : FS_PREFETCH_AHEAD;
 	atomic_store(&n->prefetched, true);	/* its reader fetches it */
-	if (atomic_load(&fs->open_files) >= FS_PREFETCH_READERS)
-		return;		/* readers in parallel already: a prefetch would only cost CPU */
+	/* readers in parallel already: a prefetch would only cost CPU */
+	help = atomic_load(&fs->open_files) < FS_PREFETCH_READERS;
 	pthread_rwlock_rdlock(&fs->lock);
 	parent = n->parent;
-	for (struct node *c = n->lprev; c && ahead++ < FS_PREFETCH_AHEAD; c = c->lprev) {
+	for (struct node *c = n->lprev; c && ahead++ < want; c = c->lprev) {
 		if (c->parent != parent)
 			break;		/* past the files its folder listed after it */
-		if (!c->hashed || atomic_exchange(&c->prefetched, true))
-			continue;
+		if (!c->hashed || atomic_exchange(&c->prefetched, true) || !help)
+			continue;	/* each file is weighed once: at the first open before it */
 		names[k] = strdup(c->name);
 		if (names[k])
 			k++;

@@ -128,6 +128,7 @@ struct mlfs_config {
 	long max_jobs;		/* unfinished jobs one user may have */
 	long timeout;		/* seconds a remote call may take */
 	long retries;
+	long read_ahead_files;	/* files fetched ahead of a walk's open (fs_prefetch.c); 0 = off */
 	char *store;
 	struct node_config node;
 	struct slurm_config slurm;

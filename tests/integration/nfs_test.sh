@@ -51,6 +51,8 @@ cp "$E/data/big64.bin" big64.bin
 
 cat >mlfs.conf <<CONF
 [mlfs]
+# exact request counts below: no read-ahead past the epoch's files
+read_ahead_files = 0
 state_dir = state
 cache_dir = cache
 timeout = 3

@@ -57,6 +57,8 @@ same "awscli lists the 10,000 seeded objects" 10000 "$(aws s3 ls s3://testbucket
 
 cat >mlfs.conf <<CONF
 [mlfs]
+# exact request counts below: no read-ahead past the epoch's files
+read_ahead_files = 0
 state_dir = state
 cache_dir = cache
 timeout = 2

@@ -52,6 +52,8 @@ chmod 600 badpass
 
 cat >mlfs.conf <<CONF
 [mlfs]
+# exact request counts below: no read-ahead past the epoch's files
+read_ahead_files = 0
 state_dir = state
 cache_dir = cache
 timeout = 3
