@@ -1,5 +1,5 @@
-# bench_lib.sh - helpers shared by scripts/bench_local.sh,
-# scripts/bench_remote.sh and scripts/bench_netfs.sh; sourced, never run.
+# bench_lib.sh - helpers shared by the scripts/bench_*.sh benchmarks;
+# sourced, never run.
 #
 # The caller sets $bench (its name, for messages) and $pids (the processes it
 # started that may still run; stop_pid keeps it up to date).
@@ -283,4 +283,22 @@ info() {
 
 	[ -n "$a" ] && [ -n "$b" ] || return 0
 	printf '  %-46s %6s\n' "$1" "$(ratio "$b" "$a")"
+}
+
+# Waits up to 10 s for URL $1 to answer.
+wait_http() {
+	local i
+
+	for i in $(seq 100); do
+		curl -s -o /dev/null --max-time 1 "$1" && return 0
+		sleep 0.1
+	done
+	echo "$bench: $1 does not answer" >&2
+	return 1
+}
+
+# SigV4-signed curl for s3rver's test credentials (3.7.1 takes unsigned requests too).
+s3curl() {
+	curl -sSf --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
 }

@@ -167,21 +167,6 @@ mkdir -p "$srv/http/www" "$srv/s3"
 cp -a "$scratch/disk/big.bin" "$srv/http/www/big.bin"
 
 # Servers --------------------------------------------------------------------
-# Waits up to 10 s for URL $1 to answer.
-wait_http() {
-	local i
-
-	for i in $(seq 100); do
-		curl -s -o /dev/null --max-time 1 "$1" && return 0
-		sleep 0.1
-	done
-	echo "$bench: $1 does not answer" >&2
-	return 1
-}
-s3curl() {
-	curl -sSf --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
-}
 s3port=$(free_port)
 S3=http://127.0.0.1:$s3port
 servers="$servers s3rver:$srv/s3"

@@ -107,17 +107,6 @@ mkdir -p "$srv" "$scratch/disk" "$scratch/logs"
 mount -t tmpfs -o size=2G,mode=755 tmpfs "$srv"
 tmpfs_mounted=1
 
-# Waits up to 10 s for URL $1 to answer.
-wait_http() {
-	local i
-
-	for i in $(seq 100); do
-		curl -s -o /dev/null --max-time 1 "$1" && return 0
-		sleep 0.1
-	done
-	echo "$bench: $1 does not answer" >&2
-	return 1
-}
 
 # Servers -----------------------------------------------------------------
 s3port=$(free_port)
@@ -137,11 +126,6 @@ wait_http "$S3/testbucket"
 wait_http "$WEB/"
 echo "$bench: s3rver 3.7.1 (PID $s3pid) on $S3, nginx (PID $httppid) on $WEB" >&2
 
-# SigV4-signed curl for S3 (s3rver 3.7.1 would take unsigned requests too).
-s3curl() {
-	curl -sSf --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
-}
 
 echo "$bench: seeding a 256 MiB object and $NFILES small ones on each server" >&2
 t0=${EPOCHREALTIME/./}

@@ -219,21 +219,6 @@ echo "$bench: $NFILES files, $(awk -v b="$TOTAL" 'BEGIN { printf "%.1f", b / 104
 	"seeded in $(us_to_s $((${EPOCHREALTIME/./} - t0))) s" >&2
 
 # Servers --------------------------------------------------------------------
-# Waits up to 10 s for URL $1 to answer.
-wait_http() {
-	local i
-
-	for i in $(seq 100); do
-		curl -s -o /dev/null --max-time 1 "$1" && return 0
-		sleep 0.1
-	done
-	echo "$bench: $1 does not answer" >&2
-	return 1
-}
-s3curl() {
-	curl -sSf --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
-}
 s3pid="" httppid="" nfspid="" smbpid=""
 if needs s3; then
 	s3port=$(free_port)
