@@ -119,7 +119,7 @@ slurm_start() {
 	if ! slurm_node_up "$dir" "$(cat "$dir/slurmctld.pid")" "$(cat "$dir/slurmd.pid")" \
 		"$(cat "$dir/munged.pid")"; then
 		echo "slurm did not come up in $dir:" >&2
-		tail -5 "$dir/munged.out" "$dir/slurmctld.log" "$dir/slurmd.log" 2>&1 | sed 's/^/  /' >&2
+		tail -n 5 "$dir/munged.out" "$dir/slurmctld.out" "$dir/slurmctld.log" "$dir/slurmd.out" "$dir/slurmd.log" 2>&1 | sed 's/^/  /' >&2
 		slurm_stop "$dir"
 		exit 1
 	fi
