@@ -13,15 +13,12 @@
 
 #include "path_map.h"
 #include "stat_memo.h"
+#include "stat_pack.h"
 
 /* What getattr gives back, without struct stat's padding and unused fields. */
 struct stat_memo_entry {
 	struct path_map_entry link;
-	int64_t ino, size, blocks;
-	int64_t atime, mtime, ctime;
-	uint32_t atime_ns, mtime_ns, ctime_ns;
-	uint32_t mode, nlink, uid, gid, blksize;
-	uint64_t dev, rdev;
+	struct stat_pack st;
 	char path[];
 };
 
@@ -50,47 +47,6 @@ void stat_memo_free(struct stat_memo *m)
 	path_map_clear(&m->map);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
-}
-
-static void stat_memo_store(struct stat_memo_entry *e, const struct stat *st)
-{
-	e->ino = (int64_t)st->st_ino;
-	e->size = st->st_size;
-	e->blocks = st->st_blocks;
-	e->atime = st->st_atim.tv_sec;
-	e->mtime = st->st_mtim.tv_sec;
-	e->ctime = st->st_ctim.tv_sec;
-	e->atime_ns = (uint32_t)st->st_atim.tv_nsec;
-	e->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	e->ctime_ns = (uint32_t)st->st_ctim.tv_nsec;
-	e->mode = st->st_mode;
-	e->nlink = (uint32_t)st->st_nlink;
-	e->uid = st->st_uid;
-	e->gid = st->st_gid;
-	e->blksize = (uint32_t)st->st_blksize;
-	e->dev = st->st_dev;
-	e->rdev = st->st_rdev;
-}
-
-static void stat_memo_load(const struct stat_memo_entry *e, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = (ino_t)e->ino;
-	st->st_size = e->size;
-	st->st_blocks = e->blocks;
-	st->st_atim.tv_sec = e->atime;
-	st->st_mtim.tv_sec = e->mtime;
-	st->st_ctim.tv_sec = e->ctime;
-	st->st_atim.tv_nsec = e->atime_ns;
-	st->st_mtim.tv_nsec = e->mtime_ns;
-	st->st_ctim.tv_nsec = e->ctime_ns;
-	st->st_mode = e->mode;
-	st->st_nlink = e->nlink;
-	st->st_uid = e->uid;
-	st->st_gid = e->gid;
-	st->st_blksize = e->blksize;
-	st->st_dev = e->dev;
-	st->st_rdev = e->rdev;
 }
 
 /* @dir and @name joined into @out ("" + "a" is "a"), leading '/' dropped; false if too long. */
@@ -128,7 +84,7 @@ static void stat_memo_set(struct stat_memo *m, const char *key, const struct sta
 		}
 	}
 	if (e)
-		stat_memo_store(e, st);
+		stat_pack(&e->st, st);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -160,7 +116,7 @@ bool stat_memo_get(struct stat_memo *m, const char *path, struct stat *st)
 	pthread_mutex_lock(&m->lock);
 	e = (const struct stat_memo_entry *)path_map_get(&m->map, key);
 	if (e) {
-		stat_memo_load(e, st);
+		stat_unpack(&e->st, st);
 		found = true;
 	}
 	pthread_mutex_unlock(&m->lock);

@@ -92,6 +92,7 @@ struct fs {
 	struct cache *cache;		/* the shared disk cache; NULL without remote backends */
 	struct fs_jobs *jobs;		/* jobs/ (fs_jobs.c); NULL until fs_jobs_start */
 	struct fs_prefetch *prefetch;	/* read-ahead across files (fs_prefetch.c) */
+	struct fs_listing *listing;	/* trusted folders' listings (fs_listing.c) */
 	struct view jobs_view;		/* the "view" jobs/ nodes hang from: root "" */
 	struct node *root;
 	struct node *vnodes;		/* every virtual node and view top, one allocation */
@@ -206,6 +207,18 @@ void fs_prefetch_stop(struct fs *fs);
  */
 int fs_fetch_file(struct fs *fs, struct backend *be, const char *path, uint64_t max_size,
 		  uint64_t *bytes);
+
+/* fs_listing.c */
+struct fs_listing;
+int fs_listing_create(struct fs *fs);
+void fs_listing_destroy(struct fs *fs);
+/*
+ * backend_readdir of folder @path of view @v, or, under a trusted view of a
+ * remote backend, the listing this mount kept of it (no request); a whole
+ * listing from the backend is kept.
+ */
+int fs_listing_readdir(struct fs *fs, const struct view *v, const char *path,
+		       backend_fill_fn *fill, void *payload);
 
 /* fs_passthrough.c */
 struct fuse_session;

@@ -1099,7 +1099,7 @@ static int fs_dir_fill_stream(void *payload, const char *name, const struct stat
 static void *fs_dir_lister(void *arg)
 {
 	struct fs_dir *d = arg;
-	int ret = backend_readdir(d->node->view->be, d->path, fs_dir_fill_stream, d);
+	int ret = fs_listing_readdir(d->fs, d->node->view, d->path, fs_dir_fill_stream, d);
 
 	pthread_mutex_lock(&d->lock);
 	d->done = true;
@@ -1252,7 +1252,7 @@ static int fs_dir_read(struct fs *fs, struct fs_dir *d)
 	ret = fs_node_path(fs, n, NULL, &path);
 	if (ret < 0)
 		return ret;
-	ret = backend_readdir(n->view->be, path, fs_dir_fill, d);
+	ret = fs_listing_readdir(fs, n->view, path, fs_dir_fill, d);
 	if (ret == FS_DIR_FULL) {
 		ret = fs_dir_stream(d, path);
 		if (ret == 0)

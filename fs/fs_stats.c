@@ -43,6 +43,7 @@ static void fs_stats_backend(FILE *out, struct backend *be)
 		{ "cache_bytes_hit", &s->cache.bytes_hit },
 		{ "cache_bytes_fetched", &s->cache.bytes_fetched },
 		{ "prefetched", &s->prefetched },
+		{ "listings_remembered", &s->listings_remembered },
 	};
 
 	fprintf(out, "datastore.%s.type %s\n", be->name, be->ops->scheme);

@@ -593,6 +593,8 @@ int fs_alloc(struct fs **out, struct mlfs_config *cfg, size_t nvnodes, size_t nv
 	if (fs->backends && fs->archives && fs->views && fs->vnodes && fs->hash)
 		ret = fs_prefetch_create(fs);
 	if (ret == 0)
+		ret = fs_listing_create(fs);
+	if (ret == 0)
 		ret = fs_build_backends(fs);
 	return ret;
 }
@@ -643,6 +645,7 @@ void fs_destroy(struct fs *fs)
 	for (size_t i = 0; i < fs->nbackends; i++)
 		backend_destroy(fs->backends[i]);
 	cache_destroy(fs->cache);
+	fs_listing_destroy(fs);
 	free(fs->hash);
 	free(fs->vnodes);
 	free(fs->views);

@@ -79,6 +79,7 @@ struct backend_stats {
 	atomic_uint_fast64_t requests;
 	atomic_uint_fast64_t errors;	/* calls that failed with other than ENOENT */
 	atomic_uint_fast64_t prefetched;	/* files read ahead whole into the cache (fs/) */
+	atomic_uint_fast64_t listings_remembered;	/* trusted folders listed again from memory (fs/) */
 	struct cache_stats cache;	/* BE_CAP_REMOTE backends: the shared disk cache */
 };
 

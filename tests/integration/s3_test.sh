@@ -121,6 +121,20 @@ sleep 1.2
 same "a second epoch reads the same bytes" "$first" "$(read_epoch "$D/many" 'f00*')"
 same "... with no request to the server (datastore.dataset:d.requests)" "$before" \
 	"$(stat_of "$M" datastore.dataset:d.requests)"
+# the kernel may forget a trusted folder's listing (an epoch of a big dataset pushes it out
+# of the page cache; here drop_caches does): listed again, it comes from what the mount kept,
+# a small folder and one of 10,000 (listed by a lister thread past the first window) alike
+listed=$(ls -l "$D/sub")
+before=$(stat_of "$M" datastore.dataset:d.requests)
+kept=$(stat_of "$M" datastore.dataset:d.listings_remembered)
+sync
+echo 3 >/proc/sys/vm/drop_caches
+same "a trusted folder the kernel forgot lists the same again" "$listed" "$(ls -l "$D/sub")"
+same "... and so does one of 10,000 objects" "$(seq -w 0 9999 | sed 's/^/f/' | sha256sum)" \
+	"$(ls "$D/many" | sort | sha256sum)"
+same "... with no request to the server" "$before" "$(stat_of "$M" datastore.dataset:d.requests)"
+check "... answered from the listings the mount kept (listings_remembered)" \
+	test "$(stat_of "$M" datastore.dataset:d.listings_remembered)" -ge $((kept + 2))
 
 # --- writing
 head -c 1000003 /dev/urandom >small.bin
