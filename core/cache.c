@@ -52,9 +52,11 @@
  * read whole and written; a file keeps at most CACHE_HOT_RUNS, the process
  * hot_budget bytes, and a fetch past those, or for a reader that seeks, is
  * written through the page cache.  Blocks on disk are answered from
- * a read-only mapping of the data file, MADV_RANDOM, after a readahead(2) of
- * exactly them: the kernel never reads holes of blocks being written, which
- * an O_DIRECT write could leave stale in the page cache.
+ * a read-only mapping of the data file (made at the first read through the
+ * daemon), MADV_RANDOM, after a readahead(2) of exactly them: the kernel
+ * never reads holes of blocks being written, which an O_DIRECT write could
+ * leave stale in the page cache.  A complete, durable object's map is read
+ * into memory at open rather than mapped (cache_map_in).
  *
  * Read-ahead: per open file the window starts at 256 KiB, doubles with each
  * sequential read up to 32 MiB and drops back on a seek.  The blocks ahead
@@ -113,9 +115,13 @@ static void cache_hash(const char *key, char out[CACHE_HASH_LEN + 1])
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
+	static const char hex[] = "0123456789abcdef";
+
 	EVP_Digest(key, strlen(key), md, &n, EVP_sha256(), NULL);
-	for (unsigned int i = 0; i < n && i < CACHE_HASH_LEN / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	for (unsigned int i = 0; i < n && i < CACHE_HASH_LEN / 2; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
 	out[CACHE_HASH_LEN] = '\0';
 }
 
@@ -366,22 +372,50 @@ out_unlock:
 	return ret;
 }
 
-/* Maps the map file, validates it and opens the data file.  0, -EAGAIN if bad, -errno. */
+/*
+ * Reads the pinned map file in: a copy when it says the object is complete
+ * and durable (nothing changes such a map while it is pinned, and a cached
+ * epoch then maps and unmaps nothing per open: each munmap of a threaded
+ * process interrupts every CPU it runs on), else a shared mapping, whose
+ * block bytes fetchers set.  0 or -errno.
+ */
+static int cache_map_in(struct cache_file *f)
+{
+	unsigned char *copy = malloc(f->map_len);
+	struct cache_map_hdr h;
+
+	if (copy && pread(f->map_fd, copy, f->map_len, 0) == (ssize_t)f->map_len) {
+		memcpy(&h, copy, sizeof(h));
+		if ((h.flags & CACHE_DURABLE) && !memchr(copy + f->hdr_len, 0, f->nblocks)) {
+			f->map = copy;
+			f->map_copied = true;
+			return 0;
+		}
+	}
+	free(copy);
+	f->map = mmap(NULL, f->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f->map_fd, 0);
+	if (f->map == MAP_FAILED) {
+		f->map = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+/* Reads the map file in, validates it and opens the data file.  0, -EAGAIN if bad, -errno. */
 static int cache_file_attach(struct cache_file *f, const char *key)
 {
 	char path[PATH_MAX];
 	struct stat st;
+	int ret;
 
 	if (fstat(f->map_fd, &st) < 0)
 		return -errno;
 	if (st.st_nlink == 0 || (size_t)st.st_size != f->hdr_len + f->nblocks)
 		return -EAGAIN;
 	f->map_len = (size_t)st.st_size;
-	f->map = mmap(NULL, f->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f->map_fd, 0);
-	if (f->map == MAP_FAILED) {
-		f->map = NULL;
-		return -errno;
-	}
+	ret = cache_map_in(f);
+	if (ret < 0)
+		return ret;
 	if (!cache_map_valid(f, f->map, f->map_len, key))
 		return -EAGAIN;
 	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".data");
@@ -390,26 +424,42 @@ static int cache_file_attach(struct cache_file *f, const char *key)
 		return errno == ENOENT ? -EAGAIN : -errno;
 	if (fstat(f->data_fd, &st) < 0 || (uint64_t)st.st_size != f->size)
 		return -EAGAIN;
-	/* Read-only, for cache_file_read_iov; the file never shrinks while pinned. */
-	f->data_map = f->size ? mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->data_fd, 0) : NULL;
-	if (f->data_map == MAP_FAILED)
-		f->data_map = NULL;
+	futimens(f->map_fd, NULL);		/* most recently used */
+	return 0;
+}
+
+/*
+ * Maps the data file read-only for cache_file_read_iov, at the first read
+ * through the daemon (an open the kernel serves by passthrough never does);
+ * the file never shrinks while pinned.  f->lock held.  False if it cannot.
+ */
+static bool cache_file_map_data(struct cache_file *f)
+{
+	unsigned char *m;
+
+	if (f->data_map || !f->size)
+		return true;
+	m = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->data_fd, 0);
+	if (m == MAP_FAILED)
+		return false;
 	/*
 	 * No read-ahead around faults: it would read holes of blocks not yet
 	 * written into the page cache, where an O_DIRECT write may leave them
 	 * stale.  Readers ask for exactly the present blocks they use instead
 	 * (cache_file_read_iov).
 	 */
-	if (f->data_map)
-		madvise(f->data_map, f->size, MADV_RANDOM);
-	futimens(f->map_fd, NULL);		/* most recently used */
-	return 0;
+	madvise(m, f->size, MADV_RANDOM);
+	f->data_map = m;
+	return true;
 }
 
 static void cache_file_detach(struct cache_file *f)
 {
-	if (f->map)
+	if (f->map_copied)
+		free(f->map);
+	else if (f->map)
 		munmap(f->map, f->map_len);
+	f->map_copied = false;
 	if (f->data_map)
 		munmap(f->data_map, f->size);
 	f->data_map = NULL;
@@ -1340,7 +1390,14 @@ ssize_t cache_file_read_iov(struct cache_file *f, size_t len, off_t off, cache_u
 	bool hit = true;
 	int ret;
 
-	if (f->bypass || (!f->data_map && f->size))
+	bool mapped;
+
+	if (f->bypass)
+		return -ENOTSUP;
+	pthread_mutex_lock(&f->lock);
+	mapped = cache_file_map_data(f);
+	pthread_mutex_unlock(&f->lock);
+	if (!mapped)
 		return -ENOTSUP;
 	if (off < 0)
 		return -EINVAL;

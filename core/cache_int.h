@@ -117,8 +117,15 @@ struct cache_file {
 	int map_fd;				/* holds flock(LOCK_SH): the pin */
 	int data_fd;				/* O_RDWR */
 	int dio_fd;				/* the same, O_WRONLY | O_DIRECT; -1 until needed */
-	unsigned char *data_map;		/* the data file, PROT_READ; NULL if empty */
-	unsigned char *map;			/* the whole map file, MAP_SHARED */
+	/* the data file, PROT_READ, mapped at the first read through the daemon (under lock) */
+	unsigned char *data_map;
+	/*
+	 * The whole map file: MAP_SHARED, or, for a complete and durable
+	 * object (whose map nobody changes while it is pinned), a private
+	 * copy (map_copied): most opens of a cached epoch map nothing.
+	 */
+	unsigned char *map;
+	bool map_copied;
 	size_t map_len, hdr_len;
 	atomic_bool closing;
 	atomic_bool write_failed;		/* a hot run's write failed: logged once */
