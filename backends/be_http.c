@@ -59,6 +59,7 @@
 #include "log.h"
 #include "path_map.h"
 #include "remote.h"
+#include "mono.h"
 
 #define BE_HTTP_TTL		5		/* seconds a listed or HEADed attribute is fresh */
 #define BE_HTTP_CACHE_MAX	(4u << 20)	/* entries before the cache is emptied */
@@ -139,10 +140,7 @@ static char *be_http_url(const struct be_http *hb, const char *path, bool dir)
 
 static time_t be_http_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (time_t)(mono_ns() / 1000000000);
 }
 
 /* Empties the cache; cache_lock held. */

@@ -58,6 +58,7 @@
 
 #include "be_nfs_int.h"
 #include "log.h"
+#include "mono.h"
 
 #define BE_NFS_MEMO_MAX		(4u << 20)	/* files remembered for trusted opens */
 #define BE_NFS_CHUNK_MAX	(1u << 20)	/* bytes per READ or WRITE at most */
@@ -503,7 +504,7 @@ static int be_nfs_do_dir_page(struct nfs_context *nfs, const char *path, struct 
 	struct rpc_context *rpc = nfs_get_rpc_context(nfs);
 	READDIRPLUS3args args = { .cookie = pg->cookie, .dircount = BE_NFS_PAGE_BYTES / 4,
 				  .maxcount = BE_NFS_PAGE_BYTES };
-	int64_t deadline = be_nfs_now_ns() + (int64_t)pg->timeout_ms * 1000000;
+	int64_t deadline = mono_ns() + (int64_t)pg->timeout_ms * 1000000;
 
 	(void)path;
 	args.dir.data.data_len = (u_int)pg->fh_len;
@@ -516,7 +517,7 @@ static int be_nfs_do_dir_page(struct nfs_context *nfs, const char *path, struct 
 		return -EIO;
 	while (!pg->done) {
 		struct pollfd pfd = { .fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc) };
-		int64_t left = (deadline - be_nfs_now_ns()) / 1000000;
+		int64_t left = (deadline - mono_ns()) / 1000000;
 		int n;
 
 		if (left <= 0)
@@ -922,9 +923,9 @@ static int be_nfs_open_with(struct backend_file **out, struct backend *be, const
 		*out = &f->base;
 		return 0;
 	}
-	started = be_nfs_now_ns();
+	started = mono_ns();
 	for (int attempt = 0; !(ret = be_nfs_is_down(nb) ? -EIO : 0);) {
-		int64_t t0 = be_nfs_now_ns();
+		int64_t t0 = mono_ns();
 		bool proven = false;
 
 		ret = be_nfs_ctx_get(nb, &f->ctx);

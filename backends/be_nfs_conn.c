@@ -45,6 +45,7 @@
 
 #include "be_nfs_int.h"
 #include "log.h"
+#include "mono.h"
 
 #define BE_NFS_IDLE_MAX		8	/* idle contexts kept in the pool */
 #define BE_NFS_DOWN_NS		1000000000ll	/* fail fast this long after giving up */
@@ -177,14 +178,6 @@ void be_nfs_ctx_put(struct be_nfs *nb, struct be_nfs_ctx *c, bool broken)
 	}
 }
 
-int64_t be_nfs_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /*
  * The breaker: a call that gave up on the connection after its retries,
  * having waited at least one timeout (a hung server, not a refused
@@ -195,15 +188,15 @@ int64_t be_nfs_now_ns(void)
  */
 bool be_nfs_is_down(struct be_nfs *nb)
 {
-	return be_nfs_now_ns() < atomic_load(&nb->down_until);
+	return mono_ns() < atomic_load(&nb->down_until);
 }
 
 /* Opens the breaker when a call failed on the connection after waiting a timeout or more. */
 void be_nfs_mark_down(struct be_nfs *nb, int ret, int64_t started)
 {
 	if (be_nfs_is_transport(ret) &&
-	    be_nfs_now_ns() - started >= (int64_t)nb->timeout_ms * 1000000ll)
-		atomic_store(&nb->down_until, be_nfs_now_ns() + BE_NFS_DOWN_NS);
+	    mono_ns() - started >= (int64_t)nb->timeout_ms * 1000000ll)
+		atomic_store(&nb->down_until, mono_ns() + BE_NFS_DOWN_NS);
 }
 
 /* Sleeps before retry @attempt (0, 1, ...): 100 ms, 200 ms, 400 ms ... at most 1.6 s. */
@@ -225,7 +218,7 @@ bool be_nfs_again(struct be_nfs *nb, int ret, bool proven, int64_t t0, int *atte
 {
 	if (!be_nfs_is_transport(ret))
 		return false;
-	if (proven && be_nfs_now_ns() - t0 < (int64_t)nb->timeout_ms * 1000000ll)
+	if (proven && mono_ns() - t0 < (int64_t)nb->timeout_ms * 1000000ll)
 		return true;
 	if (*attempt >= nb->retries)
 		return false;
@@ -259,9 +252,9 @@ int be_nfs_call(struct be_nfs *nb, const char *path, be_nfs_fn *fn,
 
 	if (ret < 0)
 		return ret;
-	started = be_nfs_now_ns();
+	started = mono_ns();
 	for (int attempt = 0; !(ret = be_nfs_is_down(nb) ? -EIO : 0);) {
-		int64_t t0 = be_nfs_now_ns();
+		int64_t t0 = mono_ns();
 		bool proven = false;
 
 		ret = be_nfs_ctx_get(nb, &c);
@@ -322,9 +315,9 @@ int be_nfs_file_call(struct be_nfs_file *f, be_nfs_file_fn *fn, void *arg,
 	int ret;
 
 	pthread_mutex_lock(&f->lock);
-	started = be_nfs_now_ns();
+	started = mono_ns();
 	for (int attempt = 0; !(ret = be_nfs_is_down(nb) ? -EIO : 0);) {
-		int64_t t0 = be_nfs_now_ns();
+		int64_t t0 = mono_ns();
 		bool proven = f->ctx != NULL;	/* this file's own, used before */
 
 		ret = f->ctx ? 0 : be_nfs_file_reopen(f);

@@ -91,9 +91,6 @@ void be_nfs_ctx_put(struct be_nfs *nb, struct be_nfs_ctx *c, bool broken);
 /* Unmounts and frees @c; accepts NULL.  The pool's lock is not taken. */
 void be_nfs_ctx_free(struct be_nfs_ctx *c);
 
-/* CLOCK_MONOTONIC in ns. */
-int64_t be_nfs_now_ns(void);
-
 /* True while the breaker is open: calls fail at once with EIO. */
 bool be_nfs_is_down(struct be_nfs *nb);
 

@@ -58,18 +58,11 @@
 #include "be_s3_int.h"
 #include "log.h"
 #include "remote.h"
+#include "mono.h"
 
 #define BE_S3_META_MAX		(4u << 20)	/* entries before the cache is emptied */
 #define BE_S3_META_TTL_NS	1000000000ll	/* a remembered stat is fresh this long */
 #define BE_S3_OPEN_WINDOW_NS	5000000000ll	/* an open takes what was learned this recently */
-
-static int64_t be_s3_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /* ---- the metadata cache ---- */
 
@@ -99,7 +92,7 @@ static void be_s3_meta_put(struct be_s3 *s3, const char *path, const struct be_s
 {
 	const char *etag = o->etag ? o->etag : "";
 	size_t plen = strlen(path) + 1, elen = strnlen(etag, BE_S3_ETAG_MAX - 1);
-	int64_t now = be_s3_now_ns();
+	int64_t now = mono_ns();
 	struct be_s3_memo *m, *old;
 
 	pthread_mutex_lock(&s3->meta_lock);
@@ -150,7 +143,7 @@ static int be_s3_meta_get(struct be_s3 *s3, const char *path, int64_t max_age_ns
 
 	pthread_mutex_lock(&s3->meta_lock);
 	m = be_s3_meta_find(s3, path);
-	if (m && (max_age_ns < 0 || be_s3_now_ns() - m->learned < max_age_ns)) {
+	if (m && (max_age_ns < 0 || mono_ns() - m->learned < max_age_ns)) {
 		out->is_dir = m->is_dir;
 		out->size = m->size;
 		out->mtime = (time_t)m->mtime;

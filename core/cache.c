@@ -161,14 +161,6 @@ static ssize_t cache_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 	return (ssize_t)done;
 }
 
-int64_t cache_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Calls @fetch until @len bytes or the end of the object.  Returns bytes or -errno. */
 static ssize_t cache_fetch_all(struct cache_file *f, void *buf, size_t len, off_t off)
 {

@@ -31,6 +31,7 @@
 
 #include "cache_int.h"
 #include "log.h"
+#include "mono.h"
 
 /* ---- usage and eviction ---- */
 
@@ -209,7 +210,7 @@ static void cache_scan_and_evict(struct cache *c)
 	}
 	__atomic_store_n(c->usage, s.total, __ATOMIC_RELAXED);
 	if (s.total > c->max_bytes)
-		atomic_store(&c->stuck_until, cache_now_ns() + 1000000000);
+		atomic_store(&c->stuck_until, mono_ns() + 1000000000);
 	free(s.v);
 }
 
@@ -223,7 +224,7 @@ void cache_evict(struct cache *c)
 	char path[PATH_MAX];
 	int fd;
 
-	if (cache_now_ns() < atomic_load(&c->stuck_until))
+	if (mono_ns() < atomic_load(&c->stuck_until))
 		return;
 	snprintf(path, sizeof(path), "%s/evict.lock", c->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

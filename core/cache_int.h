@@ -148,7 +148,6 @@ struct cache_file {
 int cache_errno(void);
 void cache_path(struct cache *c, char *buf, size_t size, int shard, const char *hash,
 		       const char *suffix);
-int64_t cache_now_ns(void);
 int cache_open_locked(const char *path, int flags, int op);
 
 /* cache_evict.c */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "spawn.h"
+#include "mono.h"
 
 #define SPAWN_CHUNK	16384
 #define SPAWN_FIRST_CAP	4096		/* a capture buffer's first size */
@@ -63,10 +64,7 @@ struct spawn_run {
 
 static long long spawn_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return mono_ns() / 1000000;
 }
 
 static void spawn_close(int *fd)

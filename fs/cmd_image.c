@@ -58,6 +58,7 @@
 #include "config.h"
 #include "container.h"
 #include "spawn.h"
+#include "mono.h"
 
 #define IMAGE_PULL_TIMEOUT_MS	(3600 * 1000)	/* an hour: a pull of many GB on a slow link */
 #define IMAGE_CHECK_TIMEOUT_MS	(60 * 1000)
@@ -161,13 +162,10 @@ static struct image_blob *image_blob(struct image_pull *ip, const char *id, size
 /* "1.2 of 3.4 GB" into the progress file, at most every IMAGE_PROGRESS_NS. */
 static void image_bytes(struct image_pull *ip, bool now)
 {
-	struct timespec ts;
 	double done = 0, total = 0;
-	long long t;
+	long long t = mono_ns();
 	char text[96];
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	if (!now && t - ip->progress_ns < IMAGE_PROGRESS_NS)
 		return;
 	ip->progress_ns = t;
@@ -263,7 +261,6 @@ static void image_tty_feed(struct image_pull *ip, char *line, size_t *len, const
 static int image_tty_run(char *const *argv, struct image_pull *ip, bool *timed_out)
 {
 	struct winsize ws = { .ws_row = 50, .ws_col = 200 };
-	struct timespec ts;
 	char buf[4096], line[1024];
 	size_t len = 0;
 	long long deadline;
@@ -276,14 +273,12 @@ static int image_tty_run(char *const *argv, struct image_pull *ip, bool *timed_o
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + IMAGE_PULL_TIMEOUT_MS;
+	deadline = mono_ns() / 1000000 + IMAGE_PULL_TIMEOUT_MS;
 	for (;;) {
 		struct pollfd pfd = { .fd = master, .events = POLLIN };
 		ssize_t n;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > deadline) {
+		if (mono_ns() / 1000000 > deadline) {
 			*timed_out = true;
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);

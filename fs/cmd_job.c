@@ -28,6 +28,7 @@
 #include "output.h"
 #include "path.h"
 #include "spec.h"
+#include "mono.h"
 
 static const char job_usage[] =
 	"usage: mlfs job [-f] [-d] [-o OPTS] CONFIG SPEC MOUNTPOINT --worker N\n"
@@ -436,16 +437,15 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 {
 	static const struct output *cur;
 	static char cur_phase[16];
-	static struct timespec t0;
+	static int64_t t0;
 	static uint64_t last_done = UINT64_MAX;
 	bool tty = isatty(STDERR_FILENO);
 	double pct = total ? 100.0 * (double)done / (double)total : 100.0, secs;
 	char rate[48];
 	const char *cr = tty ? "\r" : "", *nl = tty ? "\033[K" : "\n";
-	struct timespec now;
+	int64_t now = mono_ns();
 
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (o != cur || strcmp(phase, cur_phase) != 0) {
 		if (tty && cur)
 			fputc('\n', stderr);
@@ -456,7 +456,7 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 		return;		/* the same line again says nothing new */
 	}
 	last_done = done;
-	secs = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+	secs = (double)(now - t0) / 1e9;
 	rate[0] = '\0';
 	if (secs >= 0.5)
 		snprintf(rate, sizeof(rate), ", %.1f MiB/s", (double)done / 1048576.0 / secs);

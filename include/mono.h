@@ -2,8 +2,7 @@
  * mono.h - the one monotonic clock: nanoseconds since an arbitrary start,
  * for intervals and deadlines within one process (never for what is
  * written down or compared across processes: that is CLOCK_REALTIME).
- * New code uses this; the older copies of the same few lines are to be
- * moved to it (issue 22).
+ * Every interval and deadline in mlfs is read from here.
  */
 #ifndef MLFS_MONO_H
 #define MLFS_MONO_H

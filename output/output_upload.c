@@ -48,6 +48,7 @@
 #include "log.h"
 #include "output_int.h"
 #include "path.h"
+#include "mono.h"
 
 #define OUT_CHUNK	(4u << 20)	/* bytes per pwrite of a plain upload */
 #define OUT_SAVE_EVERY	(64u << 20)	/* fsync and save the offset this often */
@@ -182,7 +183,7 @@ struct out_run {
 	bool zipped;
 	bool complete;		/* journal: the upload was done before */
 	uint64_t total, sent;	/* bytes: all, and in place before the current file */
-	struct timespec last;	/* the last progress report */
+	int64_t last_ns;	/* the last progress report (mono_ns) */
 	const char *phase;
 };
 
@@ -201,13 +202,11 @@ static int out_fail(struct out_run *r, int ret, const char *fmt, ...)
 
 static void out_progress(struct out_run *r, uint64_t done, bool force)
 {
-	struct timespec now;
+	int64_t now = mono_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (!force && (now.tv_sec - r->last.tv_sec) * 1000000000L +
-		      (now.tv_nsec - r->last.tv_nsec) < 1000000000L)
+	if (!force && now - r->last_ns < 1000000000)
 		return;
-	r->last = now;
+	r->last_ns = now;
 	output_progress_write(r->o, r->phase, done, r->total, NULL);
 	if (r->fn)
 		r->fn(r->arg, r->o, r->phase, done, r->total);

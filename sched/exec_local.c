@@ -68,6 +68,7 @@
 #include "exec_local_int.h"
 #include "logcap.h"
 #include "log.h"
+#include "mono.h"
 
 #define EXEC_LOCAL_CHUNK	(64 * 1024)
 #define EXEC_LOCAL_STACK	(32 * 1024)
@@ -169,10 +170,7 @@ static void exec_local_write_all(int fd, const char *buf, size_t len)
 
 static time_t exec_local_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (time_t)(mono_ns() / 1000000000);
 }
 
 static void exec_local_close_range(unsigned int lo, unsigned int hi)

@@ -55,6 +55,7 @@
 #include "log.h"
 #include "spawn.h"
 #include "spec.h"
+#include "mono.h"
 
 #define EXEC_SLURM_CMD_S	60	/* a Slurm command that takes longer is killed */
 #define EXEC_SLURM_NODES_S	60	/* how long the node list is trusted */
@@ -101,14 +102,6 @@ struct exec_slurm {
 static struct exec_slurm *exec_slurm_of(struct executor *ex)
 {
 	return (struct exec_slurm *)ex;
-}
-
-static long long exec_slurm_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* ---- running a Slurm command ---- */
@@ -243,7 +236,7 @@ static struct exec_slurm_job *exec_slurm_track(struct exec_slurm *es, const char
 		es->cap_jobs = cap;
 	}
 	j = &es->jobs[es->n_jobs++];
-	*j = (struct exec_slurm_job){ .since_ns = exec_slurm_mono(), .requeue = requeue, .refs = 1 };
+	*j = (struct exec_slurm_job){ .since_ns = mono_ns(), .requeue = requeue, .refs = 1 };
 	snprintf(j->id, sizeof(j->id), "%s", id);
 	return j;
 }
@@ -400,7 +393,7 @@ static bool exec_slurm_listed(const char *list, const char *id)
 static int exec_slurm_refresh(struct executor *ex)
 {
 	struct exec_slurm *es = exec_slurm_of(ex);
-	long long now = exec_slurm_mono();
+	long long now = mono_ns();
 	long long interval = (es->cfg ? es->cfg->slurm.poll_interval : 5) * 1000000000LL;
 	char *ids = NULL, *out = NULL, err[512], base[64];
 	size_t len = 0, cap = 0;
@@ -432,7 +425,7 @@ static int exec_slurm_refresh(struct executor *ex)
 	pthread_mutex_unlock(&es->lock);
 	if (!ids)
 		return (int)(interval / 1000000);
-	started = exec_slurm_mono();
+	started = mono_ns();
 	ret = exec_slurm_cmd(es, (char *[]){ "squeue", "-h", "-r", "-t", "all", "-j", ids, "-O",
 					     "JobArrayID:|,State:|,Reason:|,RestartCnt:|", NULL },
 			     0, 0, NULL, 0, &out, err, sizeof(err));
@@ -752,21 +745,21 @@ static void exec_slurm_nodes(struct exec_slurm *es)
 
 	long long last = es->nodes_ns > es->nodes_fail_ns ? es->nodes_ns : es->nodes_fail_ns;
 
-	if (last && exec_slurm_mono() - last < EXEC_SLURM_NODES_S * 1000000000LL)
+	if (last && mono_ns() - last < EXEC_SLURM_NODES_S * 1000000000LL)
 		return;
 	ret = exec_slurm_cmd(es, (char *[]){ "scontrol", "-o", "show", "node", NULL }, 0, 0, NULL, 0,
 			     &out, err, sizeof(err));
 	if (ret != 0) {
 		log_warn("slurm: scontrol show node failed (%s)", ret < 0 ? strerror(-ret) : err);
 		free(out);
-		es->nodes_fail_ns = exec_slurm_mono();	/* not again before a while either */
+		es->nodes_fail_ns = mono_ns();	/* not again before a while either */
 		return;
 	}
 	if (exec_slurm_parse_nodes(out, &nodes, &n) == 0) {
 		exec_slurm_nodes_free(es->nodes, es->n_nodes);
 		es->nodes = nodes;
 		es->n_nodes = n;
-		es->nodes_ns = exec_slurm_mono();
+		es->nodes_ns = mono_ns();
 	}
 	free(out);
 }

@@ -34,6 +34,7 @@
 #include "json_pos.h"
 #include "log.h"
 #include "sched_int.h"
+#include "mono.h"
 
 static const char *const sched_state_names[] = {
 	[SCHED_QUEUED] = "QUEUED",
@@ -56,22 +57,17 @@ bool sched_state_final(enum sched_state st)
 	return st == SCHED_SUCCEEDED || st == SCHED_FAILED || st == SCHED_CANCELLED;
 }
 
-static long long sched_clock_ns(clockid_t clk)
+long long sched_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(clk, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-long long sched_now_ns(void)
-{
-	return sched_clock_ns(CLOCK_REALTIME);
 }
 
 long long sched_mono_ns(void)
 {
-	return sched_clock_ns(CLOCK_MONOTONIC);
+	return mono_ns();
 }
 
 void sched_wake(struct sched *s)
