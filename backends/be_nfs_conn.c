@@ -12,7 +12,7 @@
  * at mount time only makes the calls fail with EIO until it is back.  A
  * call that fails on the connection (be_nfs_is_transport) destroys that
  * context, with every idle one, and is tried again on a fresh one, up to
- * `retries` times with a short backoff, so the same mount works again after
+ * `retries` times with the request backoff (backoff.h), so the same mount works again after
  * the server restarts.  Every RPC waits at most `timeout` seconds
  * (nfs_set_timeout); libnfs's own reconnecting is off, so a dead server is
  * an error and not a wait.  A call that gave up opens a breaker: for a
@@ -43,6 +43,7 @@
 
 #include <nfsc/libnfs.h>
 
+#include "backoff.h"
 #include "be_nfs_int.h"
 #include "log.h"
 #include "mono.h"
@@ -199,15 +200,6 @@ void be_nfs_mark_down(struct be_nfs *nb, int ret, int64_t started)
 		atomic_store(&nb->down_until, mono_ns() + BE_NFS_DOWN_NS);
 }
 
-/* Sleeps before retry @attempt (0, 1, ...): 100 ms, 200 ms, 400 ms ... at most 1.6 s. */
-static void be_nfs_backoff(int attempt)
-{
-	long ms = 100l << (attempt < 4 ? attempt : 4);
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * Whether a call that returned @ret is tried again, after the backoff.  A
  * connection made before this call (@proven) that failed fast had died
@@ -222,7 +214,7 @@ bool be_nfs_again(struct be_nfs *nb, int ret, bool proven, int64_t t0, int *atte
 		return true;
 	if (*attempt >= nb->retries)
 		return false;
-	be_nfs_backoff((*attempt)++);
+	backoff_sleep(&BACKOFF_REQUEST, (*attempt)++);
 	return true;
 }
 

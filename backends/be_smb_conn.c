@@ -12,7 +12,7 @@
  * made lazily, told the port, the timeout and how to log in, and touches
  * the network only when first used.  A transport failure (refused, reset,
  * timed out, ...) frees that context and the call is retried on a fresh
- * one, up to `retries` times with a short backoff, so the same mount works
+ * one, up to `retries` times with the request backoff (backoff.h), so the same mount works
  * again after the server restarts; an open file whose connection died is
  * reopened by URL.  What still fails is EIO, logged here once, after the
  * retries; a refused login is EACCES, logged once per datastore.  The
@@ -44,6 +44,7 @@
 
 #include <libsmbclient.h>
 
+#include "backoff.h"
 #include "be_smb_int.h"
 #include "log.h"
 
@@ -129,13 +130,6 @@ static int be_smb_fail(struct be_smb *sb, int ret, const char *what, const char 
 	else if (ret != -ENOENT)
 		log_debug("datastore %s: %s /%s: %s", sb->base.name, what, path, strerror(-ret));
 	return be_smb_errno(-ret);
-}
-
-static void be_smb_backoff(int attempt)
-{
-	struct timespec ts = { .tv_nsec = (100L << (attempt < 3 ? attempt : 3)) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /* ---- addresses and URLs ---- */
@@ -371,7 +365,7 @@ int be_smb_call(struct be_smb *sb, const char *what, const char *path, be_smb_fn
 		be_smb_lib_unlock();
 		if (ret >= 0 || !be_smb_transient(-ret) || attempt >= sb->retries)
 			break;
-		be_smb_backoff(attempt);
+		backoff_sleep(&BACKOFF_REQUEST, attempt);
 	}
 	free(url);
 	return be_smb_fail(sb, ret, what, path);
@@ -433,7 +427,7 @@ ssize_t be_smb_file_io(struct be_smb_file *f, const char *what, be_smb_file_fn *
 			break;
 		if (attempt >= sb->retries)
 			break;
-		be_smb_backoff(attempt);
+		backoff_sleep(&BACKOFF_REQUEST, attempt);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return ret < 0 ? be_smb_fail(sb, (int)ret, what, f->path) : ret;

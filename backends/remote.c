@@ -8,7 +8,7 @@
  * remote_do() is the only entry point that talks to the network: it sets
  * every option afresh on a reset handle (timeouts, redirects, keep-alive,
  * SigV4, the range, the body), runs attempts until one succeeds or a bounded
- * number of retries is spent, and sleeps a jittered exponential backoff
+ * number of retries is spent, and sleeps the request backoff (backoff.h)
  * between them.  Mapping (remote_errno), deciding to retry
  * (remote_retryable) and logging (remote_log_*) are separate small pieces.
  *
@@ -39,14 +39,13 @@
 
 #include <curl/curl.h>
 
+#include "backoff.h"
 #include "log.h"
 #include "remote.h"
 
 #define REMOTE_POOL_MAX		32
 #define REMOTE_ERR_BODY_MAX	(64 * 1024)
 #define REMOTE_BODY_DEFAULT	(16u << 20)
-#define REMOTE_BACKOFF_BASE_MS	100
-#define REMOTE_BACKOFF_CAP_MS	2000
 #define REMOTE_MAX_REDIRS	5
 
 struct remote {
@@ -754,26 +753,6 @@ static int remote_attempt(struct remote *r, CURL *h, struct remote_xfer *x,
 
 /* ---- retries ---- */
 
-static void remote_backoff(long attempt)
-{
-	static _Thread_local unsigned int seed;
-	long cap = REMOTE_BACKOFF_BASE_MS;
-	long ms;
-	struct timespec ts;
-
-	if (seed == 0)
-		seed = (unsigned int)time(NULL) ^ (unsigned int)(uintptr_t)&seed;
-	for (long i = 0; i < attempt && cap < REMOTE_BACKOFF_CAP_MS; i++)
-		cap *= 2;
-	if (cap > REMOTE_BACKOFF_CAP_MS)
-		cap = REMOTE_BACKOFF_CAP_MS;
-	ms = (long)(rand_r(&seed) % (cap + 1));	/* full jitter */
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /*
  * Sets up the next attempt: a transfer into a buffer or a sink that already
  * delivered bytes asks only for the rest; one into resp->body starts over.
@@ -820,7 +799,7 @@ static int remote_run(struct remote *r, CURL *h, struct remote_xfer *x,
 			break;
 		if (attempt == 0)
 			remote_log(r, MLFS_LOG_WARN, x, code, x->resp->status, ", retrying");
-		remote_backoff(attempt);
+		backoff_sleep(&BACKOFF_REQUEST, attempt);
 	}
 	if (ret < 0)
 		remote_log(r, remote_quiet(x->resp->status) && code == CURLE_OK ? MLFS_LOG_DEBUG :

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "backend.h"
 #include "config.h"
 #include "diag.h"
@@ -52,7 +53,6 @@
 
 #define OUT_CHUNK	(4u << 20)	/* bytes per pwrite of a plain upload */
 #define OUT_SAVE_EVERY	(64u << 20)	/* fsync and save the offset this often */
-#define OUT_BACKOFF_MAX	30		/* seconds between attempts, at most */
 
 /* ---- the staged files ---- */
 
@@ -785,13 +785,13 @@ int output_upload(struct output *o, struct mlfs_config *cfg, output_progress_fn 
 		ret = out_attempt(&r);
 		if (ret == 0 || !out_retryable(ret) || attempt >= retries)
 			break;
-		unsigned int wait = attempt < 5 ? 1u << attempt : OUT_BACKOFF_MAX;
+		unsigned int seed = 0;	/* not jittered */
+		long wait_ms = backoff_ms(&BACKOFF_UPLOAD, attempt, &seed);
 
-		wait = wait > OUT_BACKOFF_MAX ? OUT_BACKOFF_MAX : wait;
-		log_warn("output %s: %s; trying again in %u s (%ld of %ld)", o->id, r.err, wait,
-			 attempt + 1, retries);
+		log_warn("output %s: %s; trying again in %ld s (%ld of %ld)", o->id, r.err,
+			 wait_ms / 1000, attempt + 1, retries);
 		output_progress_write(o, "retrying", r.sent, r.total, r.err);
-		sleep(wait);
+		backoff_sleep(&BACKOFF_UPLOAD, attempt);
 		ret = 0;
 	}
 	if (ret == 0)
