@@ -74,6 +74,7 @@
 
 #include "be_archive.h"
 #include "log.h"
+#include "path.h"
 
 #define BE_ARCHIVE_BLOCK	(64u << 10)	/* bytes per read of the inner file */
 #define BE_ARCHIVE_NONE		UINT32_MAX
@@ -279,7 +280,7 @@ int be_archive_canon(const char *raw, char *out, const char **why)
 		for (size_t i = 0; i < len; i++)
 			if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
 				return *why = "control character in name", -EINVAL;
-		if (len == 2 && p[0] == '.' && p[1] == '.')
+		if (path_is_dotdot(p, len))
 			return *why = "\"..\" in name", -EINVAL;
 		if (len > BE_ARCHIVE_NAME_MAX || n + len + 1 > BE_ARCHIVE_PATH_MAX)
 			return *why = "name too long", -EINVAL;

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "be_local.h"
+#include "path.h"
 
 struct be_local {
 	struct backend base;
@@ -64,15 +65,6 @@ static int be_local_errno(void)
 	return errno ? -errno : -EIO;
 }
 
-/* 1 if @path has a ".." component: fs/ never sends one, and we never walk one. */
-static int be_local_has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")); p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return 1;
-	return 0;
-}
-
 /* Opens @path beneath the root, never following a symlink or "..". */
 static int be_local_open_beneath(struct be_local *lb, const char *path, int flags, mode_t mode)
 {
@@ -83,7 +75,7 @@ static int be_local_open_beneath(struct be_local *lb, const char *path, int flag
 	};
 	long fd;
 
-	if (be_local_has_dotdot(path))
+	if (path_has_dotdot(path))
 		return -EINVAL;
 	if (!(flags & (O_CREAT | O_TMPFILE)))
 		how.mode = 0;
@@ -104,7 +96,7 @@ static int be_local_parent(struct be_local *lb, const char *path, const char **n
 	char *parent;
 	int fd;
 
-	if (be_local_has_dotdot(path))
+	if (path_has_dotdot(path))
 		return -EINVAL;
 	if (!slash) {
 		*name = path;

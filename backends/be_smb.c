@@ -50,6 +50,7 @@
 
 #include "be_smb_int.h"
 #include "log.h"
+#include "path.h"
 
 #define BE_SMB_PASS_MAX		1024
 #define BE_SMB_OPEN_FLAGS	(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)
@@ -86,7 +87,7 @@ static void be_smb_validate_share(const struct datastore_config *cfg, struct dia
 			 "(a folder inside it goes in root)", cfg->name, v);
 	line = cfg->line;
 	v = config_get(cfg, "root", &line);
-	if (v && be_smb_has_dotdot(v))
+	if (v && path_has_dotdot(v))
 		diag_add(d, cfg->file, line, "[datastore %s] root: '%s' has a '..' component",
 			 cfg->name, v);
 }

@@ -47,6 +47,7 @@
 #include "backoff.h"
 #include "be_smb_int.h"
 #include "log.h"
+#include "path.h"
 
 #define BE_SMB_PORT		445
 
@@ -169,14 +170,6 @@ static char *be_smb_trim_slashes(const char *v)
 	return strndup(v, len);
 }
 
-bool be_smb_has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")); p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return true;
-	return false;
-}
-
 int be_smb_addr_init(struct be_smb_addr *a, const struct datastore_config *cfg)
 {
 	const char *address = config_get(cfg, "address", NULL);
@@ -186,7 +179,7 @@ int be_smb_addr_init(struct be_smb_addr *a, const struct datastore_config *cfg)
 
 	memset(a, 0, sizeof(*a));
 	if (!address || !share || !*share || strpbrk(share, "/\\") ||
-	    (root && be_smb_has_dotdot(root)))
+	    (root && path_has_dotdot(root)))
 		return -EINVAL;
 	ret = be_smb_parse_address(address, &a->host, &a->port);
 	if (ret < 0)

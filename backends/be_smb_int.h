@@ -87,9 +87,6 @@ int be_smb_raw(void);
 /* Splits "host" or "host:port" (445 by default); returns 0, -EINVAL or -ENOMEM. */
 int be_smb_parse_address(const char *v, char **host, unsigned int *port);
 
-/* True when @path has a ".." component. */
-bool be_smb_has_dotdot(const char *path);
-
 /*
  * Gives @ctx back to the pool, or frees it when @broken or the pool is
  * full; accepts NULL.  Takes be_smb_lib itself to free.

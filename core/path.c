@@ -18,13 +18,26 @@
 
 #include "path.h"
 
+bool path_has_dotdot(const char *path)
+{
+	for (const char *p = path; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if (path_is_dotdot(p, len))
+			return true;
+		p += len;
+		p += *p == '/';
+	}
+	return false;
+}
+
 int path_check_name(const char *name)
 {
 	size_t len = strlen(name);
 
 	if (len == 0 || strchr(name, '/'))
 		return -EINVAL;
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+	if (strcmp(name, ".") == 0 || path_is_dotdot(name, len))
 		return -EINVAL;
 	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
@@ -60,7 +73,7 @@ int path_canon(char **out, const char *path)
 		const char *end = strchrnul(p, '/');
 		size_t clen = (size_t)(end - p);
 
-		if (clen == 2 && p[0] == '.' && p[1] == '.') {
+		if (path_is_dotdot(p, clen)) {
 			free(res);
 			return -EINVAL;
 		}

@@ -9,8 +9,18 @@
 #ifndef MLFS_PATH_H
 #define MLFS_PATH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+/* Whether the component of @len bytes at @c is "..". */
+static inline bool path_is_dotdot(const char *c, size_t len)
+{
+	return len == 2 && c[0] == '.' && c[1] == '.';
+}
+
+/* Whether @path ("a/b", "/a/b/") has a ".." component: the one test of it. */
+bool path_has_dotdot(const char *path);
 
 /* 0 if @name is one usable component, else -EINVAL or -ENAMETOOLONG. */
 int path_check_name(const char *name);

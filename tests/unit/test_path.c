@@ -42,6 +42,21 @@ static void test_path_canon_refuses_dotdot(void **state)
 	assert_null(out);
 }
 
+/* The one test of a ".." component that backends use on paths they are given. */
+static void test_path_has_dotdot(void **state)
+{
+	(void)state;
+	assert_true(path_has_dotdot(".."));
+	assert_true(path_has_dotdot("../a"));
+	assert_true(path_has_dotdot("a/.."));
+	assert_true(path_has_dotdot("/a/../b/"));
+	assert_true(path_has_dotdot("a//../b"));
+	assert_false(path_has_dotdot(""));
+	assert_false(path_has_dotdot("a/b"));
+	assert_false(path_has_dotdot("..x/x../.../."));
+	assert_false(path_has_dotdot("/a/.hidden/"));
+}
+
 static void test_path_canon_refuses_overlong_component(void **state)
 {
 	char name[300];
@@ -101,6 +116,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_canon_strips_slashes_and_dots),
 		cmocka_unit_test(test_path_canon_refuses_dotdot),
+		cmocka_unit_test(test_path_has_dotdot),
 		cmocka_unit_test(test_path_canon_refuses_overlong_component),
 		cmocka_unit_test(test_path_check_name),
 		cmocka_unit_test(test_path_join_at_root_and_below),
