@@ -72,6 +72,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive_err.h"
 #include "be_archive.h"
 #include "log.h"
 #include "path.h"
@@ -203,10 +204,13 @@ static void be_archive_reader_close(struct be_archive_reader *r)
 	free(r);
 }
 
-/* The error of a failed libarchive call: the inner backend's, else @fallback. */
+/*
+ * The error of a failed libarchive call: the inner backend's (a read of the
+ * archive failed), else libarchive's own as mlfs_archive_errno maps it.
+ */
 static int be_archive_reader_err(const struct be_archive_reader *r, int fallback)
 {
-	return r->err ? r->err : fallback;
+	return r->err ? r->err : mlfs_archive_errno(r->a, fallback);
 }
 
 static void be_archive_log(struct be_archive *ab, const char *what, struct archive *a)

@@ -41,7 +41,8 @@ char *be_smb_url(const struct be_smb_addr *a, const char *path);
 
 /*
  * The negated errno for a libsmbclient failure that set @err: transport
- * failures (the connection refused, reset, timed out, ...) become -EIO,
+ * failures (the connection refused, reset, ...) become -EIO, a timeout
+ * -ETIMEDOUT (as libnfs's and curl's),
  * EPERM (what some servers answer a refused login with) becomes -EACCES,
  * 0 (no errno set) becomes -EIO; the rest are kept.
  */

@@ -14,7 +14,8 @@
  * timed out, ...) frees that context and the call is retried on a fresh
  * one, up to `retries` times with the request backoff (backoff.h), so the same mount works
  * again after the server restarts; an open file whose connection died is
- * reopened by URL.  What still fails is EIO, logged here once, after the
+ * reopened by URL.  What still fails is EIO (ETIMEDOUT when the server did
+ * not answer in time, as over NFS and HTTP), logged here once, after the
  * retries; a refused login is EACCES, logged once per datastore.  The
  * password is only copied into the buffers of the auth callback, never
  * logged.
@@ -84,13 +85,14 @@ int be_smb_errno(int err)
 	case ECONNRESET:
 	case ECONNABORTED:
 	case ENOTCONN:
-	case ETIMEDOUT:
 	case EPIPE:
 	case EHOSTUNREACH:
 	case EHOSTDOWN:
 	case ENETUNREACH:
 	case ENETDOWN:
 		return -EIO;
+	case ETIMEDOUT:
+		return -ETIMEDOUT;	/* as libnfs's and curl's timeouts */
 	case EPERM:
 		return -EACCES;
 	default:
@@ -100,7 +102,9 @@ int be_smb_errno(int err)
 
 bool be_smb_transient(int err)
 {
-	return be_smb_errno(err) == -EIO;
+	int mapped = be_smb_errno(err);
+
+	return mapped == -EIO || mapped == -ETIMEDOUT;
 }
 
 /* The raw, negated errno a failed libsmbclient call left (never 0). */

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archive_err.h"
 #include "backoff.h"
 #include "backend.h"
 #include "config.h"
@@ -404,11 +405,11 @@ static int out_mkdirs(struct out_run *r, const char *path)
 
 static int out_zip_fail(struct out_run *r, struct archive *a, const char *what)
 {
-	int err = archive_errno(a) > 0 ? archive_errno(a) : EIO;
+	int err = -mlfs_archive_errno(a, -EIO);
 	const char *msg = archive_error_string(a);
 
 	/* "Write error" alone would not say the disk is full */
-	if (msg && archive_errno(a) > 0 && !strstr(msg, strerror(err)))
+	if (msg && err != EIO && !strstr(msg, strerror(err)))
 		return out_fail(r, -err, "zip %s: %s: %s", what, msg, strerror(err));
 	return out_fail(r, -err, "zip %s: %s", what, msg ?: strerror(err));
 }

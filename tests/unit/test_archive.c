@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "archive_err.h"
 #include "backend.h"
 #include "be_archive.h"
 
@@ -625,9 +626,28 @@ static void test_archive_is_not_a_datastore_type(void **state)
 	assert_false(be_archive_ops.caps & BE_CAP_WRITE);
 }
 
+/* The one mapping of a libarchive failure: the system's errno, else the caller's name for it. */
+static void test_archive_errno_mapping(void **state)
+{
+	struct archive *a = archive_read_new();
+
+	(void)state;
+	assert_non_null(a);
+	archive_set_error(a, ENOSPC, "write failed");
+	assert_int_equal(mlfs_archive_errno(a, -EIO), -ENOSPC);
+	archive_set_error(a, ENOMEM, "no memory");
+	assert_int_equal(mlfs_archive_errno(a, -EINVAL), -ENOMEM);
+	archive_set_error(a, EILSEQ, "unrecognized format");	/* ARCHIVE_ERRNO_FILE_FORMAT */
+	assert_int_equal(mlfs_archive_errno(a, -EINVAL), -EINVAL);
+	archive_set_error(a, -1, "misc");			/* ARCHIVE_ERRNO_MISC */
+	assert_int_equal(mlfs_archive_errno(a, -EIO), -EIO);
+	archive_read_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_archive_errno_mapping),
 		cmocka_unit_test(test_archive_zip_stored_and_deflated_members),
 		cmocka_unit_test(test_archive_tar),
 		cmocka_unit_test(test_archive_tar_gz),
