@@ -1,8 +1,8 @@
 /*
  * spec.h - the job model every spec format is mapped to.
  *
- * A spec file (native proxiML-style JSON today; OpenPAI, GPULab and
- * Kibernetika later, each by its own parser) becomes one struct spec.  The
+ * A spec file (native proxiML-style, OpenPAI v1, GPULab or Kibernetika, in
+ * JSON or YAML, each read by its own parser) becomes one struct spec.  The
  * scheduler and the executors only ever see this model.  Fields a parser
  * reads but mlfs cannot honour yet are listed in `ignored`, never dropped.
  *

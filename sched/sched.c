@@ -8,14 +8,18 @@
  * same name cannot both win.  Nothing else is done under the lock, and no
  * inode is made: the job's folder is one made ahead (sched_spare.c).
  *
- * One thread (sched_thread) does everything that takes time: it places
- * queued workers, starts them through the executor, waits on their pidfds,
- * and enforces timeouts and cancels.  Other calls only change fields under
- * the lock and wake it through an eventfd.  The thread never holds the lock
- * while it calls sched_final_fn (fs/ replies to waiting readers there).
+ * The scheduler's thread (sched_thread) runs the passes (sched_run.c): it
+ * places queued workers, starts them through the executor, waits on their
+ * pidfds, and enforces timeouts and cancels.  Other calls only change
+ * fields under the lock and wake it through an eventfd.  The thread never
+ * holds the lock while it calls sched_final_fn (fs/ replies to waiting
+ * readers there).  Beside it: the submitter threads, which hand a cluster's
+ * workers to sbatch (sched_run.c), and the thread that makes job folders
+ * ahead (sched_spare.c).
  *
- * What this does not do: data staging and output (a later issue), gang
- * scheduling across nodes (the slurm executor).
+ * What this does not do: move data (a worker's command line runs `mlfs
+ * job`, which mounts its view and uploads its output: fs/cmd_job.c,
+ * output/), or place workers across nodes (the slurm executor does).
  */
 #define _GNU_SOURCE
 #include <errno.h>

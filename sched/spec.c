@@ -19,14 +19,13 @@
  * - YAML otherwise, through spec_yaml_load, which hands out the same JSON
  *   value and position index.
  *
- * spec_detect, the one dispatch point, picks the format from the
- * document's shape, first match wins:
- * 1. a member "taskRoles" or "jobName": OpenPAI v1;
- * 2. a member "request" (version 2) or "jobDefinition" (version 1): GPULab,
- *    as GPULab's documentation tells its versions apart;
- * 3. a member "resources" that is an array (Kibernetika's list of
- *    resources, each with replicas), or a member "tasks" that is an array
- *    (a Kibernetika project's task list): Kibernetika;
+ * Formats are a table (spec_formats: struct spec_format_ops, one per
+ * format file, with its name, detect, parse and runtime_env); spec_detect
+ * picks the format from the document's shape, asking each format's detect
+ * in the table's order, first match wins:
+ * 1. OpenPAI v1 (spec_openpai.c: a member "taskRoles" or "jobName");
+ * 2. GPULab (spec_gpulab.c: a member "request" or "jobDefinition");
+ * 3. Kibernetika (spec_kibernetika.c: "resources" or "tasks" an array);
  * 4. anything else: native (whose "resources" is an object).
  * The format's parser then reports every problem through spec_error, which
  * turns a JSON path into "file:line:col: path: message"; spec_parse fails
@@ -49,44 +48,36 @@
 #include "container.h"
 #include "spec_int.h"
 
-static const char *const spec_format_names[] = {
-	[SPEC_NATIVE] = "native",
-	[SPEC_OPENPAI] = "openpai",
-	[SPEC_GPULAB] = "gpulab",
-	[SPEC_KIBERNETIKA] = "kibernetika",
+/*
+ * The formats by enum spec_format.  Detection asks each with a detect in
+ * this order, first match wins; native, with none, is what is left.
+ */
+static const struct spec_format_ops *const spec_formats[] = {
+	[SPEC_NATIVE] = &spec_native_format,
+	[SPEC_OPENPAI] = &spec_openpai_format,
+	[SPEC_GPULAB] = &spec_gpulab_format,
+	[SPEC_KIBERNETIKA] = &spec_kibernetika_format,
 };
 
-/* Parsers by format; NULL: known by name, not written yet. */
-static spec_parse_fn *const spec_parsers[] = {
-	[SPEC_NATIVE] = spec_native_parse,
-	[SPEC_OPENPAI] = spec_openpai_parse,
-	[SPEC_GPULAB] = spec_gpulab_parse,
-	[SPEC_KIBERNETIKA] = spec_kibernetika_parse,
-};
+#define SPEC_N_FORMATS	(sizeof(spec_formats) / sizeof(spec_formats[0]))
+
+static const struct spec_format_ops *spec_format(enum spec_format f)
+{
+	return (size_t)f < SPEC_N_FORMATS ? spec_formats[f] : NULL;
+}
 
 void spec_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
 		      spec_env_fn *set, void *arg)
 {
-	switch (s->format) {
-	case SPEC_OPENPAI:
-		spec_openpai_runtime_env(s, w, rt, set, arg);
-		break;
-	case SPEC_GPULAB:
-		spec_gpulab_runtime_env(s, w, rt, set, arg);
-		break;
-	case SPEC_KIBERNETIKA:
-		spec_kibernetika_runtime_env(s, w, rt, set, arg);
-		break;
-	case SPEC_NATIVE:
-		break;
-	}
+	const struct spec_format_ops *f = spec_format(s->format);
+
+	if (f && f->runtime_env)
+		f->runtime_env(s, w, rt, set, arg);
 }
 
 const char *spec_format_name(enum spec_format f)
 {
-	if ((size_t)f >= sizeof(spec_format_names) / sizeof(spec_format_names[0]))
-		return "unknown";
-	return spec_format_names[f];
+	return spec_format(f) ? spec_format(f)->name : "unknown";
 }
 
 /* Which format @root is written in, from its shape (the rules: top of file). */
@@ -94,13 +85,9 @@ static enum spec_format spec_detect(const json_t *root)
 {
 	if (!json_is_object(root))
 		return SPEC_NATIVE;	/* refused by spec_run in any case */
-	if (json_object_get(root, "taskRoles") || json_object_get(root, "jobName"))
-		return SPEC_OPENPAI;
-	if (json_object_get(root, "request") || json_object_get(root, "jobDefinition"))
-		return SPEC_GPULAB;
-	if (json_is_array(json_object_get(root, "resources")) ||
-	    json_is_array(json_object_get(root, "tasks")))
-		return SPEC_KIBERNETIKA;
+	for (size_t f = 0; f < SPEC_N_FORMATS; f++)
+		if (spec_formats[f]->detect && spec_formats[f]->detect(root))
+			return (enum spec_format)f;
 	return SPEC_NATIVE;
 }
 
@@ -561,11 +548,8 @@ static int spec_run(struct spec_ctx *c, json_t *root, bool yaml)
 		else
 			spec_error(c, "", "the spec must be a JSON object ({ ... }), got %s",
 				   spec_json_type(root));
-	} else if (!spec_parsers[f]) {
-		spec_error(c, "", "looks like a %s spec, which this mlfs cannot read yet",
-			   spec_format_name(f));
 	} else {
-		spec_parsers[f](c, root);
+		spec_formats[f]->parse(c, root);
 	}
 	if (c->nomem)
 		return -ENOMEM;

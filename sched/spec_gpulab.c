@@ -967,7 +967,7 @@ static void spec_gpulab_request(struct spec_gpulab *g, json_t *root)
 		spec_gpulab_build(g);
 }
 
-void spec_gpulab_parse(struct spec_ctx *c, json_t *root)
+static void spec_gpulab_parse(struct spec_ctx *c, json_t *root)
 {
 	struct spec_gpulab g = {
 		.c = c,
@@ -1015,7 +1015,7 @@ static bool spec_gpulab_owner(const char *user, uid_t *uid, gid_t *gid)
 	return true;
 }
 
-void spec_gpulab_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+static void spec_gpulab_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
 			     spec_env_fn *set, void *arg)
 {
 	const struct spec_worker *sw = &s->workers[w];
@@ -1042,3 +1042,19 @@ void spec_gpulab_runtime_env(const struct spec *s, size_t w, const struct spec_r
 		set(arg, sw->env[i].name, known ? buf : "");
 	}
 }
+
+/*
+ * A member "request" (version 2) or "jobDefinition" (version 1), as
+ * GPULab's documentation tells its versions apart.
+ */
+static bool spec_gpulab_detect(const json_t *root)
+{
+	return json_object_get(root, "request") || json_object_get(root, "jobDefinition");
+}
+
+const struct spec_format_ops spec_gpulab_format = {
+	.name = "gpulab",
+	.detect = spec_gpulab_detect,
+	.parse = spec_gpulab_parse,
+	.runtime_env = spec_gpulab_runtime_env,
+};

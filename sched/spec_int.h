@@ -1,7 +1,9 @@
 /*
- * spec_int.h - what the spec parsers (spec_native.c, later one per format)
- * share with spec.c: the parse context, error and "ignored" reporting by
- * JSON path, and typed getters that report a wrong type themselves.
+ * spec_int.h - what the spec parsers (spec_native.c, spec_openpai.c,
+ * spec_gpulab.c, spec_kibernetika.c) share with spec.c: a format's entry in
+ * its table (struct spec_format_ops), the parse context, error and
+ * "ignored" reporting by JSON path, and typed getters that report a wrong
+ * type themselves.
  *
  * Paths are json_pos paths ("resources.cpu_count", "workers[1].command");
  * an error about a missing field is placed at the enclosing object.
@@ -30,18 +32,24 @@ struct spec_ctx {
 /* A format's parser: fills c->s from @root, reporting through @c. */
 typedef void spec_parse_fn(struct spec_ctx *c, json_t *root);
 
-void spec_native_parse(struct spec_ctx *c, json_t *root);
-void spec_openpai_parse(struct spec_ctx *c, json_t *root);
-void spec_gpulab_parse(struct spec_ctx *c, json_t *root);
-void spec_kibernetika_parse(struct spec_ctx *c, json_t *root);
+/*
+ * A spec format, as spec.c dispatches to it: a new format is its own file,
+ * one of these at its end, and a line in spec.c's table.
+ */
+struct spec_format_ops {
+	const char *name;		/* as status.json and messages say it */
+	/* Whether object @root is written in it; NULL: the format of anything else. */
+	bool (*detect)(const json_t *root);
+	spec_parse_fn *parse;
+	/* The variables a worker gets when it starts (spec_runtime_env); NULL: none. */
+	void (*runtime_env)(const struct spec *s, size_t w, const struct spec_runtime *rt,
+			    spec_env_fn *set, void *arg);
+};
 
-/* The runtime variables of each format (see spec_runtime_env). */
-void spec_openpai_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
-			      spec_env_fn *set, void *arg);
-void spec_gpulab_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
-			     spec_env_fn *set, void *arg);
-void spec_kibernetika_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
-				  spec_env_fn *set, void *arg);
+extern const struct spec_format_ops spec_native_format;
+extern const struct spec_format_ops spec_openpai_format;
+extern const struct spec_format_ops spec_gpulab_format;
+extern const struct spec_format_ops spec_kibernetika_format;
 
 /*
  * Reads YAML @text into a JSON value (mappings become objects, sequences

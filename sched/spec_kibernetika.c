@@ -781,7 +781,7 @@ static void spec_kb_free(struct spec_kb *k)
 	free(k->res);
 }
 
-void spec_kibernetika_parse(struct spec_ctx *c, json_t *root)
+static void spec_kibernetika_parse(struct spec_ctx *c, json_t *root)
 {
 	struct spec_kb k = { .c = c };
 
@@ -860,7 +860,7 @@ static void spec_kb_nodes(const struct spec *s, const struct spec_role *role,
  * task run").  GPU_COUNT: rt->n_gpus[w], the GPUs this replica was given
  * ("available for each replica"; equal to its request).
  */
-void spec_kibernetika_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+static void spec_kibernetika_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
 				  spec_env_fn *set, void *arg)
 {
 	char gpus[16];
@@ -874,3 +874,20 @@ void spec_kibernetika_runtime_env(const struct spec *s, size_t w, const struct s
 		set(arg, "GPU_COUNT", gpus);
 	}
 }
+
+/*
+ * A member "resources" that is an array (Kibernetika's list of resources,
+ * each with replicas), or "tasks" that is an array (a project's task list).
+ */
+static bool spec_kibernetika_detect(const json_t *root)
+{
+	return json_is_array(json_object_get(root, "resources")) ||
+	       json_is_array(json_object_get(root, "tasks"));
+}
+
+const struct spec_format_ops spec_kibernetika_format = {
+	.name = "kibernetika",
+	.detect = spec_kibernetika_detect,
+	.parse = spec_kibernetika_parse,
+	.runtime_env = spec_kibernetika_runtime_env,
+};

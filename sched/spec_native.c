@@ -888,7 +888,7 @@ static void spec_native_finish(struct spec_native *n)
 		spec_native_build(n);
 }
 
-void spec_native_parse(struct spec_ctx *c, json_t *root)
+static void spec_native_parse(struct spec_ctx *c, json_t *root)
 {
 	struct spec_native n = {
 		.c = c,
@@ -915,3 +915,8 @@ void spec_native_parse(struct spec_ctx *c, json_t *root)
 	spec_image_free(&n.image);
 	free(n.cmds);
 }
+
+const struct spec_format_ops spec_native_format = {
+	.name = "native",
+	.parse = spec_native_parse,
+};

@@ -745,7 +745,7 @@ static const struct spec_openpai_field {
 
 #define SPEC_OPENPAI_N_FIELDS (sizeof(spec_openpai_fields) / sizeof(spec_openpai_fields[0]))
 
-void spec_openpai_parse(struct spec_ctx *c, json_t *root)
+static void spec_openpai_parse(struct spec_ctx *c, json_t *root)
 {
 	struct spec_openpai p = { .c = c };
 	char shown[SPEC_SHOW_MAX];
@@ -846,7 +846,7 @@ static void spec_openpai_runtime_role(const struct spec *s, const struct spec_ro
  * Every task gets the placement of all tasks (that is how they find each
  * other), so the variables are the same for each worker @w.
  */
-void spec_openpai_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
+static void spec_openpai_runtime_env(const struct spec *s, size_t w, const struct spec_runtime *rt,
 			      spec_env_fn *set, void *arg)
 {
 	(void)w;
@@ -855,3 +855,16 @@ void spec_openpai_runtime_env(const struct spec *s, size_t w, const struct spec_
 	for (size_t i = 0; i < s->n_roles; i++)
 		spec_openpai_runtime_role(s, &s->roles[i], rt, set, arg);
 }
+
+/* OpenPAI v1: a member "taskRoles" or "jobName". */
+static bool spec_openpai_detect(const json_t *root)
+{
+	return json_object_get(root, "taskRoles") || json_object_get(root, "jobName");
+}
+
+const struct spec_format_ops spec_openpai_format = {
+	.name = "openpai",
+	.detect = spec_openpai_detect,
+	.parse = spec_openpai_parse,
+	.runtime_env = spec_openpai_runtime_env,
+};
