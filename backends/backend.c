@@ -141,10 +141,18 @@ static const struct backend_ops *backend_check_type(const struct datastore_confi
 			 "type: name an archive as a source (DATASTORE:/path/x.zip)", ds->name);
 		return NULL;
 	}
-	if (ret == -ENOENT)
-		diag_add(d, ds->file, ds->type_line,
-			 "[datastore %s] type: unknown type '%s' (known: local, nfs, smb, s3, http)",
-			 ds->name, ds->type);
+	if (ret == -ENOENT) {
+		char known[128] = "";
+		size_t len = 0;
+
+		/* the registry's own list; archive is a source's kind, not a datastore's type */
+		for (const char *const *k = backend_schemes(); *k; k++)
+			if (strcmp(*k, "archive") != 0 && len < sizeof(known))
+				len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s",
+							len ? ", " : "", *k);
+		diag_add(d, ds->file, ds->type_line, "[datastore %s] type: unknown type '%s' (known: %s)",
+			 ds->name, ds->type, known);
+	}
 	else if (ret == -ENOTSUP)
 		diag_add(d, ds->file, ds->type_line,
 			 "[datastore %s] type: %s backend not compiled in", ds->name, ds->type);

@@ -1033,12 +1033,6 @@ static struct datastore_config *config_add_implicit(struct mlfs_config *cfg,
 }
 
 /*
- * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL,
- * or for an archive the URL's folder (the archive is then the source's
- * path in it).  A URL of a bucket, share or export that a configured
- * datastore serves borrows its endpoint, credentials and options.
- */
-/*
  * Where the implicit datastore of @src is rooted: its source, or for an
  * archive the source's folder (the archive then being src->path in it).
  * Sets src->path; hands out the root, or NULL on ENOMEM.
@@ -1058,6 +1052,12 @@ static char *config_implicit_root(struct source_config *src)
 	return root;
 }
 
+/*
+ * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL,
+ * or for an archive the URL's folder (the archive is then the source's
+ * path in it).  A URL of a bucket, share or export that a configured
+ * datastore serves borrows its endpoint, credentials and options.
+ */
 static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
 {
 	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;

@@ -473,7 +473,7 @@ int fs_source_view(struct fs *fs, struct view *v, const struct source_config *sr
 	const struct mlfs_config *cfg = fs->cfg;
 	size_t b = 0;
 
-	/* nfs:// and smb:// sources are refused by backend_check_config until their backends exist. */
+	/* config_load gave every source a datastore (a URL source its own): none is a bad config. */
 	if (!src->datastore)
 		return -ENOTSUP;
 	while (strcmp(cfg->datastores[b].name, src->datastore) != 0)
