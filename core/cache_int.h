@@ -24,6 +24,7 @@
 #define CACHE_SPARE_IDLE	2			/* ... and once none was taken for a second */
 #define CACHE_THREADS		4			/* background fetchers per struct cache */
 #define CACHE_WRITERS		2			/* background writers of hot runs */
+#define CACHE_SYNCS_MAX		256			/* closed objects waiting to be made durable */
 #define CACHE_HOT_RUNS		16			/* fetched runs one open file keeps in memory */
 #define CACHE_HOT_BUDGET	(256ull << 20)		/* bytes of such runs per struct cache, */
 							/* at most an eighth of max_bytes */
@@ -53,6 +54,16 @@ struct cache_task {
 	uint64_t b0, b1;			/* blocks to read ahead */
 };
 
+/*
+ * A complete object closed before it was made durable: the writers sync
+ * it (cache_sync_object).  Its own descriptors of the data file and of the
+ * map, whose flock is the pin, so the object stays until it is done.
+ */
+struct cache_sync {
+	struct cache_sync *next;
+	int data_fd, map_fd;
+};
+
 /* A hot run to write, with a descriptor holding the OFD locks of its blocks. */
 struct cache_write {
 	struct cache_write *next;
@@ -78,6 +89,8 @@ struct cache {
 	int n_writers;
 	pthread_cond_t wcond;
 	struct cache_write *whead, *wtail;	/* guarded by qlock */
+	struct cache_sync *shead;		/* guarded by qlock: objects to make durable */
+	int n_syncs;				/* guarded by qlock */
 	void *spare[CACHE_SPARE_BUFS];		/* guarded by qlock: fetch buffers to reuse */
 	int n_spare;
 	int64_t spare_taken;			/* guarded by qlock: mono_ns of the last take */

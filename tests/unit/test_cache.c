@@ -30,6 +30,7 @@
 #include <openssl/evp.h>
 
 #include "cache.h"
+#include "../../core/cache_int.h"	/* the map header: the durable flag */
 
 #define MiB		(1024u * 1024u)
 #define MAX_BLOCKS	128
@@ -774,6 +775,9 @@ static void test_cache_map_with_garbage_is_ignored(void **state)
 	(void)state;
 	assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
 	read_object(c, "s\ngarbage\nv1", &fk);
+	/* the map is spoilt while nobody holds the object: not even its sync after close */
+	cache_destroy(c);
+	assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
 	object_path("s\ngarbage\nv1", ".map", path, sizeof(path));
 	fd = open(path, O_WRONLY);
 	assert_true(fd >= 0);
@@ -789,12 +793,56 @@ static void test_cache_map_with_garbage_is_ignored(void **state)
 	cache_destroy(c);
 }
 
+/* The DURABLE flag of the object named @key's map. */
+static uint32_t map_flags(const char *key)
+{
+	char path[512];
+	uint32_t flags = 0;
+	int fd;
+
+	object_path(key, ".map", path, sizeof(path));
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &flags, sizeof(flags), offsetof(struct cache_map_hdr, flags)),
+			 sizeof(flags));
+	close(fd);
+	return flags;
+}
+
+/*
+ * A complete object is made durable (data synced, then flagged) once
+ * closed, by a writer thread rather than the closing one, and at the latest
+ * by cache_destroy; a partial one never is: after a reboot it is fetched
+ * again.
+ */
+static void test_cache_complete_objects_become_durable(void **state)
+{
+	struct fake whole = { .seed = 91, .size = 3 * MiB + 5 };
+	struct fake part = { .seed = 92, .size = 32 * MiB + 5 };	/* read-ahead never completes it */
+	struct cache_stats st = { 0 };
+	struct cache_file *f;
+	char buf[4096];
+	struct cache *c;
+
+	(void)state;
+	assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
+	read_object(c, "s\ndurable\nv1", &whole);
+	assert_int_equal(cache_file_open(c, &f, "s\npartial\nv1", part.size, &st, fake_fetch,
+					 &part), 0);
+	assert_int_equal(cache_file_read(f, buf, sizeof(buf), 0), sizeof(buf));
+	cache_file_close(f);
+	cache_destroy(c);
+	assert_true(map_flags("s\ndurable\nv1") & CACHE_DURABLE);
+	assert_false(map_flags("s\npartial\nv1") & CACHE_DURABLE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_cache_whole_and_random_reads_equal_the_object),
 		T(test_cache_second_open_and_restart_fetch_nothing),
+		T(test_cache_complete_objects_become_durable),
 		T(test_cache_different_keys_never_share_data),
 		T(test_cache_threads_missing_a_block_fetch_it_once),
 		T(test_cache_two_processes_fetch_each_block_once),
