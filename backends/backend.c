@@ -252,6 +252,12 @@ int backend_create(struct backend **out, const struct datastore_config *cfg,
 	return 0;
 }
 
+int backend_create_archive(struct backend **out, struct backend *inner, const char *path,
+			   const char *cache_dir, const char *name)
+{
+	return be_archive_create(out, inner, path, cache_dir, name);
+}
+
 void backend_destroy(struct backend *be)
 {
 	if (!be)

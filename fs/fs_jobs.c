@@ -42,6 +42,7 @@
 
 #include "fs.h"
 #include "log.h"
+#include "output.h"
 #include "path.h"
 #include "scheduler.h"
 #include "spec.h"
@@ -1368,6 +1369,18 @@ int fs_jobs_node_content(struct fs *fs, char **buf, size_t *len)
 	return sched_node_render(fs->jobs->sched, buf, len);
 }
 
+/* sched_output_done_fn: what the output's own journal says (output.h). */
+static bool jobs_output_done(void *arg, const char *id)
+{
+	struct fs_jobs *fj = arg;
+	char dir[PATH_MAX];
+
+	if (snprintf(dir, sizeof(dir), "%s/outputs/%s", fj->fs->cfg->state_dir, id) >=
+	    (int)sizeof(dir))
+		return false;
+	return output_complete_dir(dir);
+}
+
 int fs_jobs_start(struct fs *fs)
 {
 	struct fs_jobs *fj = calloc(1, sizeof(*fj));
@@ -1384,6 +1397,7 @@ int fs_jobs_start(struct fs *fs)
 		free(fj);
 		return ret;
 	}
+	sched_set_output_check(fj->sched, jobs_output_done, fj);
 	fs->jobs = fj;
 	return 0;
 }

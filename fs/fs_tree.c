@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <fuse_lowlevel.h>
 
-#include "be_archive.h"
 #include "fs.h"
 #include "log.h"
 #include "output.h"
@@ -454,10 +453,10 @@ static size_t fs_shown_datastores(const struct mlfs_config *cfg)
 static int fs_open_archive(struct fs *fs, struct backend *inner, const struct source_config *src)
 {
 	struct backend *ab;
-	int ret = be_archive_create(&ab, inner, src->path, fs->cfg->cache_dir, src->name);
+	int ret = backend_create_archive(&ab, inner, src->path, fs->cfg->cache_dir, src->name);
 
 	if (ret < 0) {
-		if (ret != -EINVAL)	/* a corrupt archive was named by be_archive_create */
+		if (ret != -EINVAL)	/* a corrupt archive was named by its create */
 			log_err("%s %s: %s: cannot read the archive: %s", "source", src->name,
 				src->source, strerror(-ret));
 		return ret;

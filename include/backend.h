@@ -246,6 +246,15 @@ int backend_check_config(const struct mlfs_config *cfg, struct diag *d);
 /* Creates the backend of one datastore; sets name and index. */
 int backend_create(struct backend **out, const struct datastore_config *cfg,
 		   unsigned int index);
+/*
+ * Creates the backend that shows the archive (zip, tar, tar.gz, tar.bz2) at
+ * @path inside @inner (borrowed: it must outlive the new one) as a
+ * read-only folder named @name, extracting what cannot be read in place
+ * under @cache_dir/archives (NULL: a private folder).  0, -EINVAL for a
+ * corrupt or unsupported archive (logged), @inner's error, or -ENOMEM.
+ */
+int backend_create_archive(struct backend **out, struct backend *inner, const char *path,
+			   const char *cache_dir, const char *name);
 void backend_destroy(struct backend *be);
 
 /* ---- the wrappers fs/ calls ---- */

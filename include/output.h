@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct spec_output_kind;
+
 struct mlfs_config;
 struct spec;
 
@@ -36,6 +38,7 @@ struct output {
 	unsigned int worker;	/* from 1 */
 	unsigned int workers;	/* the job's worker count: names the zip */
 	char *type;		/* s3, datastore, local, dataset, checkpoint, model; none */
+	const struct spec_output_kind *kind;	/* type's; NULL: one mlfs does not know */
 	char *path;
 	bool archive;		/* zipped (s3 and local only) */
 	char *config;		/* the config file it was made under */
@@ -90,6 +93,8 @@ int output_upload(struct output *o, struct mlfs_config *cfg, output_progress_fn 
 
 /* true when the journal of @o says its upload is complete. */
 bool output_complete(const struct output *o);
+/* The same for the output kept in folder @dir (state_dir/outputs/<id>). */
+bool output_complete_dir(const char *dir);
 
 /*
  * Uploads every output under cfg->state_dir/outputs that no mount holds

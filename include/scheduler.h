@@ -62,6 +62,16 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, sched_final_
 void sched_destroy(struct sched *s);
 
 /*
+ * Whether the upload of worker output @id (state_dir/outputs/@id) is
+ * complete.  The scheduler asks it of a job that failed only because its
+ * output did not upload, which turns SUCCEEDED once it did (a later `mlfs
+ * sync`); the output journal is output.h's, so fs/ answers through
+ * sched_set_output_check.  Until set, no output is complete.
+ */
+typedef bool sched_output_done_fn(void *arg, const char *id);
+void sched_set_output_check(struct sched *s, sched_output_done_fn *fn, void *arg);
+
+/*
  * Accepts the spec @text written to jobs/@file by @uid/@gid: checks it,
  * makes it durable, queues it.  Returns 0 and the job's name in *name
  * (malloc'd), or -EINVAL / -EFBIG with messages in @d, -EEXIST when the

@@ -123,6 +123,13 @@ bool output_complete(const struct output *o)
 	return done;
 }
 
+bool output_complete_dir(const char *dir)
+{
+	struct output o = { .dir = (char *)dir, .live_fd = -1 };
+
+	return output_complete(&o);
+}
+
 void output_progress_write(const struct output *o, const char *phase, uint64_t done,
 			   uint64_t total, const char *error)
 {
@@ -200,6 +207,7 @@ int output_create(struct output **out, const char *state_dir, const char *config
 	o->id = id ? strdup(id) : output_new_id(s, worker);
 	o->job = strdup(s->name);
 	o->type = strdup(dest->type ? dest->type : "none");
+	o->kind = spec_output_kind(o->type);
 	o->path = strdup(dest->path ? dest->path : "");
 	o->config = realpath(config_file, NULL);
 	if (!o->id || !o->job || !o->type || !o->path || !o->config ||
@@ -280,6 +288,7 @@ int output_open(struct output **out, const char *dir)
 	o->id = output_json_str(j, "id");
 	o->job = output_json_str(j, "job");
 	o->type = output_json_str(j, "type");
+	o->kind = spec_output_kind(o->type);
 	o->path = output_json_str(j, "path");
 	o->config = output_json_str(j, "config");
 	o->worker = (unsigned int)json_integer_value(json_object_get(j, "worker"));

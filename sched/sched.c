@@ -430,6 +430,14 @@ int sched_create(struct sched **out, const struct mlfs_config *cfg, sched_final_
 	return 0;
 }
 
+void sched_set_output_check(struct sched *s, sched_output_done_fn *fn, void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->output_done = fn;
+	s->output_done_arg = arg;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void sched_destroy(struct sched *s)
 {
 	if (!s)

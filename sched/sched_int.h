@@ -128,6 +128,8 @@ struct sched {
 	pthread_mutex_t journal_lock;
 	sched_final_fn *final;
 	void *final_arg;
+	sched_output_done_fn *output_done;	/* under lock; NULL until set */
+	void *output_done_arg;
 
 	pthread_mutex_t lock;
 	struct sched_job *jobs, **jobs_tail;

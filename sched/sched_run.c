@@ -1602,29 +1602,10 @@ static void sched_place(struct sched *s, struct sched_job *j, int *depth)
 
 #define SCHED_UPLOAD_CHECK_NS 5000000000LL	/* how often a failed upload is looked at */
 
-/* Whether the journal of output @id says it is complete (output/output.c writes it). */
+/* Whether output @id finished its upload, as the caller's check says (sched_set_output_check). */
 static bool sched_output_complete(const struct sched *s, const char *id)
 {
-	char path[4200], buf[4096];
-	bool done = false;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/outputs/%s/journal", s->cfg->state_dir, id);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	/* The complete line is the last one: the end of the file holds it. */
-	off_t end = lseek(fd, 0, SEEK_END);
-
-	n = pread(fd, buf, sizeof(buf) - 1, end > (off_t)sizeof(buf) - 1
-		  ? end - (off_t)sizeof(buf) + 1 : 0);
-	close(fd);
-	if (n > 0) {
-		buf[n] = '\0';
-		done = strstr(buf, "{\"complete\":") != NULL;
-	}
-	return done;
+	return s->output_done && s->output_done(s->output_done_arg, id);
 }
 
 /*
