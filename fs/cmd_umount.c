@@ -28,6 +28,7 @@
 #include "log.h"
 #include "output.h"
 #include "spawn.h"
+#include "spec.h"
 
 /* fusermount3 -u, which checks that this user mounted it; its words shown as its own. */
 static int umount_as_user(const char *mp)
@@ -130,7 +131,7 @@ static int umount_upload_view(const char *info)
 		goto out;
 	}
 	ret = output_upload(o, cfg, cmd_progress, NULL, err, sizeof(err));
-	if (ret == 0 && strcmp(o->type, "none") == 0)
+	if (ret == 0 && o->kind && o->kind->kept)
 		fprintf(stderr, "mlfs umount: job %s worker %u names no output destination; "
 			"its output is kept in %s/files\n", o->job, o->worker, dir);
 	if (ret < 0)

@@ -222,6 +222,24 @@ int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const c
 		    const char *text, size_t len, struct diag *d);
 
 /*
+ * A kind of output destination (data.output.type, "none" when a spec names
+ * none), and what each implies, so that the type is compared in one place
+ * (spec_output_kind) and the upload, the checks and `mlfs umount` ask the
+ * kind.
+ */
+struct spec_output_kind {
+	const char *type;	/* as specs and output.json write it */
+	bool registered;	/* dataset, checkpoint, model: kept under [mlfs] store, TYPEs/PATH */
+	bool as_written;	/* s3, datastore, local: the path is the destination */
+	bool zips;		/* s3, local: zipped into one file unless archive is false */
+	bool makes_folder;	/* local: the folder is made before the upload */
+	bool kept;		/* none: the staged files stay where they are, for the user */
+};
+
+/* The kind named @type, or NULL when it is none mlfs knows. */
+const struct spec_output_kind *spec_output_kind(const char *type);
+
+/*
  * Gives the workers of @s the image of the [environment NAME] of @cfg its
  * base environment asks for (spec_env.c), and names it in
  * s->base_env.name; nothing when it asks for none.  When no section

@@ -51,6 +51,7 @@
 #include "output_int.h"
 #include "path.h"
 #include "mono.h"
+#include "spec.h"
 
 #define OUT_CHUNK	(4u << 20)	/* bytes per pwrite of a plain upload */
 #define OUT_SAVE_EVERY	(64u << 20)	/* fsync and save the offset this often */
@@ -561,8 +562,7 @@ static char *out_dest_value(struct out_run *r)
 	const struct output *o = r->o;
 	char *v;
 
-	if (strcmp(o->type, "dataset") == 0 || strcmp(o->type, "checkpoint") == 0 ||
-	    strcmp(o->type, "model") == 0) {
+	if (o->kind && o->kind->registered) {
 		if (!r->cfg->store) {
 			out_fail(r, -EINVAL, "a %s output needs [mlfs] store in %s: the datastore "
 				 "that keeps registered outputs", o->type, r->cfg->file);
@@ -570,8 +570,7 @@ static char *out_dest_value(struct out_run *r)
 		}
 		return asprintf(&v, "%s:/%ss/%s", r->cfg->store, o->type, o->path) < 0 ? NULL : v;
 	}
-	if (strcmp(o->type, "s3") == 0 || strcmp(o->type, "datastore") == 0 ||
-	    strcmp(o->type, "local") == 0)
+	if (o->kind && o->kind->as_written)
 		return strdup(o->path);
 	out_fail(r, -EINVAL, "output type '%s' is not one mlfs uploads to", o->type);
 	return NULL;
@@ -588,7 +587,7 @@ static int out_dest_open(struct out_run *r)
 	if (!value)
 		return r->err[0] ? -EINVAL : -ENOMEM;
 	diag_init(&d);
-	if (strcmp(r->o->type, "local") == 0 && (ret = path_mkdirs(value, 0755)) < 0) {
+	if (r->o->kind->makes_folder && (ret = path_mkdirs(value, 0755)) < 0) {
 		out_fail(r, ret, "%s: %s", value, strerror(-ret));
 		goto out;
 	}
@@ -705,9 +704,7 @@ static int out_attempt(struct out_run *r)
 	if (ret == 0 && !r->be)
 		ret = out_dest_open(r);
 	if (ret == 0)
-		ret = r->o->archive && (strcmp(r->o->type, "s3") == 0 ||
-					strcmp(r->o->type, "local") == 0)
-			? out_send_zip(r, &w) : out_send_files(r, &w);
+		ret = r->o->archive && r->o->kind->zips ? out_send_zip(r, &w) : out_send_files(r, &w);
 	out_walk_free(&w);
 	close(r->files_fd);
 	r->files_fd = -1;
@@ -774,7 +771,7 @@ int output_upload(struct output *o, struct mlfs_config *cfg, output_progress_fn 
 		qsort(r.done, r.n_done, sizeof(*r.done), out_cmp);
 	if (ret == 0 && r.complete)
 		goto out;
-	if (ret == 0 && strcmp(o->type, "none") == 0) {
+	if (ret == 0 && o->kind && o->kind->kept) {
 		/* No destination named: the staged files stay where they are, for the user. */
 		ret = output_journal_add(o, json_pack("{s:I, s:b}", "complete", (json_int_t)time(NULL),
 						      "kept", 1));

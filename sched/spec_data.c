@@ -72,10 +72,29 @@ static void spec_data_store(struct spec_data_ctx *c, const struct spec_location 
 		spec_data_error(c, field, "no datastore named \"%s\" in %s", name, cfg->file);
 }
 
+static const struct spec_output_kind spec_output_kinds[] = {
+	{ .type = "none", .kept = true },
+	{ .type = "s3", .as_written = true, .zips = true },
+	{ .type = "datastore", .as_written = true },
+	{ .type = "local", .as_written = true, .zips = true, .makes_folder = true },
+	{ .type = "dataset", .registered = true },
+	{ .type = "checkpoint", .registered = true },
+	{ .type = "model", .registered = true },
+};
+
+const struct spec_output_kind *spec_output_kind(const char *type)
+{
+	for (size_t i = 0; type && i < sizeof(spec_output_kinds) / sizeof(spec_output_kinds[0]); i++)
+		if (strcmp(spec_output_kinds[i].type, type) == 0)
+			return &spec_output_kinds[i];
+	return NULL;
+}
+
 int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
 		    const char *text, size_t len, struct diag *d)
 {
 	const struct spec_data *data = &s->data;
+	const struct spec_output_kind *out = spec_output_kind(data->output.type);
 	struct spec_data_ctx c = { .cfg = cfg, .file = file, .d = d };
 	size_t before = d->n;
 	char field[64];
@@ -95,9 +114,7 @@ int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const c
 	spec_data_store(&c, &data->model, "model.path");
 	spec_data_store(&c, &data->input, "data.input.path");
 	spec_data_store(&c, &data->output, "data.output.path");
-	if (data->output.type && !cfg->store &&
-	    (strcmp(data->output.type, "dataset") == 0 || strcmp(data->output.type, "checkpoint") == 0 ||
-	     strcmp(data->output.type, "model") == 0))
+	if (out && out->registered && !cfg->store)
 		spec_data_error(&c, "data.output.type", "a %s output is kept in the datastore "
 				"[mlfs] store names, and %s sets none", data->output.type, cfg->file);
 	json_pos_free(c.pos);

@@ -253,15 +253,14 @@ struct spec_native_kind {
 	const char *type;
 	enum spec_native_rule rule;
 	const char *prefixes[4];	/* SPEC_URL: any of these, then more */
-	bool archive;			/* outputs: zipped unless "archive": false */
 	const char *refused;
 	int refused_from;
 };
 
 static const struct spec_native_kind spec_native_outputs[] = {
-	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" }, .archive = true },
+	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
 	{ .type = "datastore", .rule = SPEC_DATASTORE },
-	{ .type = "local", .rule = SPEC_ABSOLUTE, .archive = true },
+	{ .type = "local", .rule = SPEC_ABSOLUTE },
 	{ .type = "dataset", .rule = SPEC_NAME },
 	{ .type = "checkpoint", .rule = SPEC_NAME },
 	{ .type = "model", .rule = SPEC_NAME },
@@ -473,20 +472,21 @@ static void spec_native_names(struct spec_ctx *c, json_t *obj, const char *paren
 	}
 }
 
-/* data.output: a location, and whether it is zipped (spec_native_kind.archive). */
+/* data.output: a location, and whether it is zipped (its spec_output_kind's zips). */
 static void spec_native_output(struct spec_ctx *c, json_t *io)
 {
 	struct spec_location *out = &c->s->data.output;
 	const struct spec_native_kind *k;
-	bool archive = true;
+	bool archive = true, zips;
 	int has_archive;
 
 	k = spec_native_location(c, io, "data.output", spec_native_outputs, "archive", out);
 	has_archive = spec_get_bool(c, io, "data.output", "archive", &archive);
 	if (!k)
 		return;
-	out->archive = k->archive && archive;
-	if (has_archive > 0 && !k->archive)
+	zips = spec_output_kind(k->type) && spec_output_kind(k->type)->zips;
+	out->archive = zips && archive;
+	if (has_archive > 0 && !zips)
 		spec_ignore(c, "data.output.archive: only s3 and local outputs are zipped; a %s output is always plain files",
 			    k->type);
 }
