@@ -307,6 +307,91 @@ static void job_user_dir(char **dir, const char *xdg, const char *home_sub, cons
 		free(cand[i]);
 }
 
+/* Loads what the job runs with, and checks worker and mountpoint; 0 or -1 (said on stderr). */
+static int job_load(struct mount_args *a, unsigned int worker, struct mlfs_config **cfg,
+		    struct spec **s)
+{
+	if (cmd_load_config(cfg, a->config) < 0 || cmd_load_spec(s, a->spec, *cfg) < 0 ||
+	    mount_check_mountpoint(a->mountpoint) < 0)
+		return -1;
+	job_user_dir(&(*cfg)->state_dir, "XDG_STATE_HOME", ".local/state/mlfs", "mlfs-state");
+	job_user_dir(&(*cfg)->cache_dir, "XDG_CACHE_HOME", ".cache/mlfs", "mlfs-cache");
+	if (mount_make_dirs(*cfg) < 0)
+		return -1;
+	if (worker > (*s)->n_workers) {
+		fprintf(stderr, "mlfs job: %s: --worker %u: job %s has %zu worker(s)\n", a->spec,
+			worker, (*s)->name, (*s)->n_workers);
+		return -1;
+	}
+	a->realmount = realpath(a->mountpoint, NULL);
+	if (!a->realmount) {
+		fprintf(stderr, "mlfs job: mountpoint %s: %s\n", a->mountpoint, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The worker's output staging folder; 0 or -1 (said on stderr). */
+static int job_output(struct output **o, const struct mlfs_config *cfg, const struct mount_args *a,
+		      const struct spec *s, const struct job_opts *opts)
+{
+	int ret = output_create(o, cfg->state_dir, a->config, s, opts->worker, opts->output_id,
+				opts->owned ? opts->uid : getuid(),
+				opts->owned ? opts->gid : getgid());
+
+	if (ret == -EEXIST)
+		fprintf(stderr, "mlfs job: --output-id %s: that output exists already\n",
+			opts->output_id);
+	else if (ret < 0)
+		fprintf(stderr, "mlfs job: %s/outputs: cannot make the staging folder: %s\n",
+			cfg->state_dir, strerror(-ret));
+	return ret < 0 ? -1 : 0;
+}
+
+/*
+ * The worker's view of @s over output files folder @files: its sources
+ * resolved in @c, the tree made (owning @cfg on success), an inference
+ * input folder fetched whole.  0 or -1 (said on stderr); *@fs NULL on failure.
+ */
+static int job_view(struct fs **fs, struct job_ctx *c, struct mlfs_config *cfg,
+		    const struct spec *s, const struct mount_args *a, const struct job_opts *opts,
+		    char *files, char *info)
+{
+	const struct spec_location *in = &s->data.input;
+	int ret = files && info ? job_resolve(c, s, files) : -ENOMEM;
+
+	if (ret < 0) {
+		diag_print(&c->d, stderr);
+		if (ret == -ENOMEM)
+			fprintf(stderr, "mlfs job: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	struct fs_job_layout l = { .inputs = c->inputs, .n_inputs = c->n_inputs,
+		.checkpoints = c->checkpoints, .n_checkpoints = c->n_checkpoints,
+		.model = c->model, .output = c->output, .mount_info = info,
+		.uid = opts->owned ? opts->uid : getuid(),
+		.gid = opts->owned ? opts->gid : getgid() };
+
+	ret = fs_create_job(fs, cfg, &l);
+	if (ret < 0) {
+		fprintf(stderr, "mlfs job: %s: cannot set up the view: %s\n", a->spec,
+			strerror(-ret));
+		*fs = NULL;
+		return -1;
+	}
+	/* An inference input folder ("…/") is synced whole before the worker starts. */
+	if (in->type && in->path[0] && in->path[strlen(in->path) - 1] == '/' &&
+	    (ret = fs_job_fetch_view(*fs, c->n_inputs - 1)) < 0) {
+		fprintf(stderr, "mlfs job: %s: data.input: cannot fetch %s: %s\n", a->spec,
+			in->path, strerror(-ret));
+		(*fs)->cfg = NULL;	/* still the caller's: it frees it */
+		fs_destroy(*fs);
+		*fs = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct mount_args a = { .spec_wanted = true };
@@ -316,9 +401,8 @@ int cmd_job(int argc, char **argv)
 	struct spec *s = NULL;
 	struct output *o = NULL;
 	struct fs *fs = NULL;
-	unsigned int worker;
 	char *files = NULL, *info = NULL;
-	int status, ret;
+	int status;
 
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -326,7 +410,6 @@ int cmd_job(int argc, char **argv)
 			return 0;
 		}
 	status = job_take_opts(&argc, argv, &opts);
-	worker = opts.worker;
 	if (status == 0)
 		status = mount_parse_args(&a, argc, argv, job_usage);
 	if (status) {
@@ -335,72 +418,15 @@ int cmd_job(int argc, char **argv)
 	}
 	log_init("mlfs", a.debug ? MLFS_LOG_DEBUG : MLFS_LOG_INFO);
 	status = 1;
-	if (cmd_load_config(&cfg, a.config) < 0 || cmd_load_spec(&s, a.spec, cfg) < 0 ||
-	    mount_check_mountpoint(a.mountpoint) < 0)
+	diag_init(&c.d);
+	if (job_load(&a, opts.worker, &cfg, &s) < 0 || job_output(&o, cfg, &a, s, &opts) < 0)
 		goto out;
-	job_user_dir(&cfg->state_dir, "XDG_STATE_HOME", ".local/state/mlfs", "mlfs-state");
-	job_user_dir(&cfg->cache_dir, "XDG_CACHE_HOME", ".cache/mlfs", "mlfs-cache");
-	if (mount_make_dirs(cfg) < 0)
-		goto out;
-	if (worker > s->n_workers) {
-		fprintf(stderr, "mlfs job: %s: --worker %u: job %s has %zu worker(s)\n", a.spec,
-			worker, s->name, s->n_workers);
-		goto out;
-	}
-	a.realmount = realpath(a.mountpoint, NULL);
-	if (!a.realmount) {
-		fprintf(stderr, "mlfs job: mountpoint %s: %s\n", a.mountpoint, strerror(errno));
-		goto out;
-	}
-	ret = output_create(&o, cfg->state_dir, a.config, s, worker, opts.output_id,
-			    opts.owned ? opts.uid : getuid(), opts.owned ? opts.gid : getgid());
-	if (ret == -EEXIST) {
-		fprintf(stderr, "mlfs job: --output-id %s: that output exists already\n",
-			opts.output_id);
-		goto out;
-	}
-	if (ret < 0) {
-		fprintf(stderr, "mlfs job: %s/outputs: cannot make the staging folder: %s\n",
-			cfg->state_dir, strerror(-ret));
-		goto out;
-	}
 	files = output_files(o);
 	info = job_mount_info(cfg, o, a.spec);
 	c.cfg = cfg;
 	c.spec_file = a.spec;
-	diag_init(&c.d);
-	ret = files && info ? job_resolve(&c, s, files) : -ENOMEM;
-	if (ret < 0) {
-		diag_print(&c.d, stderr);
-		if (ret == -ENOMEM)
-			fprintf(stderr, "mlfs job: %s\n", strerror(ENOMEM));
+	if (job_view(&fs, &c, cfg, s, &a, &opts, files, info) < 0)
 		goto out_unstage;
-	}
-	{
-		struct fs_job_layout l = { .inputs = c.inputs, .n_inputs = c.n_inputs,
-			.checkpoints = c.checkpoints, .n_checkpoints = c.n_checkpoints,
-			.model = c.model, .output = c.output, .mount_info = info,
-			.uid = opts.owned ? opts.uid : getuid(),
-			.gid = opts.owned ? opts.gid : getgid() };
-
-		ret = fs_create_job(&fs, cfg, &l);
-	}
-	if (ret < 0) {
-		fprintf(stderr, "mlfs job: %s: cannot set up the view: %s\n", a.spec,
-			strerror(-ret));
-		goto out_unstage;
-	}
-	/* An inference input folder ("…/") is synced whole before the worker starts. */
-	if (s->data.input.type && s->data.input.path[0] &&
-	    s->data.input.path[strlen(s->data.input.path) - 1] == '/' &&
-	    (ret = fs_job_fetch_view(fs, c.n_inputs - 1)) < 0) {
-		fprintf(stderr, "mlfs job: %s: data.input: cannot fetch %s: %s\n", a.spec,
-			s->data.input.path, strerror(-ret));
-		fs->cfg = NULL;		/* still ours: freed below */
-		fs_destroy(fs);
-		fs = NULL;
-		goto out_unstage;
-	}
 	cfg = NULL;		/* fs owns it now */
 	status = mount_serve(fs, &a);
 	if (status != 0)

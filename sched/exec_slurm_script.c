@@ -645,20 +645,10 @@ static const char exec_slurm_body[] =
 	"\t[ \"$rc\" = 0 ] && [ \"$up\" -le 0 ]\n"
 	"}\n";
 
-int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w, size_t n,
-		      bool together, const char *const *types, size_t n_types, bool ask_tmp,
-		      char **script, char ***argv, size_t *argc, char *why, size_t why_len)
+/* Whether workers @w[0..n) can be one submission: an array needs one shape.  0 or -EINVAL. */
+static int exec_slurm_one_shape(const struct exec_start *w, size_t n, bool together, char *why,
+				size_t why_len)
 {
-	char *text = NULL, delim[64], **av;
-	size_t len = 0, ac = 0, cap;
-	bool images = false;
-	int ret = 0;
-	FILE *f;
-	const char *args = cfg && cfg->slurm.sbatch_args ? cfg->slurm.sbatch_args : "";
-
-	*script = NULL;
-	*argv = NULL;
-	*argc = 0;
 	if (n == 0 || !w[0].spec || !w[0].job_dir) {
 		snprintf(why, why_len, "nothing to submit");
 		return -EINVAL;
@@ -670,15 +660,13 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 				 w[0].worker, w[i].worker);
 			return -EINVAL;
 		}
-	/* a here-document end no line of the spec is */
-	for (unsigned int k = 0;; k++) {
-		snprintf(delim, sizeof(delim), "MLFS_SPEC_END_%u", k);
-		if (!w[0].spec_text || !memmem(w[0].spec_text, w[0].spec_len, delim, strlen(delim)))
-			break;
-	}
-	f = open_memstream(&text, &len);
-	if (!f)
-		return -ENOMEM;
+	return 0;
+}
+
+/* The #SBATCH lines: name, logs, the array of workers, then the resources. */
+static void exec_slurm_header(FILE *f, const struct exec_start *w, size_t n, bool together,
+			      const char *const *types, size_t n_types, bool ask_tmp)
+{
 	fprintf(f, "#!/bin/bash\n# mlfs job %s: made by mlfs for sbatch; the spec is carried at the end.\n",
 		w[0].job);
 	fprintf(f, "#SBATCH --job-name=%s\n", w[0].job);
@@ -696,6 +684,13 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 		fprintf(f, "\n");
 	}
 	exec_slurm_options(f, w, n, together, types, n_types, ask_tmp);
+}
+
+/* The script's variables, and what a container needs of the compute node's GPUs. */
+static void exec_slurm_vars(FILE *f, const struct exec_start *w, size_t n)
+{
+	bool images = false;
+
 	fprintf(f, "set -u\nexport PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
 	/* Slurm gives none where it cannot load the user's login environment (--export=NONE) */
 	fprintf(f, "[ -n \"${HOME:-}\" ] || export HOME=\"$(getent passwd \"$(id -u)\" | cut -d: -f6)\"\n");
@@ -717,9 +712,18 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 		exec_slurm_array(f, "NV_DIRS", container_driver_dirs_inside, SIZE_MAX);
 		fprintf(f, "NV_ARCH=%s\n", container_ldconfig_arch);
 	}
-	for (size_t i = 0; i < n && ret == 0; i++)
-		ret = exec_slurm_worker_fn(f, &w[i]);
-	fputs(exec_slurm_body, f);
+}
+
+/* The spec, in a here-document ended by a line it does not hold, and the line that runs. */
+static void exec_slurm_tail(FILE *f, const struct exec_start *w, size_t n, bool together)
+{
+	char delim[64];
+
+	for (unsigned int k = 0;; k++) {
+		snprintf(delim, sizeof(delim), "MLFS_SPEC_END_%u", k);
+		if (!w[0].spec_text || !memmem(w[0].spec_text, w[0].spec_len, delim, strlen(delim)))
+			break;
+	}
 	fprintf(f, "mlfs_spec() {\n\tcat <<'%s'\n", delim);
 	if (w[0].spec_text)
 		fwrite(w[0].spec_text, 1, w[0].spec_len, f);
@@ -735,21 +739,17 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 		fprintf(f, "mlfs_run \"$SLURM_ARRAY_TASK_ID\"\n");
 	else
 		fprintf(f, "mlfs_run %u\n", w[0].worker);
-	if (fclose(f) != 0 || !text || ret < 0) {
-		free(text);
-		if (ret == -ENAMETOOLONG) {
-			snprintf(why, why_len, "its podman command line is too long");
-			return -EINVAL;
-		}
-		return ret < 0 ? ret : -ENOMEM;
-	}
-	/* sbatch --parsable [--partition=P] [--account=A] [sbatch_args...] */
-	cap = 6 + (strlen(args) + 1) / 2 + 1;	/* words of one letter: (len + 1) / 2 */
-	av = calloc(cap, sizeof(*av));
-	if (!av) {
-		free(text);
+}
+
+/* sbatch --parsable [--partition=P] [--account=A] [sbatch_args split at blanks...]; -ENOMEM. */
+static int exec_slurm_argv(const struct mlfs_config *cfg, char ***argv, size_t *argc)
+{
+	const char *args = cfg && cfg->slurm.sbatch_args ? cfg->slurm.sbatch_args : "";
+	size_t ac = 0, cap = 6 + (strlen(args) + 1) / 2 + 1;	/* words of one letter: (len + 1) / 2 */
+	char **av = calloc(cap, sizeof(*av));
+
+	if (!av)
 		return -ENOMEM;
-	}
 	av[ac++] = strdup("sbatch");
 	av[ac++] = strdup("--parsable");
 	if (cfg && cfg->slurm.partition && *cfg->slurm.partition)
@@ -770,11 +770,50 @@ int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w,
 			for (size_t k = 0; k < ac; k++)
 				free(av[k]);
 			free(av);
-			free(text);
 			return -ENOMEM;
 		}
-	*script = text;
 	*argv = av;
 	*argc = ac;
+	return 0;
+}
+
+int exec_slurm_script(const struct mlfs_config *cfg, const struct exec_start *w, size_t n,
+		      bool together, const char *const *types, size_t n_types, bool ask_tmp,
+		      char **script, char ***argv, size_t *argc, char *why, size_t why_len)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int ret;
+	FILE *f;
+
+	*script = NULL;
+	*argv = NULL;
+	*argc = 0;
+	ret = exec_slurm_one_shape(w, n, together, why, why_len);
+	if (ret < 0)
+		return ret;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	exec_slurm_header(f, w, n, together, types, n_types, ask_tmp);
+	exec_slurm_vars(f, w, n);
+	for (size_t i = 0; i < n && ret == 0; i++)
+		ret = exec_slurm_worker_fn(f, &w[i]);
+	fputs(exec_slurm_body, f);
+	exec_slurm_tail(f, w, n, together);
+	if (fclose(f) != 0 || !text || ret < 0) {
+		free(text);
+		if (ret == -ENAMETOOLONG) {
+			snprintf(why, why_len, "its podman command line is too long");
+			return -EINVAL;
+		}
+		return ret < 0 ? ret : -ENOMEM;
+	}
+	ret = exec_slurm_argv(cfg, argv, argc);
+	if (ret < 0) {
+		free(text);
+		return ret;
+	}
+	*script = text;
 	return 0;
 }
