@@ -4,7 +4,7 @@
  * on the node.
  *
  * A version 1 definition is first converted to a version 2 request
- * (spec_gpulab_from_v1), as GPULab itself does, then both are read by the
+ * (spec_gpulab_from_v1, spec_gpulab_v1.c), as GPULab itself does, then both are read by the
  * same code.  Messages about a converted request still name the field the
  * user wrote and point at it: every path goes through spec_gpulab_where,
  * which for version 1 turns "request.resources.cpus" back into
@@ -285,174 +285,6 @@ static int spec_gpulab_array(struct spec_gpulab *g, json_t *obj, const char *par
 	}
 	*out = v;
 	return 1;
-}
-
-/* ---- version 1 -> version 2 ---- */
-
-/* Copies member @from of @src to @to of @dst, when there. */
-static void spec_gpulab_copy(struct spec_gpulab *g, json_t *dst, const char *to, json_t *src,
-			     const char *from)
-{
-	json_t *v = json_object_get(src, from);
-
-	if (v && json_object_set(dst, to, v) < 0)
-		g->c->nomem = true;
-}
-
-static void spec_gpulab_set_new(struct spec_gpulab *g, json_t *dst, const char *to, json_t *v)
-{
-	if (!v || json_object_set_new(dst, to, v) < 0)
-		g->c->nomem = true;
-}
-
-/* systemMemory in MB -> cpuMemoryGb; anything but a positive number is left for the v2 checks. */
-static void spec_gpulab_v1_memory(struct spec_gpulab *g, json_t *res, json_t *r1)
-{
-	json_t *mb = json_object_get(r1, "systemMemory");
-
-	if (json_is_number(mb) && json_number_value(mb) > 0)
-		spec_gpulab_set_new(g, res, "cpuMemoryGb", json_real(json_number_value(mb) / 1000));
-	else
-		spec_gpulab_copy(g, res, "cpuMemoryGb", r1, "systemMemory");
-}
-
-/* gpuModel: v1 gave one string; v2 wants a list. */
-static void spec_gpulab_v1_gpu_model(struct spec_gpulab *g, json_t *res, json_t *r1)
-{
-	json_t *m = json_object_get(r1, "gpuModel");
-
-	if (!json_is_string(m)) {
-		spec_gpulab_copy(g, res, "gpuModel", r1, "gpuModel");
-	} else if (spec_blank(json_string_value(m))) {
-		spec_error(g->c, "jobDefinition.resources.gpuModel",
-			   "must not be empty; leave it out to accept any GPU model");
-	} else {
-		spec_gpulab_set_new(g, res, "gpuModel", json_pack("[O]", m));
-	}
-}
-
-/* request.resources for @jd; NULL when it has none (or out of memory). */
-static json_t *spec_gpulab_v1_resources(struct spec_gpulab *g, json_t *jd)
-{
-	static const char *const known[] = {
-		"gpus", "cpuCores", "systemMemory", "gpuModel", "minCudaVersion", NULL,
-	};
-	json_t *r1 = json_object_get(jd, "resources");
-	json_t *res;
-
-	if (!r1 || json_is_null(r1))
-		return NULL;	/* the v2 checks say it is missing */
-	if (!json_is_object(r1))
-		return json_incref(r1);	/* and that it is no object */
-	res = json_object();
-	if (!res) {
-		g->c->nomem = true;
-		return NULL;
-	}
-	spec_ignore_unknown(g->c, r1, "jobDefinition.resources", known);
-	spec_gpulab_copy(g, res, "clusterId", jd, "clusterId");
-	spec_gpulab_copy(g, res, "gpus", r1, "gpus");
-	spec_gpulab_copy(g, res, "cpus", r1, "cpuCores");
-	spec_gpulab_copy(g, res, "minCudaVersion", r1, "minCudaVersion");
-	spec_gpulab_v1_memory(g, res, r1);
-	spec_gpulab_v1_gpu_model(g, res, r1);
-	return res;
-}
-
-/* One jobDataLocations entry as a storage entry, or NULL after reporting. */
-static json_t *spec_gpulab_v1_location(struct spec_gpulab *g, json_t *loc, size_t i)
-{
-	char at[SPEC_PATH_MAX], field[SPEC_PATH_MAX];
-	const char *mount, *host = NULL;
-	int ret;
-
-	snprintf(at, sizeof(at), "jobDefinition.jobDataLocations[%zu]", i);
-	if (!json_is_object(loc)) {
-		spec_error(g->c, at, "must be an object like {\"mountPoint\": \"/project\"}, got %s",
-			   spec_json_type(loc));
-		return NULL;
-	}
-	ret = spec_get_string(g->c, loc, at, "mountPoint", &mount);
-	if (ret == 0)
-		spec_error(g->c, spec_path(field, at, "mountPoint"), "missing");
-	if (spec_get_string(g->c, loc, at, "sharePath", &host) < 0 ||
-	    spec_get_string(g->c, loc, at, "hostPath", &host) < 0 || ret <= 0)
-		return NULL;
-	return host ? json_pack("{s:s, s:s}", "containerPath", mount, "hostPath", host)
-		    : json_pack("{s:s}", "containerPath", mount);
-}
-
-static void spec_gpulab_v1_storage(struct spec_gpulab *g, json_t *docker, json_t *jd)
-{
-	json_t *locs = json_object_get(jd, "jobDataLocations"), *storage, *loc, *e;
-	size_t i;
-
-	if (!json_is_array(locs)) {
-		spec_gpulab_copy(g, docker, "storage", jd, "jobDataLocations");
-		return;
-	}
-	storage = json_array();
-	if (!storage) {
-		g->c->nomem = true;
-		return;
-	}
-	json_array_foreach(locs, i, loc) {
-		e = spec_gpulab_v1_location(g, loc, i);
-		if (e && json_array_append_new(storage, e) < 0)
-			g->c->nomem = true;
-	}
-	spec_gpulab_set_new(g, docker, "storage", storage);
-}
-
-static json_t *spec_gpulab_v1_docker(struct spec_gpulab *g, json_t *jd)
-{
-	static const char *const same[] = {
-		"command", "environment", "portMappings", "projectGidVariableName",
-		"userUidVariableName", NULL,
-	};
-	json_t *docker = json_object();
-
-	if (!docker) {
-		g->c->nomem = true;
-		return NULL;
-	}
-	spec_gpulab_copy(g, docker, "image", jd, "dockerImage");
-	for (int i = 0; same[i]; i++)
-		spec_gpulab_copy(g, docker, same[i], jd, same[i]);
-	spec_gpulab_v1_storage(g, docker, jd);
-	return docker;
-}
-
-/*
- * The version 2 request (a new reference) for the version 1 definition
- * @jd, or NULL after reporting why not.
- */
-static json_t *spec_gpulab_from_v1(struct spec_gpulab *g, json_t *jd)
-{
-	static const char *const known[] = {
-		"name", "description", "clusterId", "resources", "dockerImage", "command",
-		"environment", "jobDataLocations", "portMappings", "projectGidVariableName",
-		"userUidVariableName", NULL,
-	};
-	json_t *root, *req, *res;
-
-	if (!json_is_object(jd)) {
-		spec_error(g->c, "jobDefinition", "must be an object, got %s", spec_json_type(jd));
-		return NULL;
-	}
-	spec_ignore_unknown(g->c, jd, "jobDefinition", known);
-	root = json_object();
-	req = json_object();
-	spec_gpulab_set_new(g, root, "request", req);
-	if (!root || !req)
-		return root;	/* nomem is set */
-	spec_gpulab_copy(g, root, "name", jd, "name");
-	spec_gpulab_copy(g, root, "description", jd, "description");
-	res = spec_gpulab_v1_resources(g, jd);
-	if (res)
-		spec_gpulab_set_new(g, req, "resources", res);
-	spec_gpulab_set_new(g, req, "docker", spec_gpulab_v1_docker(g, jd));
-	return root;
 }
 
 /* ---- name and description ---- */
@@ -987,7 +819,7 @@ static void spec_gpulab_parse(struct spec_ctx *c, json_t *root)
 	} else if (jd) {
 		g.v1 = true;
 		spec_ignore_unknown(c, root, "", (const char *const[]){ "jobDefinition", NULL });
-		v2 = spec_gpulab_from_v1(&g, jd);
+		v2 = spec_gpulab_from_v1(g.c, jd);
 	} else if (!json_object_get(root, "request")) {
 		spec_error(c, "request",
 			   "missing; a GPULab job has request (version 2) or jobDefinition (version 1)");

@@ -52,6 +52,12 @@ extern const struct spec_format_ops spec_gpulab_format;
 extern const struct spec_format_ops spec_kibernetika_format;
 
 /*
+ * The GPULab version 2 request (a new reference) for version 1 definition
+ * @jd (spec_gpulab_v1.c), or NULL after reporting why not.
+ */
+json_t *spec_gpulab_from_v1(struct spec_ctx *c, json_t *jd);
+
+/*
  * Reads YAML @text into a JSON value (mappings become objects, sequences
  * arrays, plain scalars that read as integers, reals, booleans or null
  * become those, everything else strings) and the position of every value
