@@ -5,7 +5,9 @@
  * datastore section may use, whether or not its code is compiled in: a
  * config naming `type = nfs` in a build without NFS gets "nfs backend not
  * compiled in", never "unknown type".  The table has one line per scheme;
- * a scheme's ops pointer is NULL until its code is built.  Tests add fakes
+ * a scheme's ops pointer is NULL when its code is not built (nfs and smb
+ * are CMake options, MLFS_WITH_NFS and MLFS_WITH_SMB; `mlfs --version`
+ * lists what a build has).  Tests add fakes
  * with backend_register(), behind the same contract as the real ones.
  *
  * The registry is filled before any thread starts and only read after.
@@ -23,9 +25,19 @@
 #include "be_archive.h"
 #include "be_http.h"
 #include "be_local.h"
-#include "be_nfs.h"
 #include "be_s3.h"
+#ifdef MLFS_WITH_NFS
+#include "be_nfs.h"
+#define BE_NFS_OPS	(&be_nfs_ops)
+#else
+#define BE_NFS_OPS	NULL	/* -DMLFS_WITH_NFS=OFF */
+#endif
+#ifdef MLFS_WITH_SMB
 #include "be_smb.h"
+#define BE_SMB_OPS	(&be_smb_ops)
+#else
+#define BE_SMB_OPS	NULL	/* -DMLFS_WITH_SMB=OFF */
+#endif
 
 struct backend_scheme {
 	const char *scheme;
@@ -47,8 +59,8 @@ static const char *const no_keys[] = { NULL };
 
 static const struct backend_scheme backend_builtin[] = {
 	{ "local", &be_local_ops, local_keys },
-	{ "nfs", &be_nfs_ops, nfs_keys },
-	{ "smb", &be_smb_ops, smb_keys },
+	{ "nfs", BE_NFS_OPS, nfs_keys },
+	{ "smb", BE_SMB_OPS, smb_keys },
 	{ "s3", &be_s3_ops, s3_keys },
 	{ "http", &be_http_ops, http_keys },
 	{ "archive", &be_archive_ops, no_keys },

@@ -5,9 +5,12 @@
  * mount.fuse3 runs a filesystem for an fstab line of type fuse.mlfs.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "config.h"
 #include "cmd.h"
 
@@ -40,6 +43,27 @@ static const char mlfs_usage[] =
 	"\n"
 	"See mlfs(1) for the tree, the config file and the exit statuses.\n";
 
+/*
+ * The version, then what this build can read, as curl -V lists its
+ * protocols: the backends built in, and those left out (a CMake option).
+ */
+static void mlfs_version(void)
+{
+	const struct backend_ops *ops;
+	bool out = false;
+
+	printf("mlfs %s\nbackends:", MLFS_VERSION);
+	for (const char *const *k = backend_schemes(); *k; k++)
+		if (backend_lookup(&ops, *k) == 0)
+			printf(" %s", *k);
+	for (const char *const *k = backend_schemes(); *k; k++)
+		if (backend_lookup(&ops, *k) == -ENOTSUP) {
+			printf("%s %s", out ? "" : "\nnot built:", *k);
+			out = true;
+		}
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
@@ -53,7 +77,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0) {
-		printf("mlfs %s\n", MLFS_VERSION);
+		mlfs_version();
 		return 0;
 	}
 	if (strcmp(verb, "mount") == 0)

@@ -135,6 +135,54 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	diag_free(&d);
 }
 
+/*
+ * nfs and smb are build options (MLFS_WITH_NFS, MLFS_WITH_SMB): a build that
+ * left one out knows its name and keys, and a datastore of that type is
+ * told it is not compiled in, never that the type is unknown.  The build
+ * matrix (scripts/build_matrix.sh) runs this in a build without both.
+ */
+static void test_registry_optional_backends_as_built(void **state)
+{
+	const char *text =
+		"[datastore lab]\n"			/* 1 */
+		"type = nfs\n"				/* 2 */
+		"address = 127.0.0.1\n"			/* 3 */
+		"export = /export\n"			/* 4 */
+		"[datastore share]\n"			/* 5 */
+		"type = smb\n"				/* 6 */
+		"address = 127.0.0.1\n"			/* 7 */
+		"share = data\n"			/* 8 */
+		"password = x\n";			/* 9 */
+	const struct backend_ops *ops = NULL;
+	struct diag d;
+	struct mlfs_config *cfg = parse(text, &d);
+	size_t i = 0;
+
+	(void)state;
+#ifdef MLFS_WITH_NFS
+	assert_int_equal(backend_lookup(&ops, "nfs"), 0);
+#else
+	assert_int_equal(backend_lookup(&ops, "nfs"), -ENOTSUP);
+#endif
+#ifdef MLFS_WITH_SMB
+	assert_int_equal(backend_lookup(&ops, "smb"), 0);
+#else
+	assert_int_equal(backend_lookup(&ops, "smb"), -ENOTSUP);
+#endif
+	backend_check_config(cfg, &d);
+#ifndef MLFS_WITH_NFS
+	assert_true(i < d.n);
+	assert_string_equal(d.msgs[i++], "reg.conf:2: [datastore lab] type: nfs backend not compiled in");
+#endif
+#ifndef MLFS_WITH_SMB
+	assert_true(i < d.n);
+	assert_string_equal(d.msgs[i++], "reg.conf:6: [datastore share] type: smb backend not compiled in");
+#endif
+	assert_int_equal(d.n, i);
+	config_free(cfg);
+	diag_free(&d);
+}
+
 /* Makes the scratch root of a local datastore with the folders @dirs in it. */
 static void make_root(char *root, const char *const *dirs)
 {
@@ -562,6 +610,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registry_knows_every_scheme_of_the_design),
 		cmocka_unit_test(test_registry_tells_not_compiled_in_from_unknown),
+		cmocka_unit_test(test_registry_optional_backends_as_built),
 		cmocka_unit_test(test_registry_checks_the_ops_version_once),
 		cmocka_unit_test(test_registry_accepts_version_1_ops_without_cache_key),
 		cmocka_unit_test(test_registry_reports_types_keys_and_sources_with_lines),
