@@ -71,8 +71,24 @@ static inline struct be_nfs_file *be_nfs_file(struct backend_file *f)
 	return (struct be_nfs_file *)f;
 }
 
-/* What a call on a path needs besides the context and the path (be_nfs.c defines it). */
-struct be_nfs_args;
+/* What a call on a path needs besides the context and the path. */
+struct be_nfs_args {
+	struct nfs_stat_64 *st;			/* getattr */
+	const char *other;			/* rename, link: the second path; symlink: the target */
+	unsigned int flags;			/* rename */
+	mode_t mode;				/* mkdir, mknod */
+	dev_t rdev;				/* mknod */
+	const struct backend_cred *cred;	/* mkdir, symlink, mknod */
+	char *buf;				/* readlink */
+	size_t size;
+	struct statvfs *sv;			/* statfs */
+	backend_fill_fn *fill;			/* readdir */
+	void *payload;
+	int fill_ret;
+	const struct stat *set;			/* setattr */
+	unsigned int to_set;
+	struct be_nfs_page *page;		/* readdir */
+};
 
 /* One try of a call on a path: 0 or more, or a libnfs return. */
 typedef int be_nfs_fn(struct nfs_context *nfs, const char *path, struct be_nfs_args *a);
@@ -124,5 +140,28 @@ void be_nfs_file_drop(struct be_nfs_file *f, bool broken);
  */
 int be_nfs_file_call(struct be_nfs_file *f, be_nfs_file_fn *fn, void *arg,
 		     const char *what);
+
+/* ---- be_nfs.c, for be_nfs_file.c ---- */
+
+void be_nfs_stat_fill(struct stat *st, const struct nfs_stat_64 *s);
+/* Gives a new entry the asker's owner (as root only; a user's mount owns what it makes). */
+void be_nfs_set_owner(struct nfs_context *nfs, const char *path, const struct backend_cred *cred);
+
+/* ---- be_nfs_file.c: setattr and the ops on open files, for be_nfs.c's table ---- */
+
+#define BE_NFS_CHUNK_MAX	(1u << 20)	/* bytes per READ or WRITE at most */
+
+int be_nfs_cache_key(struct backend_file *bf, char *buf, size_t size);
+int be_nfs_create_file(struct backend_file **out, struct backend *be, const char *path, int flags,
+		       mode_t mode, const struct backend_cred *cred);
+int be_nfs_fgetattr(struct backend_file *bf, struct stat *st);
+int be_nfs_flush(struct backend_file *bf);
+int be_nfs_fsync(struct backend_file *bf, int datasync);
+int be_nfs_open(struct backend_file **out, struct backend *be, const char *path, int flags);
+ssize_t be_nfs_pread(struct backend_file *bf, void *buf, size_t len, off_t off);
+ssize_t be_nfs_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off);
+void be_nfs_release(struct backend_file *bf);
+int be_nfs_setattr(struct backend *be, const char *path, struct backend_file *f,
+		   const struct stat *st, unsigned int to_set);
 
 #endif
