@@ -251,7 +251,7 @@ void sched_spare_stop(struct sched *s);
 /* Makes @j's folder: a spare renamed to j->dir, else a new one (sched_make_dirs); -errno. */
 int sched_spare_take(struct sched *s, struct sched_job *j);
 
-/* sched_run.c */
+/* sched_run.c, sched_launch.c */
 struct sched_launch;
 /* Starts the workers a pass placed, without the lock; frees @list. */
 void sched_run_launch(struct sched *s, struct sched_launch *list);
@@ -267,6 +267,16 @@ int sched_run_cancel(struct sched *s, struct sched_job *j);
 void sched_job_ports_release(struct sched *s, struct sched_job *j);
 /* The job's state from its workers'. */
 void sched_run_update(struct sched *s, struct sched_job *j);
+
+/* sched_launch.c */
+/* Whether @j's workers get a view: the spec names data, and this mlfs can mount one. */
+bool sched_has_view(const struct sched *s, const struct sched_job *j);
+/*
+ * Prepares the start of worker @w of @j, placed by a pass (under the lock):
+ * its ports, a new attempt, what the executor is given; queued on
+ * s->launches for sched_run_launch.  0 or -errno.
+ */
+int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_worker *w);
 /*
  * The output id of restart @restarts of a cluster worker whose output id is
  * @id (of @size bytes), as its batch script names it: ID.rN, any earlier
