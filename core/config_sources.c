@@ -1,0 +1,285 @@
+/*
+ * config_sources.c - what follows from the whole config file
+ * (config_finish): each URL source becomes a datastore of its own,
+ * "KIND:NAME", whose keys come from the URL, borrowing a configured
+ * datastore's endpoint and credentials when one serves the same bucket,
+ * share or export; a job's local path an implicit local datastore; and the
+ * values every datastore inherits from [mlfs] (timeout, retries, folders).
+ */
+#define _GNU_SOURCE
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "config_value.h"
+#include "container.h"
+#include "ini.h"
+#include "path.h"
+#include "config_int.h"
+
+int config_kv_add(struct datastore_config *ds, const char *key, const char *value, int line)
+{
+	struct config_kv *kv = reallocarray(ds->kv, ds->n_kv + 1, sizeof(*kv));
+
+	if (!kv)
+		return -ENOMEM;
+	ds->kv = kv;
+	kv += ds->n_kv;
+	kv->key = strdup(key);
+	kv->value = strdup(value);
+	kv->line = line;
+	if (!kv->key || !kv->value) {
+		free(kv->key);
+		free(kv->value);
+		return -ENOMEM;
+	}
+	ds->n_kv++;
+	return 0;
+}
+
+/*
+ * The first configured datastore of @type whose @key1 is @v1 and, when @key2
+ * is not NULL, whose @key2 is @v2 (for nfs: a prefix of @v2 at a folder
+ * boundary, the export holding the URL's path).
+ */
+static const struct datastore_config *config_like(const struct mlfs_config *cfg,
+						  const char *type, const char *key1,
+						  const char *v1, const char *key2, const char *v2)
+{
+	for (size_t i = 0; i < cfg->n_datastores; i++) {
+		const struct datastore_config *ds = &cfg->datastores[i];
+		const char *a = config_get(ds, key1, NULL);
+		const char *b = key2 ? config_get(ds, key2, NULL) : NULL;
+		size_t blen = b ? strlen(b) : 0;
+
+		while (blen > 0 && b[blen - 1] == '/')
+			blen--;
+		if (ds->implicit || !ds->type || strcmp(ds->type, type) != 0 || !a ||
+		    strcmp(a, v1) != 0)
+			continue;
+		if (!key2)
+			return ds;
+		if (b && strcmp(type, "nfs") == 0 && strncmp(b, v2, blen) == 0 &&
+		    (v2[blen] == '\0' || v2[blen] == '/'))
+			return ds;
+		if (b && strcmp(type, "smb") == 0 && strcmp(b, v2) == 0)
+			return ds;
+	}
+	return NULL;
+}
+
+/* How much of a URL path the export of nfs datastore @ds covers: "/" covers nothing. */
+static size_t config_export_len(const struct datastore_config *ds)
+{
+	const char *e = config_get(ds, "export", NULL);
+	size_t n = strlen(e);
+
+	while (n > 0 && e[n - 1] == '/')
+		n--;
+	return n;
+}
+
+/* Copies the keys of @like into @ds, but for the ones the URL itself gives (@own). */
+static int config_borrow(struct datastore_config *ds, const struct datastore_config *like,
+			 const char *const *own, int line)
+{
+	int ret = 0;
+
+	for (size_t i = 0; like && ret == 0 && i < like->n_kv; i++) {
+		bool skip = strcmp(like->kv[i].key, "type") == 0;
+
+		for (const char *const *k = own; *k && !skip; k++)
+			skip = strcmp(like->kv[i].key, *k) == 0;
+		if (!skip)
+			ret = config_kv_add(ds, like->kv[i].key, like->kv[i].value, line);
+	}
+	return ret;
+}
+
+/* s3://BUCKET/PREFIX: a configured datastore of the bucket lends endpoint and keys. */
+static int config_s3_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			  const char *rest, int line)
+{
+	static const char *const own[] = { "bucket", "root", NULL };
+	char *bucket = strndup(rest, strcspn(rest, "/"));
+	int ret;
+
+	if (!bucket)
+		return -ENOMEM;
+	ret = config_borrow(ds, config_like(cfg, "s3", "bucket", bucket, NULL, NULL), own, line);
+	if (ret == 0)
+		ret = config_kv_add(ds, "bucket", bucket, line);
+	if (ret == 0)
+		ret = config_kv_add(ds, "root", rest + strlen(bucket), line);
+	free(bucket);
+	return ret;
+}
+
+/* smb://HOST[:PORT]/SHARE/PATH: a datastore of that share lends the user and password. */
+static int config_smb_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const char *rest, int line)
+{
+	static const char *const own[] = { "address", "share", "root", NULL };
+	size_t alen = strcspn(rest, "/");
+	const char *sh = rest[alen] ? rest + alen + 1 : rest + alen;
+	char *address = strndup(rest, alen), *share = strndup(sh, strcspn(sh, "/"));
+	int ret = -ENOMEM;
+
+	if (address && share) {
+		ret = config_borrow(ds, config_like(cfg, "smb", "address", address, "share",
+						    share), own, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "address", address, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "share", share, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "root", sh + strlen(share), line);
+	}
+	free(address);
+	free(share);
+	return ret;
+}
+
+/*
+ * nfs://HOST/PATH[?OPTIONS]: a datastore of that host whose export holds PATH
+ * lends its export and options (PATH below it becomes the root); otherwise
+ * PATH is the export and OPTIONS the libnfs options.
+ */
+static int config_nfs_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const char *rest, int line)
+{
+	static const char *const own[] = { "address", "root", NULL };
+	size_t alen = strcspn(rest, "/?");
+	const char *q = strchr(rest, '?');
+	char *address = strndup(rest, alen);
+	char *path = strndup(rest + alen, (q ? (size_t)(q - rest) : strlen(rest)) - alen);
+	const struct datastore_config *like;
+	int ret = -ENOMEM;
+
+	if (address && path) {
+		like = config_like(cfg, "nfs", "address", address, "export", path);
+		ret = config_borrow(ds, like, own, line);
+		if (ret == 0)
+			ret = config_kv_add(ds, "address", address, line);
+		if (ret == 0 && like)
+			ret = config_kv_add(ds, "root", path + config_export_len(like), line);
+		else if (ret == 0)
+			ret = config_kv_add(ds, "export", path[0] ? path : "/", line);
+		if (ret == 0 && !like && q && q[1])
+			ret = config_kv_add(ds, "options", q + 1, line);
+	}
+	free(address);
+	free(path);
+	return ret;
+}
+
+/* The keys of the datastore behind @url, a URL source's or its folder's. */
+static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
+			   const struct source_config *src, const char *url)
+{
+	const char *rest = url + strlen(src->url_scheme) + 3;	/* past "://" */
+
+	if (strcmp(ds->type, "s3") == 0)
+		return config_s3_keys(cfg, ds, rest, src->source_line);
+	if (strcmp(ds->type, "smb") == 0)
+		return config_smb_keys(cfg, ds, rest, src->source_line);
+	if (strcmp(ds->type, "nfs") == 0)
+		return config_nfs_keys(cfg, ds, rest, src->source_line);
+	return config_kv_add(ds, "url", url, src->source_line);
+}
+
+/* Appends an implicit datastore of @type named "KIND:SHOWN" for @src; NULL on ENOMEM. */
+struct datastore_config *config_add_implicit(struct mlfs_config *cfg, struct source_config *src,
+					     const char *type)
+{
+	struct datastore_config *ds;
+	char *name;
+
+	if (asprintf(&name, "%s:%s", config_source_words[src->kind], src->shown) < 0)
+		return NULL;
+	ds = reallocarray(cfg->datastores, cfg->n_datastores + 1, sizeof(*ds));
+	if (!ds) {
+		free(name);
+		return NULL;
+	}
+	cfg->datastores = ds;
+	ds += cfg->n_datastores++;
+	*ds = (struct datastore_config){ .file = cfg->file, .name = name, .line = src->line,
+		.type = strdup(type), .type_line = src->source_line, .uid = -1, .gid = -1,
+		.mode = -1, .timeout = -1, .retries = -1, .implicit = true };
+	free(src->datastore);
+	src->datastore = strdup(name);
+	return ds->type && src->datastore ? ds : NULL;
+}
+
+/*
+ * Where the implicit datastore of @src is rooted: its source, or for an
+ * archive the source's folder (the archive then being src->path in it).
+ * Sets src->path; hands out the root, or NULL on ENOMEM.
+ */
+char *config_implicit_root(struct source_config *src)
+{
+	const char *base = strrchr(src->source, '/');
+	bool archive = base && path_is_archive(src->source);
+	char *root = archive ? strndup(src->source, (size_t)(base + 1 - src->source))
+			     : strdup(src->source);
+
+	src->path = strdup(archive ? base + 1 : "");
+	if (!src->path) {
+		free(root);
+		return NULL;
+	}
+	return root;
+}
+
+/*
+ * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL,
+ * or for an archive the URL's folder (the archive is then the source's
+ * path in it).  A URL of a bucket, share or export that a configured
+ * datastore serves borrows its endpoint, credentials and options.
+ */
+static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
+{
+	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;
+	struct datastore_config *ds = config_add_implicit(cfg, src, type);
+	char *url = ds ? config_implicit_root(src) : NULL;
+	int ret = url ? config_url_keys(cfg, ds, src, url) : -ENOMEM;
+
+	free(url);
+	return ret;
+}
+
+/* Fills what follows from the whole file: implicit datastores, inherited values. */
+int config_finish(struct mlfs_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_sources; i++) {
+		struct source_config *src = &cfg->sources[i];
+		int ret;
+
+		if (!src->url_scheme || src->datastore)
+			continue;
+		ret = config_add_url_datastore(cfg, src);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < cfg->n_datastores; i++) {
+		struct datastore_config *ds = &cfg->datastores[i];
+
+		ds->state_dir = cfg->state_dir;
+		ds->cache_dir = cfg->cache_dir;
+		if (ds->timeout < 0)
+			ds->timeout = cfg->timeout;
+		if (ds->retries < 0)
+			ds->retries = cfg->retries;
+	}
+	return 0;
+}
