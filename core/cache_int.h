@@ -167,4 +167,85 @@ int cache_open_locked(const char *path, int flags, int op);
 void cache_evict(struct cache *c);
 void cache_usage_add(struct cache *c, uint64_t bytes);
 
+/* ---- cache.c, for cache_object.c and cache_fetch.c ---- */
+
+/* pwrite of all @len bytes (through EINTR and short writes); bytes or -errno. */
+ssize_t cache_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+
+/*
+ * A buffer of CACHE_RUN_MAX blocks for one fetch.  Kept for reuse: a fresh
+ * multi-megabyte malloc is a fresh mmap, whose page faults and zeroing
+ * cost as much CPU as the copy of the data itself.
+ */
+void *cache_buf_get(struct cache *c);
+/* Gives a buffer of cache_buf_get back for reuse. */
+void cache_buf_put(struct cache *c, void *buf);
+
+/* Calls @fetch until @len bytes or the end of the object.  Returns bytes or -errno. */
+ssize_t cache_fetch_all(struct cache_file *f, void *buf, size_t len, off_t off);
+
+/* Locks (F_WRLCK) or unlocks (F_UNLCK) map bytes of blocks [b0, b1) on @fd. */
+int cache_lock_blocks(struct cache_file *f, int fd, uint64_t b0, uint64_t b1, short type,
+		      bool wait);
+
+/* Whether block @b's map byte says its data is written. */
+bool cache_block_present(struct cache_file *f, uint64_t b);
+
+/* A background task of @f (read-ahead, write) ended: wakes its close when none is left. */
+void cache_task_done(struct cache_file *f);
+
+/*
+ * The read-ahead and writer threads start with the first read-ahead or hot
+ * run, not with the cache: a daemon forks (fuse_daemonize) after making its
+ * cache, and threads made before a fork are not in the child.  Called with
+ * qlock held.
+ */
+int cache_start_threads(struct cache *c);
+
+/* ---- cache_object.c ---- */
+
+/* Opens the object's files and pins them; creates or replaces them as needed. */
+int cache_file_attach_retrying(struct cache_file *f, const char *key);
+
+/* Unmaps and closes what cache_file_attach_retrying opened (the pin goes). */
+void cache_file_detach(struct cache_file *f);
+
+/*
+ * Maps the data file read-only for cache_file_read_iov, at the first read
+ * through the daemon (an open the kernel serves by passthrough never does);
+ * the file never shrinks while pinned.  f->lock held.  False if it cannot.
+ */
+bool cache_file_map_data(struct cache_file *f);
+
+/* The length of the map header of an object named @key. */
+size_t cache_hdr_len(const char *key);
+
+/* ---- cache_fetch.c ---- */
+
+/* A writer thread: hot runs to write, then objects to make durable (cache_destroy ends it). */
+void *cache_writer(void *arg);
+
+/* Whether every block of the object is written. */
+bool cache_file_complete(struct cache_file *f);
+
+/*
+ * Fills the missing blocks of [b0, b1).  @wait: a reader, which waits for
+ * blocks someone else is fetching and fails with the fetch's error; else
+ * read-ahead, which skips them.  Locks are taken in ascending order on a
+ * description of the map file of its own, so other threads' locks count.
+ */
+int cache_file_fill(struct cache_file *f, uint64_t b0, uint64_t b1, bool wait);
+
+/* Once complete, makes the object survive a reboot, mostly in a writer.  At close. */
+void cache_file_make_durable(struct cache_file *f);
+
+/* The hot run holding block @b, the oldest if several, or NULL.  f->lock held. */
+struct cache_run *cache_run_find(struct cache_file *f, uint64_t b);
+
+/* Frees @r, already unlinked.  Called with f->lock held or before @r is linked. */
+void cache_run_free(struct cache_file *f, struct cache_run *r);
+
+/* Frees @r once nobody replies from it, its write is over and its bytes were all read. */
+void cache_run_settle(struct cache_file *f, struct cache_run *r);
+
 #endif
