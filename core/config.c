@@ -1,6 +1,7 @@
 /*
- * config.c - reads and checks the mlfs configuration file (DESIGN §4); what
- * follows from the whole file (URL sources as datastores) is config_sources.c.
+ * config.c - reads and checks the mlfs configuration file (DESIGN §4); the
+ * checks once the whole file is read, and what follows from it (URL sources
+ * as datastores), are config_whole.c's.
  *
  * ini.c turns the text into events (sections, keys, bad lines); this file
  * gives them meaning.  Each known section has a table of its keys, each key
@@ -43,49 +44,6 @@
 #include "path.h"
 
 #define CONFIG_MAX_BYTES	(16u << 20)	/* a config larger than this is a mistake */
-#define CONFIG_KEYS_MAX		16		/* keys of [mlfs], [node] or [slurm] */
-#define CONFIG_NAME_MAX		64		/* datastore names */
-
-/* The section the parser is in. */
-enum config_section {
-	CS_NONE,		/* before the first header */
-	CS_SKIP,		/* a header with an error: its keys are ignored */
-	CS_MLFS,
-	CS_NODE,
-	CS_SLURM,
-	CS_CONTAINERS,
-	CS_DATASTORE,
-	CS_SOURCE,
-	CS_ENVIRONMENT,
-};
-
-#define CS_SINGLES	4	/* CS_MLFS, CS_NODE, CS_SLURM, CS_CONTAINERS: at most once each */
-
-struct config_key {
-	const char *key;
-	enum config_type type;
-	size_t off;		/* of the field, in the section's struct */
-};
-
-struct config_error {
-	int line;
-	size_t seq;		/* keeps the order of errors on one line */
-	char *msg;
-};
-
-struct config_parser {
-	const char *file;
-	struct mlfs_config *cfg;
-	enum config_section section;
-	size_t cur;		/* index of the current datastore or source */
-	char *label;		/* "[datastore scratch]" of the current section */
-	int single_line[CS_SINGLES];			/* header lines */
-	int key_line[CS_SINGLES][CONFIG_KEYS_MAX];	/* where keys were set */
-	struct config_error *errs;
-	size_t n_errs;
-	int nomem;		/* an error message could not be recorded */
-};
-
 /* ---- errors ---- */
 
 static void config_verror(struct config_parser *p, int line, const char *fmt, va_list ap)
@@ -109,7 +67,7 @@ static void config_verror(struct config_parser *p, int line, const char *fmt, va
 }
 
 __attribute__((format(printf, 3, 4)))
-static void config_error(struct config_parser *p, int line, const char *fmt, ...)
+void config_error(struct config_parser *p, int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -207,7 +165,7 @@ static const char *config_source_name_problem(const char *name)
 #define CONFIG_AT(field)	offsetof(struct mlfs_config, field)
 #define DATASTORE_AT(field)	offsetof(struct datastore_config, field)
 
-static const struct config_key config_mlfs_keys[] = {
+const struct config_key config_mlfs_keys[] = {
 	{ "state_dir", CT_PATH, CONFIG_AT(state_dir) },
 	{ "cache_dir", CT_PATH, CONFIG_AT(cache_dir) },
 	{ "cache_size", CT_SIZE, CONFIG_AT(cache_size) },
@@ -317,7 +275,7 @@ const char *config_source_word(enum source_kind kind)
 	return config_source_words[kind];
 }
 
-static int config_key_index(const struct config_key *keys, const char *key)
+int config_key_index(const struct config_key *keys, const char *key)
 {
 	for (int i = 0; keys[i].key; i++)
 		if (strcmp(keys[i].key, key) == 0)
@@ -766,74 +724,6 @@ static int config_on_event(void *payload, const struct ini_event *ev)
 		return 0;
 	}
 	return 0;
-}
-
-/* ---- checks once the whole file is read ---- */
-
-static void config_check_source(struct config_parser *p, const struct source_config *src)
-{
-	const char *word = config_source_words[src->kind];
-
-	if (!src->source_line)
-		config_error(p, src->line, "[%s %s]: missing key 'source'", word, src->name);
-	else if (src->datastore && !config_find_datastore(p->cfg, src->datastore))
-		config_error(p, src->source_line, "[%s %s] source: no datastore named '%s'",
-			     word, src->name, src->datastore);
-}
-
-static bool config_same_text(const char *a, const char *b, bool nocase)
-{
-	if (!a || !b)
-		return !a && !b;
-	return nocase ? strcasecmp(a, b) == 0 : strcmp(a, b) == 0;
-}
-
-/*
- * An [environment] needs an image and something a spec chooses it by, and
- * no two may be chosen by the same values: a spec could not tell them apart.
- */
-static void config_check_environment(struct config_parser *p, size_t i)
-{
-	const struct environment_config *e = &p->cfg->environments[i];
-
-	if (!e->key_line[0])
-		config_error(p, e->line, "[environment %s]: missing key 'image'", e->name);
-	if (!e->key_line[1] && !e->key_line[2])
-		config_error(p, e->line, "[environment %s]: set python_version or framework "
-			     "(a spec chooses an environment by them)", e->name);
-	else if (e->key_line[3] && !e->key_line[2])
-		config_error(p, e->line, "[environment %s]: framework_version without framework",
-			     e->name);
-	for (size_t k = 0; k < i; k++) {
-		const struct environment_config *o = &p->cfg->environments[k];
-
-		if (config_same_text(e->python_version, o->python_version, false) &&
-		    config_same_text(e->framework, o->framework, true) &&
-		    config_same_text(e->framework_version, o->framework_version, false)) {
-			config_error(p, e->line, "[environment %s]: the same python_version, framework "
-				     "and framework_version as [environment %s] at line %d: a spec "
-				     "could not choose between them", e->name, o->name, o->line);
-			break;
-		}
-	}
-}
-
-static void config_check_refs(struct config_parser *p)
-{
-	const struct mlfs_config *cfg = p->cfg;
-	int store_line = p->key_line[0][config_key_index(config_mlfs_keys, "store")];
-
-	for (size_t i = 0; i < cfg->n_datastores; i++)
-		if (!cfg->datastores[i].type_line)
-			config_error(p, cfg->datastores[i].line,
-				     "[datastore %s]: missing key 'type'",
-				     cfg->datastores[i].name);
-	for (size_t i = 0; i < cfg->n_sources; i++)
-		config_check_source(p, &cfg->sources[i]);
-	for (size_t i = 0; i < cfg->n_environments; i++)
-		config_check_environment(p, i);
-	if (cfg->store && !config_find_datastore(cfg, cfg->store))
-		config_error(p, store_line, "[mlfs] store: no datastore named '%s'", cfg->store);
 }
 
 /* ---- the whole file ---- */

@@ -1,11 +1,70 @@
 /*
- * config_int.h - what config.c (reading the file) and config_sources.c
- * (what follows from the whole file) share.
+ * config_int.h - what config.c (reading the file) and config_whole.c (what
+ * is checked, and what follows, once the whole file is read) share.
  */
 #ifndef MLFS_CONFIG_INT_H
 #define MLFS_CONFIG_INT_H
 
+#include <stddef.h>
+
 #include "config.h"
+#include "config_value.h"
+
+#define CONFIG_KEYS_MAX		16		/* keys of [mlfs], [node] or [slurm] */
+#define CONFIG_NAME_MAX		64		/* datastore names */
+
+/* The section the parser is in. */
+enum config_section {
+	CS_NONE,		/* before the first header */
+	CS_SKIP,		/* a header with an error: its keys are ignored */
+	CS_MLFS,
+	CS_NODE,
+	CS_SLURM,
+	CS_CONTAINERS,
+	CS_DATASTORE,
+	CS_SOURCE,
+	CS_ENVIRONMENT,
+};
+
+#define CS_SINGLES	4	/* CS_MLFS, CS_NODE, CS_SLURM, CS_CONTAINERS: at most once each */
+
+struct config_key {
+	const char *key;
+	enum config_type type;
+	size_t off;		/* of the field, in the section's struct */
+};
+
+struct config_error {
+	int line;
+	size_t seq;		/* keeps the order of errors on one line */
+	char *msg;
+};
+
+struct config_parser {
+	const char *file;
+	struct mlfs_config *cfg;
+	enum config_section section;
+	size_t cur;		/* index of the current datastore or source */
+	char *label;		/* "[datastore scratch]" of the current section */
+	int single_line[CS_SINGLES];			/* header lines */
+	int key_line[CS_SINGLES][CONFIG_KEYS_MAX];	/* where keys were set */
+	struct config_error *errs;
+	size_t n_errs;
+	int nomem;		/* an error message could not be recorded */
+};
+
+/* The keys of [mlfs]. */
+extern const struct config_key config_mlfs_keys[];
+
+/* Records "file:line: message" for the end of the parse. */
+void config_error(struct config_parser *p, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The index of @key in @keys (NULL-terminated), or -1. */
+int config_key_index(const struct config_key *keys, const char *key);
+
+/* The checks once the whole file is read: references that may point forward, required keys. */
+void config_check_refs(struct config_parser *p);
 
 /* "dataset", "checkpoint", "model" by enum source_kind. */
 extern const char *const config_source_words[];

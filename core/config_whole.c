@@ -1,6 +1,8 @@
 /*
- * config_sources.c - what follows from the whole config file
- * (config_finish): each URL source becomes a datastore of its own,
+ * config_whole.c - what is checked, and what follows, once the whole config
+ * file is read: references that may point forward (a source's datastore,
+ * [mlfs] store) and environments (config_check_refs); then (config_finish)
+ * each URL source becomes a datastore of its own,
  * "KIND:NAME", whose keys come from the URL, borrowing a configured
  * datastore's endpoint and credentials when one serves the same bucket,
  * share or export; a job's local path an implicit local datastore; and the
@@ -25,6 +27,75 @@
 #include "ini.h"
 #include "path.h"
 #include "config_int.h"
+
+static void config_check_source(struct config_parser *p, const struct source_config *src)
+{
+	const char *word = config_source_words[src->kind];
+
+	if (!src->source_line)
+		config_error(p, src->line, "[%s %s]: missing key 'source'", word, src->name);
+	else if (src->datastore && !config_find_datastore(p->cfg, src->datastore))
+		config_error(p, src->source_line, "[%s %s] source: no datastore named '%s'",
+			     word, src->name, src->datastore);
+}
+
+static bool config_same_text(const char *a, const char *b, bool nocase)
+{
+	if (!a || !b)
+		return !a && !b;
+	return nocase ? strcasecmp(a, b) == 0 : strcmp(a, b) == 0;
+}
+
+/*
+ * An [environment] needs an image and something a spec chooses it by, and
+ * no two may be chosen by the same values: a spec could not tell them apart.
+ */
+static void config_check_environment(struct config_parser *p, size_t i)
+{
+	const struct environment_config *e = &p->cfg->environments[i];
+
+	if (!e->key_line[0])
+		config_error(p, e->line, "[environment %s]: missing key 'image'", e->name);
+	if (!e->key_line[1] && !e->key_line[2])
+		config_error(p, e->line, "[environment %s]: set python_version or framework "
+			     "(a spec chooses an environment by them)", e->name);
+	else if (e->key_line[3] && !e->key_line[2])
+		config_error(p, e->line, "[environment %s]: framework_version without framework",
+			     e->name);
+	for (size_t k = 0; k < i; k++) {
+		const struct environment_config *o = &p->cfg->environments[k];
+
+		if (config_same_text(e->python_version, o->python_version, false) &&
+		    config_same_text(e->framework, o->framework, true) &&
+		    config_same_text(e->framework_version, o->framework_version, false)) {
+			config_error(p, e->line, "[environment %s]: the same python_version, framework "
+				     "and framework_version as [environment %s] at line %d: a spec "
+				     "could not choose between them", e->name, o->name, o->line);
+			break;
+		}
+	}
+}
+
+/* The checks once the whole file is read: references that may point forward, required keys. */
+void config_check_refs(struct config_parser *p)
+{
+	const struct mlfs_config *cfg = p->cfg;
+	int store_line = p->key_line[0][config_key_index(config_mlfs_keys, "store")];
+
+	for (size_t i = 0; i < cfg->n_datastores; i++)
+		if (!cfg->datastores[i].type_line)
+			config_error(p, cfg->datastores[i].line,
+				     "[datastore %s]: missing key 'type'",
+				     cfg->datastores[i].name);
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		config_check_source(p, &cfg->sources[i]);
+	for (size_t i = 0; i < cfg->n_environments; i++)
+		config_check_environment(p, i);
+	if (cfg->store && !config_find_datastore(cfg, cfg->store))
+		config_error(p, store_line, "[mlfs] store: no datastore named '%s'", cfg->store);
+}
+
+/* ---- what follows from the whole file ---- */
 
 int config_kv_add(struct datastore_config *ds, const char *key, const char *value, int line)
 {
