@@ -694,11 +694,14 @@ ssize_t cache_file_read_iov(struct cache_file *f, size_t len, off_t off, cache_u
 
 	if (f->bypass)
 		return -ENOTSUP;
-	pthread_mutex_lock(&f->lock);
-	mapped = cache_file_map_data(f);
-	pthread_mutex_unlock(&f->lock);
-	if (!mapped)
-		return -ENOTSUP;
+	/* mapped once per open; every read after that takes no lock for it */
+	if (f->size && !__atomic_load_n(&f->data_map, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&f->lock);
+		mapped = cache_file_map_data(f);
+		pthread_mutex_unlock(&f->lock);
+		if (!mapped)
+			return -ENOTSUP;
+	}
 	if (off < 0)
 		return -EINVAL;
 	if ((uint64_t)off >= f->size || len == 0) {

@@ -245,7 +245,7 @@ bool cache_file_map_data(struct cache_file *f)
 	 * (cache_file_read_iov).
 	 */
 	madvise(m, f->size, MADV_RANDOM);
-	f->data_map = m;
+	__atomic_store_n(&f->data_map, m, __ATOMIC_RELEASE);	/* read unlocked by cache_file_read_iov */
 	return true;
 }
 
