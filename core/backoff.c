@@ -24,12 +24,16 @@ long backoff_ms(const struct backoff *b, long attempt, unsigned int *seed)
 void backoff_sleep(const struct backoff *b, long attempt)
 {
 	static _Thread_local unsigned int seed;
-	long ms;
-	struct timespec ts;
 
 	if (seed == 0)
 		seed = (unsigned int)time(NULL) ^ (unsigned int)(uintptr_t)&seed;
-	ms = backoff_ms(b, attempt, &seed);
+	backoff_sleep_ms(backoff_ms(b, attempt, &seed));
+}
+
+void backoff_sleep_ms(long ms)
+{
+	struct timespec ts;
+
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (ms % 1000) * 1000000L;
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

@@ -29,5 +29,7 @@ long backoff_ms(const struct backoff *b, long attempt, unsigned int *seed);
 
 /* Sleeps backoff_ms (a per-thread seed), the whole of it through signals. */
 void backoff_sleep(const struct backoff *b, long attempt);
+/* Sleeps @ms, the whole of it through signals (a wait backoff_ms gave, once said). */
+void backoff_sleep_ms(long ms);
 
 #endif

@@ -789,7 +789,7 @@ int output_upload(struct output *o, struct mlfs_config *cfg, output_progress_fn 
 		log_warn("output %s: %s; trying again in %ld s (%ld of %ld)", o->id, r.err,
 			 wait_ms / 1000, attempt + 1, retries);
 		output_progress_write(o, "retrying", r.sent, r.total, r.err);
-		backoff_sleep(&BACKOFF_UPLOAD, attempt);
+		backoff_sleep_ms(wait_ms);
 		ret = 0;
 	}
 	if (ret == 0)
