@@ -824,10 +824,7 @@ static const struct fs_kind fs_kind_jobs = {
 	.attr_timeout = fs_attr_timeout_virtual,
 	.attr = fs_attr_virtual,	/* as its parent's listing shows it (fs_vnode_attr) */
 	.writable = fs_writable_jobs,
-	.changeable = fs_changeable_virtual,
-	.open_file = fs_open_virtual,
-	.list = fs_dir_read_virtual,
-	.listing_kept = fs_listing_kept_virtual,
+	/* changeable, open_file, list, listing_kept: never asked, jobs/ answers those requests */
 	.statfs = fs_statfs_virtual,
 };
 
