@@ -1,13 +1,14 @@
 /*
  * backend.c - the registry of backend types.
  *
- * Every scheme of DESIGN §8 is known here by name, with the keys its
- * datastore section may use, whether or not its code is compiled in: a
- * config naming `type = nfs` in a build without NFS gets "nfs backend not
- * compiled in", never "unknown type".  The table has one line per scheme;
- * a scheme's ops pointer is NULL when its code is not built (nfs and smb
- * are CMake options, MLFS_WITH_NFS and MLFS_WITH_SMB; `mlfs --version`
- * lists what a build has).  Tests add fakes
+ * Every type of DESIGN §8 is known here, by its form (struct config_form,
+ * kept in the backend's own file: its keys, its URLs), whether or not its
+ * code is compiled in: a config naming `type = nfs` or an nfs:// URL in a
+ * build without NFS gets "nfs backend not compiled in", never "unknown
+ * type".  The table has one line per type; a type's ops pointer is NULL
+ * when its code is not built (nfs and smb are CMake options, MLFS_WITH_NFS
+ * and MLFS_WITH_SMB; `mlfs --version` lists what a build has).  The forms
+ * are what config_load is given (backend_config_forms).  Tests add fakes
  * with backend_register(), behind the same contract as the real ones.
  *
  * The registry is filled before any thread starts and only read after.
@@ -26,44 +27,33 @@
 #include "be_http.h"
 #include "be_local.h"
 #include "be_s3.h"
-#ifdef MLFS_WITH_NFS
 #include "be_nfs.h"
+#include "be_smb.h"
+#ifdef MLFS_WITH_NFS
 #define BE_NFS_OPS	(&be_nfs_ops)
 #else
 #define BE_NFS_OPS	NULL	/* -DMLFS_WITH_NFS=OFF */
 #endif
 #ifdef MLFS_WITH_SMB
-#include "be_smb.h"
 #define BE_SMB_OPS	(&be_smb_ops)
 #else
 #define BE_SMB_OPS	NULL	/* -DMLFS_WITH_SMB=OFF */
 #endif
 
 struct backend_scheme {
-	const char *scheme;
+	const struct config_form *form;	/* its type, keys and URLs */
 	const struct backend_ops *ops;	/* NULL: not compiled in */
-	const char *const *keys;	/* keys of its datastore section, besides the common ones */
 };
 
-static const char *const local_keys[] = { "root", NULL };
-static const char *const nfs_keys[] = { "address", "export", "root", "options", NULL };
-static const char *const smb_keys[] = {
-	"address", "share", "root", "username", "password", "password_file", "workgroup", NULL
-};
-static const char *const s3_keys[] = {
-	"endpoint", "bucket", "root", "region", "path_style", "access_key_id",
-	"secret_access_key", "session_token", "profile", NULL
-};
-static const char *const http_keys[] = { "url", NULL };
-static const char *const no_keys[] = { NULL };
+static const struct config_form archive_form = { .type = "archive" };
 
 static const struct backend_scheme backend_builtin[] = {
-	{ "local", &be_local_ops, local_keys },
-	{ "nfs", BE_NFS_OPS, nfs_keys },
-	{ "smb", BE_SMB_OPS, smb_keys },
-	{ "s3", &be_s3_ops, s3_keys },
-	{ "http", &be_http_ops, http_keys },
-	{ "archive", &be_archive_ops, no_keys },
+	{ &be_local_form, &be_local_ops },
+	{ &be_nfs_form, BE_NFS_OPS },
+	{ &be_smb_form, BE_SMB_OPS },
+	{ &be_s3_form, &be_s3_ops },
+	{ &be_http_form, &be_http_ops },
+	{ &archive_form, &be_archive_ops },
 };
 
 #define BACKEND_NBUILTIN (sizeof(backend_builtin) / sizeof(backend_builtin[0]))
@@ -79,7 +69,7 @@ static size_t backend_nextra;
 static const struct backend_scheme *backend_find_builtin(const char *scheme)
 {
 	for (size_t i = 0; i < BACKEND_NBUILTIN; i++)
-		if (strcmp(backend_builtin[i].scheme, scheme) == 0)
+		if (strcmp(backend_builtin[i].form->type, scheme) == 0)
 			return &backend_builtin[i];
 	return NULL;
 }
@@ -128,9 +118,19 @@ const char *const *backend_schemes(void)
 	static const char *names[BACKEND_NBUILTIN + 1];
 
 	for (size_t i = 0; i < BACKEND_NBUILTIN; i++)
-		names[i] = backend_builtin[i].scheme;
+		names[i] = backend_builtin[i].form->type;
 	names[BACKEND_NBUILTIN] = NULL;
 	return names;
+}
+
+const struct config_form *const *backend_config_forms(void)
+{
+	static const struct config_form *forms[BACKEND_NBUILTIN + 1];
+
+	for (size_t i = 0; i < BACKEND_NBUILTIN; i++)
+		forms[i] = backend_builtin[i].form;
+	forms[BACKEND_NBUILTIN] = NULL;
+	return forms;
 }
 
 static int backend_key_in(const char *const *keys, const char *key)
@@ -182,7 +182,7 @@ static void backend_check_keys(const struct datastore_config *ds, struct diag *d
 		const char *key = ds->kv[i].key;
 
 		if (backend_key_in(backend_common_keys, key) ||
-		    (s && backend_key_in(s->keys, key)) || extra)
+		    (s && backend_key_in(s->form->keys, key)) || extra)
 			continue;
 		diag_add(d, ds->file, ds->kv[i].line,
 			 "[datastore %s]: unknown key '%s' for type %s", ds->name, key, ds->type);
@@ -209,11 +209,9 @@ static void backend_check_source(const struct mlfs_config *cfg, const struct sou
 	if (src->datastore && (ds = config_find_datastore(cfg, src->datastore)) &&
 	    backend_lookup(&ops, ds->type) == 0 && ops->validate_source)
 		ops->validate_source(ds, src, d);
-	if (src->url_scheme) {
-		const char *s = src->url_scheme;
-
-		backend_check_scheme(strncmp(s, "http", 4) == 0 ? "http" : s, src, file, d);
-	}
+	/* a URL source's datastore is implicit, of the type of its form: checked here */
+	if (src->url_scheme && src->datastore && (ds = config_find_datastore(cfg, src->datastore)))
+		backend_check_scheme(ds->type, src, file, d);
 	if (path_is_archive(src->source))
 		backend_check_scheme("archive", src, file, d);
 }

@@ -13,6 +13,7 @@
 #include "backend.h"
 
 extern const struct backend_ops be_http_ops;
+extern const struct config_form be_http_form;	/* its keys and URLs: config.h */
 
 #define BE_HTTP_NAME_MAX	255	/* bytes of one name */
 

@@ -663,3 +663,23 @@ const struct backend_ops be_local_ops = {
 	.local_fd = be_local_fd,
 	.mknod = be_local_mknod,
 };
+
+/* ---- what a config says of a local datastore ---- */
+
+/* A job's absolute local path: the datastore's root. */
+static int local_path_keys(const struct mlfs_config *cfg, struct datastore_config *ds,
+			   const char *url, const char *rest, int line)
+{
+	(void)cfg;
+	(void)rest;
+	return config_kv_add(ds, "root", url, line);
+}
+
+static const char *const local_keys[] = { "root", NULL };
+
+const struct config_form be_local_form = {
+	.type = "local",
+	.keys = local_keys,
+	.paths = true,
+	.url_keys = local_path_keys,
+};

@@ -5,5 +5,6 @@
 #include "backend.h"
 
 extern const struct backend_ops be_local_ops;
+extern const struct config_form be_local_form;	/* its keys and URLs: config.h */
 
 #endif

@@ -13,6 +13,7 @@
 #include "backend.h"
 
 extern const struct backend_ops be_nfs_ops;
+extern const struct config_form be_nfs_form;	/* its keys and URLs: config.h */
 
 /*
  * Checks the `options` value: "k=v&k=v" (a leading '?' allowed, empty

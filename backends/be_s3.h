@@ -15,6 +15,7 @@
 #include "backend.h"
 
 extern const struct backend_ops be_s3_ops;
+extern const struct config_form be_s3_form;	/* its keys and URLs: config.h */
 
 #define BE_S3_ETAG_MAX		256	/* bytes of an ETag, quotes included, as remote.h keeps it */
 #define BE_S3_UPLOAD_ID_MAX	1024	/* bytes of an UploadId, NUL included */

@@ -14,6 +14,7 @@
 #include "backend.h"
 
 extern const struct backend_ops be_smb_ops;
+extern const struct config_form be_smb_form;	/* its keys and URLs: config.h */
 
 /* Where a datastore points: built once from its keys. */
 struct be_smb_addr {

@@ -268,8 +268,6 @@ const char *const config_source_words[] = {
 	[SOURCE_MODEL] = "model",
 };
 
-static const char *const config_url_schemes[] = { "s3", "http", "https", "nfs", "smb", NULL };
-
 const char *config_source_word(enum source_kind kind)
 {
 	return config_source_words[kind];
@@ -596,31 +594,43 @@ static int config_environment_key(struct config_parser *p, int line, const char 
 	return config_set(p, line, &config_environment_keys[i], env, value);
 }
 
-static int config_word_in(const char *const *words, const char *word)
+/* "s3, http, https or smb": every scheme a form reads, for a message. */
+static void config_known_schemes(const struct mlfs_config *cfg, char *buf, size_t size)
 {
-	for (; *words; words++)
-		if (strcmp(*words, word) == 0)
-			return 1;
-	return 0;
+	size_t len = 0, n = 0, i = 0;
+
+	buf[0] = '\0';
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		for (const char *const *s = (*f)->schemes; s && *s; s++)
+			n++;
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		for (const char *const *s = (*f)->schemes; s && *s; s++, i++)
+			if (len < size)
+				len += (size_t)snprintf(buf + len, size - len, "%s%s",
+							i == 0 ? "" : i + 1 == n ? " or " : ", ",
+							*s);
 }
 
-/* "scheme://rest": keeps the scheme, lowercased, when it is one we know. */
+/* "scheme://rest": keeps the scheme, lowercased, when a form reads it. */
 static int config_source_url(struct config_parser *p, struct source_config *src, size_t slen)
 {
 	char *scheme = strndup(src->source, slen);
+	char known[160];
 
 	if (!scheme)
 		return -ENOMEM;
 	for (char *c = scheme; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
-	if (!config_word_in(config_url_schemes, scheme))
+	if (!config_form_of_scheme(p->cfg, scheme)) {
+		config_known_schemes(p->cfg, known, sizeof(known));
 		config_key_error(p, src->source_line, "source", "unknown URL scheme '%s' "
-				 "(use s3, http, https, nfs or smb)", scheme);
-	else if (src->source[slen + 3] == '\0')
+				 "(use %s)", scheme, known[0] ? known : "a datastore");
+	} else if (src->source[slen + 3] == '\0') {
 		config_key_error(p, src->source_line, "source", "nothing after '%s://'",
 				 scheme);
-	else
+	} else {
 		src->url_scheme = scheme;
+	}
 	if (!src->url_scheme)
 		free(scheme);
 	return 0;
@@ -749,20 +759,21 @@ static int config_new(struct mlfs_config **out, const char *file)
 	cfg->file = strdup(file);
 	cfg->state_dir = strdup("/var/lib/mlfs");
 	cfg->cache_dir = strdup("/var/cache/mlfs");
-	cfg->executor = strdup("local");
-	if (!cfg->file || !cfg->state_dir || !cfg->cache_dir || !cfg->executor)
+	if (!cfg->file || !cfg->state_dir || !cfg->cache_dir)
 		return -ENOMEM;
 	return 0;
 }
 
 int config_parse(struct mlfs_config **out, const char *file, const char *text,
-		 size_t len, struct diag *d)
+		 size_t len, const struct config_form *const *forms, struct diag *d)
 {
 	struct config_parser p = { .file = file, .section = CS_NONE };
 	int ret;
 
 	assert(file && (text || len == 0) && d);
 	ret = config_new(&p.cfg, file);
+	if (ret == 0)
+		p.cfg->forms = forms;
 	if (ret == 0)
 		ret = ini_parse(text ? text : "", len, config_on_event, &p);
 	if (ret == 0)
@@ -787,17 +798,6 @@ int config_parse(struct mlfs_config **out, const char *file, const char *text,
 	return 0;
 }
 
-/* A job's local path: an implicit local datastore at it, or at its folder for an archive. */
-static int config_local_source(struct mlfs_config *cfg, struct source_config *src)
-{
-	struct datastore_config *ds = config_add_implicit(cfg, src, "local");
-	char *root = ds ? config_implicit_root(src) : NULL;
-	int ret = root ? config_kv_add(ds, "root", root, 0) : -ENOMEM;
-
-	free(root);
-	return ret;
-}
-
 int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const char *name,
 			  const char *value, const char *file, const char *field, struct diag *d)
 {
@@ -819,9 +819,13 @@ int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const 
 		goto out;
 	}
 	if (value[0] == '/')
-		ret = config_local_source(cfg, src);
+		ret = config_add_path_datastore(cfg, src);
 	else
 		ret = config_source_parse(&p, src);
+	if (ret == -ENOTSUP) {
+		config_error(&p, 0, "%s: %s: no datastore type reads a local path", field, value);
+		ret = 0;
+	}
 	if (ret == 0 && src->datastore && !config_find_datastore(cfg, src->datastore))
 		config_error(&p, 0, "%s: no datastore named '%s' in %s", field, src->datastore,
 			     cfg->file);
@@ -874,7 +878,8 @@ static int config_read_fd(int fd, char **out, size_t *outlen)
 	}
 }
 
-int config_load(struct mlfs_config **out, const char *file, struct diag *d)
+int config_load(struct mlfs_config **out, const char *file,
+		const struct config_form *const *forms, struct diag *d)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	size_t len = 0;
@@ -888,7 +893,7 @@ int config_load(struct mlfs_config **out, const char *file, struct diag *d)
 		diag_add(d, file, 0, "%s", strerror(-ret));
 		return ret;
 	}
-	ret = config_parse(out, file, text, len, d);
+	ret = config_parse(out, file, text, len, forms, d);
 	free(text);
 	return ret;
 }

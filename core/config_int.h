@@ -69,11 +69,19 @@ void config_check_refs(struct config_parser *p);
 /* "dataset", "checkpoint", "model" by enum source_kind. */
 extern const char *const config_source_words[];
 
-/* Appends @key = @value (read at @line) to @ds's kv[]; 0 or -ENOMEM. */
-int config_kv_add(struct datastore_config *ds, const char *key, const char *value, int line);
-
 /* Fills what follows from the whole file: implicit datastores, inherited values. */
 int config_finish(struct mlfs_config *cfg);
+
+/* The form that reads URLs of @scheme, or NULL. */
+const struct config_form *config_form_of_scheme(const struct mlfs_config *cfg,
+						const char *scheme);
+
+/*
+ * Gives @src, a job's absolute local path, a datastore of the type whose
+ * form takes paths, rooted at the path or for an archive at its folder.
+ * 0, -ENOTSUP when no form takes paths, or -ENOMEM.
+ */
+int config_add_path_datastore(struct mlfs_config *cfg, struct source_config *src);
 
 /* Appends an implicit datastore of @type named "KIND:SHOWN" for @src; NULL on ENOMEM. */
 struct datastore_config *config_add_implicit(struct mlfs_config *cfg, struct source_config *src,

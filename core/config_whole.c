@@ -3,10 +3,11 @@
  * file is read: references that may point forward (a source's datastore,
  * [mlfs] store) and environments (config_check_refs); then (config_finish)
  * each URL source becomes a datastore of its own,
- * "KIND:NAME", whose keys come from the URL, borrowing a configured
- * datastore's endpoint and credentials when one serves the same bucket,
- * share or export; a job's local path an implicit local datastore; and the
- * values every datastore inherits from [mlfs] (timeout, retries, folders).
+ * "KIND:NAME", of the type whose form (struct config_form) reads the URL's
+ * scheme, with the keys that form gives (it may borrow a configured
+ * datastore's: config_like, config_borrow); a job's local path one of the
+ * type whose form takes paths; and the values every datastore inherits from
+ * [mlfs] (timeout, retries, folders).
  */
 #define _GNU_SOURCE
 #include <assert.h>
@@ -117,51 +118,25 @@ int config_kv_add(struct datastore_config *ds, const char *key, const char *valu
 	return 0;
 }
 
-/*
- * The first configured datastore of @type whose @key1 is @v1 and, when @key2
- * is not NULL, whose @key2 is @v2 (for nfs: a prefix of @v2 at a folder
- * boundary, the export holding the URL's path).
- */
-static const struct datastore_config *config_like(const struct mlfs_config *cfg,
-						  const char *type, const char *key1,
-						  const char *v1, const char *key2, const char *v2)
+const struct datastore_config *config_like(const struct mlfs_config *cfg,
+					   const struct datastore_config *prev,
+					   const char *type, const char *key, const char *value)
 {
-	for (size_t i = 0; i < cfg->n_datastores; i++) {
-		const struct datastore_config *ds = &cfg->datastores[i];
-		const char *a = config_get(ds, key1, NULL);
-		const char *b = key2 ? config_get(ds, key2, NULL) : NULL;
-		size_t blen = b ? strlen(b) : 0;
+	size_t i = prev ? (size_t)(prev - cfg->datastores) + 1 : 0;
 
-		while (blen > 0 && b[blen - 1] == '/')
-			blen--;
-		if (ds->implicit || !ds->type || strcmp(ds->type, type) != 0 || !a ||
-		    strcmp(a, v1) != 0)
-			continue;
-		if (!key2)
-			return ds;
-		if (b && strcmp(type, "nfs") == 0 && strncmp(b, v2, blen) == 0 &&
-		    (v2[blen] == '\0' || v2[blen] == '/'))
-			return ds;
-		if (b && strcmp(type, "smb") == 0 && strcmp(b, v2) == 0)
+	for (; i < cfg->n_datastores; i++) {
+		const struct datastore_config *ds = &cfg->datastores[i];
+		const char *v = config_get(ds, key, NULL);
+
+		if (!ds->implicit && ds->type && strcmp(ds->type, type) == 0 && v &&
+		    strcmp(v, value) == 0)
 			return ds;
 	}
 	return NULL;
 }
 
-/* How much of a URL path the export of nfs datastore @ds covers: "/" covers nothing. */
-static size_t config_export_len(const struct datastore_config *ds)
-{
-	const char *e = config_get(ds, "export", NULL);
-	size_t n = strlen(e);
-
-	while (n > 0 && e[n - 1] == '/')
-		n--;
-	return n;
-}
-
-/* Copies the keys of @like into @ds, but for the ones the URL itself gives (@own). */
-static int config_borrow(struct datastore_config *ds, const struct datastore_config *like,
-			 const char *const *own, int line)
+int config_borrow(struct datastore_config *ds, const struct datastore_config *like,
+		  const char *const *own, int line)
 {
 	int ret = 0;
 
@@ -176,96 +151,24 @@ static int config_borrow(struct datastore_config *ds, const struct datastore_con
 	return ret;
 }
 
-/* s3://BUCKET/PREFIX: a configured datastore of the bucket lends endpoint and keys. */
-static int config_s3_keys(struct mlfs_config *cfg, struct datastore_config *ds,
-			  const char *rest, int line)
+/* The form that reads URLs of @scheme, or NULL. */
+const struct config_form *config_form_of_scheme(const struct mlfs_config *cfg,
+						const char *scheme)
 {
-	static const char *const own[] = { "bucket", "root", NULL };
-	char *bucket = strndup(rest, strcspn(rest, "/"));
-	int ret;
-
-	if (!bucket)
-		return -ENOMEM;
-	ret = config_borrow(ds, config_like(cfg, "s3", "bucket", bucket, NULL, NULL), own, line);
-	if (ret == 0)
-		ret = config_kv_add(ds, "bucket", bucket, line);
-	if (ret == 0)
-		ret = config_kv_add(ds, "root", rest + strlen(bucket), line);
-	free(bucket);
-	return ret;
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		for (const char *const *s = (*f)->schemes; s && *s; s++)
+			if (strcmp(*s, scheme) == 0)
+				return *f;
+	return NULL;
 }
 
-/* smb://HOST[:PORT]/SHARE/PATH: a datastore of that share lends the user and password. */
-static int config_smb_keys(struct mlfs_config *cfg, struct datastore_config *ds,
-			   const char *rest, int line)
+/* The form that local paths name, or NULL. */
+static const struct config_form *config_form_of_paths(const struct mlfs_config *cfg)
 {
-	static const char *const own[] = { "address", "share", "root", NULL };
-	size_t alen = strcspn(rest, "/");
-	const char *sh = rest[alen] ? rest + alen + 1 : rest + alen;
-	char *address = strndup(rest, alen), *share = strndup(sh, strcspn(sh, "/"));
-	int ret = -ENOMEM;
-
-	if (address && share) {
-		ret = config_borrow(ds, config_like(cfg, "smb", "address", address, "share",
-						    share), own, line);
-		if (ret == 0)
-			ret = config_kv_add(ds, "address", address, line);
-		if (ret == 0)
-			ret = config_kv_add(ds, "share", share, line);
-		if (ret == 0)
-			ret = config_kv_add(ds, "root", sh + strlen(share), line);
-	}
-	free(address);
-	free(share);
-	return ret;
-}
-
-/*
- * nfs://HOST/PATH[?OPTIONS]: a datastore of that host whose export holds PATH
- * lends its export and options (PATH below it becomes the root); otherwise
- * PATH is the export and OPTIONS the libnfs options.
- */
-static int config_nfs_keys(struct mlfs_config *cfg, struct datastore_config *ds,
-			   const char *rest, int line)
-{
-	static const char *const own[] = { "address", "root", NULL };
-	size_t alen = strcspn(rest, "/?");
-	const char *q = strchr(rest, '?');
-	char *address = strndup(rest, alen);
-	char *path = strndup(rest + alen, (q ? (size_t)(q - rest) : strlen(rest)) - alen);
-	const struct datastore_config *like;
-	int ret = -ENOMEM;
-
-	if (address && path) {
-		like = config_like(cfg, "nfs", "address", address, "export", path);
-		ret = config_borrow(ds, like, own, line);
-		if (ret == 0)
-			ret = config_kv_add(ds, "address", address, line);
-		if (ret == 0 && like)
-			ret = config_kv_add(ds, "root", path + config_export_len(like), line);
-		else if (ret == 0)
-			ret = config_kv_add(ds, "export", path[0] ? path : "/", line);
-		if (ret == 0 && !like && q && q[1])
-			ret = config_kv_add(ds, "options", q + 1, line);
-	}
-	free(address);
-	free(path);
-	return ret;
-}
-
-/* The keys of the datastore behind @url, a URL source's or its folder's. */
-static int config_url_keys(struct mlfs_config *cfg, struct datastore_config *ds,
-			   const struct source_config *src, const char *url)
-{
-	const char *rest = url + strlen(src->url_scheme) + 3;	/* past "://" */
-
-	if (strcmp(ds->type, "s3") == 0)
-		return config_s3_keys(cfg, ds, rest, src->source_line);
-	if (strcmp(ds->type, "smb") == 0)
-		return config_smb_keys(cfg, ds, rest, src->source_line);
-	if (strcmp(ds->type, "nfs") == 0)
-		return config_nfs_keys(cfg, ds, rest, src->source_line);
-	return config_kv_add(ds, "url", url, src->source_line);
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		if ((*f)->paths)
+			return *f;
+	return NULL;
 }
 
 /* Appends an implicit datastore of @type named "KIND:SHOWN" for @src; NULL on ENOMEM. */
@@ -313,19 +216,33 @@ char *config_implicit_root(struct source_config *src)
 }
 
 /*
- * Gives a URL source its own datastore, "KIND:NAME", whose root is the URL,
- * or for an archive the URL's folder (the archive is then the source's
- * path in it).  A URL of a bucket, share or export that a configured
- * datastore serves borrows its endpoint, credentials and options.
+ * Gives a URL source its own datastore, "KIND:NAME", of the type of the
+ * form that reads its scheme, whose root is the URL, or for an archive the
+ * URL's folder (the archive is then the source's path in it).  The form
+ * gives its keys.
  */
 static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
 {
-	const char *type = strncmp(src->url_scheme, "http", 4) == 0 ? "http" : src->url_scheme;
-	struct datastore_config *ds = config_add_implicit(cfg, src, type);
+	const struct config_form *form = config_form_of_scheme(cfg, src->url_scheme);
+	struct datastore_config *ds = form ? config_add_implicit(cfg, src, form->type) : NULL;
 	char *url = ds ? config_implicit_root(src) : NULL;
-	int ret = url ? config_url_keys(cfg, ds, src, url) : -ENOMEM;
+	int ret = url ? form->url_keys(cfg, ds, url, url + strlen(src->url_scheme) + 3,
+				       src->source_line) : -ENOMEM;
 
 	free(url);
+	return ret;
+}
+
+int config_add_path_datastore(struct mlfs_config *cfg, struct source_config *src)
+{
+	const struct config_form *form = config_form_of_paths(cfg);
+	struct datastore_config *ds = form ? config_add_implicit(cfg, src, form->type) : NULL;
+	char *root = ds ? config_implicit_root(src) : NULL;
+	int ret = root ? form->url_keys(cfg, ds, root, root, 0) : -ENOMEM;
+
+	if (!form)
+		ret = -ENOTSUP;
+	free(root);
 	return ret;
 }
 

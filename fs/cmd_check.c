@@ -28,7 +28,7 @@ int cmd_load_config(struct mlfs_config **out, const char *file)
 	int ret;
 
 	diag_init(&d);
-	ret = config_load(out, file, &d);
+	ret = config_load(out, file, backend_config_forms(), &d);
 	if (ret == 0) {
 		/* the registries check what the config reader does not know: executors, types */
 		bool bad = exec_check_config(*out, &d) < 0;

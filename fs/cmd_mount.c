@@ -267,7 +267,7 @@ static void *mount_sync_thread(void *arg)
 	unsigned int live = 0;
 
 	diag_init(&d);
-	if (config_load(&cfg, file, &d) == 0) {
+	if (config_load(&cfg, file, backend_config_forms(), &d) == 0) {
 		int failed = output_sync_all(cfg, NULL, NULL, &live);
 
 		if (failed)

@@ -232,8 +232,15 @@ int backend_register(const struct backend_ops *ops);
  */
 int backend_lookup(const struct backend_ops **out, const char *scheme);
 
-/* Every scheme the registry knows, built in or not, NULL-terminated. */
+/* Every type the registry knows, built in or not, NULL-terminated. */
 const char *const *backend_schemes(void);
+
+/*
+ * The form of every type the registry knows, built in or not,
+ * NULL-terminated: what config_load is given, so that a URL or a local
+ * path becomes a datastore of the type that reads it.
+ */
+const struct config_form *const *backend_config_forms(void);
 
 /*
  * Checks the datastores and sources of @cfg against the registry: types

@@ -6,7 +6,9 @@
  * keys of [mlfs] and [node], value syntax (sizes, numbers, modes), names,
  * duplicates, and that every source names a datastore or a URL.  Keys that
  * belong to one datastore type are kept as a list of key/value pairs with
- * their line numbers; the backend registry checks them (backend.h).
+ * their line numbers; the backend registry checks them (backend.h).  What
+ * a URL or a local path means is each datastore type's own (struct
+ * config_form, handed in by the registry): the reader knows no type.
  */
 #ifndef MLFS_CONFIG_H
 #define MLFS_CONFIG_H
@@ -68,7 +70,33 @@ struct source_config {
 	 * here, whose root is the URL (config_load makes it). */
 	char *datastore;	/* NULL for a URL without an implicit datastore */
 	char *path;		/* canonical backend path ("" = root) for DATASTORE:/path */
-	char *url_scheme;	/* "s3", "http", "https", "nfs", "smb" for a URL; else NULL */
+	char *url_scheme;	/* a URL's scheme, lowercased, one a form reads; else NULL */
+};
+
+struct mlfs_config;
+
+/*
+ * What a config says of one datastore type, known whether or not its code
+ * is built: the keys of its section, and the sources that name such a
+ * datastore by themselves (URLs of its schemes; absolute local paths).
+ * Each backend keeps its own form in its own file; the registry hands the
+ * list to config_load (backend_config_forms()).
+ */
+struct config_form {
+	const char *type;
+	const char *const *keys;	/* besides the common ones; NULL-terminated */
+	const char *const *schemes;	/* lowercase URL schemes, NULL-terminated; NULL: none */
+	bool paths;			/* absolute local paths of a job name it */
+	/*
+	 * Adds to @ds, the implicit datastore whose root is @url (a URL of one
+	 * of @schemes, or a local path), the keys that say where it is; @rest
+	 * is what follows "scheme://" (never empty; a path: the path).  It may
+	 * borrow a configured datastore's keys (config_like, config_borrow)
+	 * where one serves the same place.  Keys are added at @line.  0 or
+	 * -ENOMEM.
+	 */
+	int (*url_keys)(const struct mlfs_config *cfg, struct datastore_config *ds,
+			const char *url, const char *rest, int line);
 };
 
 struct node_config {
@@ -122,8 +150,9 @@ struct mlfs_config {
 	char *state_dir;
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes */
-	char *executor;		/* an executor's name (exec.h checks it: exec_check_config) */
-	int executor_line;	/* where it was set; 0 = the default, local */
+	char *executor;		/* an executor's name (exec.h checks it: exec_check_config);
+				 * NULL: not set, the registry's default */
+	int executor_line;	/* where it was set; 0 = not set */
 	uint64_t log_size;	/* bytes a worker's log grows to before it is rotated; 0 = no limit */
 	long max_jobs;		/* unfinished jobs one user may have */
 	long timeout;		/* seconds a remote call may take */
@@ -139,19 +168,23 @@ struct mlfs_config {
 	size_t n_sources;
 	struct environment_config *environments;	/* in file order */
 	size_t n_environments;
+	const struct config_form *const *forms;	/* as config_load was given them */
 };
 
 /*
- * Reads and checks @file.  On success returns 0 and hands out the config in
- * *out (free with config_free).  On failure returns a negated errno: -EINVAL
- * when the file has errors (each one added to @d as "file:line: message"),
- * or the error of opening or reading it (also added to @d).
+ * Reads and checks @file.  @forms (NULL-terminated, kept, not copied) say
+ * what URLs and local paths name; a URL of a scheme none reads is an error.
+ * On success returns 0 and hands out the config in *out (free with
+ * config_free).  On failure returns a negated errno: -EINVAL when the file
+ * has errors (each one added to @d as "file:line: message"), or the error
+ * of opening or reading it (also added to @d).
  */
-int config_load(struct mlfs_config **out, const char *file, struct diag *d);
+int config_load(struct mlfs_config **out, const char *file,
+		const struct config_form *const *forms, struct diag *d);
 
 /* Same, from text in memory; @file names it in messages. */
 int config_parse(struct mlfs_config **out, const char *file, const char *text,
-		 size_t len, struct diag *d);
+		 size_t len, const struct config_form *const *forms, struct diag *d);
 
 void config_free(struct mlfs_config *cfg);
 
@@ -181,6 +214,23 @@ const char *config_get(const struct datastore_config *ds, const char *key, int *
 
 const struct datastore_config *config_find_datastore(const struct mlfs_config *cfg,
 						      const char *name);
+
+/* ---- for a form's url_keys ---- */
+
+/*
+ * The next datastore after @prev (NULL: the first) that the file
+ * configures (not an implicit one) of @type whose @key is @value.
+ */
+const struct datastore_config *config_like(const struct mlfs_config *cfg,
+					   const struct datastore_config *prev,
+					   const char *type, const char *key, const char *value);
+
+/* Copies the keys of @like (NULL: none) into @ds but its type and the ones in @own. */
+int config_borrow(struct datastore_config *ds, const struct datastore_config *like,
+		  const char *const *own, int line);
+
+/* Appends @key = @value (read at @line) to @ds's kv[]; 0 or -ENOMEM. */
+int config_kv_add(struct datastore_config *ds, const char *key, const char *value, int line);
 
 /*
  * Parses a size such as "100G", "512M", "1.5T", "4096", "10GiB" (powers of

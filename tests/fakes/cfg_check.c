@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "backend.h"
 #include "cfg_check.h"
 
 struct mlfs_config *cfg_check_load(const char *text)
@@ -20,7 +21,7 @@ struct mlfs_config *cfg_check_load(const char *text)
 	struct diag d;
 
 	diag_init(&d);
-	if (config_parse(&cfg, "/etc/mlfs.conf", text, strlen(text), &d) != 0)
+	if (config_parse(&cfg, "/etc/mlfs.conf", text, strlen(text), backend_config_forms(), &d) != 0)
 		diag_print(&d, stderr);
 	diag_free(&d);
 	assert_non_null(cfg);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "config.h"
 #include "diag.h"
 
@@ -18,10 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mlfs_config *cfg = NULL;
 	struct diag d = { 0 };
-	int ret = config_parse(&cfg, "fuzz.conf", (const char *)data, size, &d);
+	int ret = config_parse(&cfg, "fuzz.conf", (const char *)data, size,
+			       backend_config_forms(), &d);
 
 	if (ret == 0) {
-		if (!cfg || !cfg->state_dir || !cfg->cache_dir || !cfg->executor)
+		if (!cfg || !cfg->state_dir || !cfg->cache_dir)
 			abort();
 		config_free(cfg);
 	} else if (ret != -EINVAL && ret != -ENOMEM && ret != -EFBIG) {

@@ -155,7 +155,7 @@ static struct backend *check_backend(const char *config, const char *name,
 	int ret;
 
 	diag_init(&d);
-	ret = config_load(cfg, config, &d);
+	ret = config_load(cfg, config, backend_config_forms(), &d);
 	diag_print(&d, stderr);
 	diag_free(&d);
 	if (ret < 0)

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "backend.h"
 #include "config.h"
 #include "diag.h"
 #include "ini.h"
@@ -35,7 +36,7 @@ static struct mlfs_config *parse_len(const char *text, size_t len)
 	int ret;
 
 	diag_init(&d);
-	ret = config_parse(&cfg, "x.conf", text, len, &d);
+	ret = config_parse(&cfg, "x.conf", text, len, backend_config_forms(), &d);
 	diag_print(&d, stderr);
 	assert_int_equal(ret, 0);
 	assert_int_equal(d.n, 0);
@@ -59,7 +60,7 @@ static void check_errors(const char *text, size_t len, const char *const *want)
 	int ret;
 
 	diag_init(&d);
-	ret = config_parse(&cfg, "x.conf", text, len, &d);
+	ret = config_parse(&cfg, "x.conf", text, len, backend_config_forms(), &d);
 	while (want[n])
 		n++;
 	if (d.n != n)
@@ -347,7 +348,7 @@ static void check_sketch_top(const struct mlfs_config *cfg)
 	assert_string_equal(cfg->state_dir, "/var/lib/mlfs");
 	assert_string_equal(cfg->cache_dir, "/var/cache/mlfs");
 	assert_true(cfg->cache_size == 100ull << 30);
-	assert_string_equal(cfg->executor, "local");
+	assert_string_equal(cfg->executor, "local");	/* as written */
 	assert_int_equal(cfg->timeout, 30);
 	assert_int_equal(cfg->retries, 3);
 	assert_null(cfg->store);
@@ -447,7 +448,7 @@ static void test_config_empty_file_gives_defaults(void **state)
 	assert_true(cfg->cache_size == 10ull << 30);
 	assert_true(cfg->log_size == 256ull << 20);
 	assert_int_equal(cfg->max_jobs, 1000);
-	assert_string_equal(cfg->executor, "local");
+	assert_null(cfg->executor);	/* not set: the registry's default */
 	assert_int_equal(cfg->timeout, 30);
 	assert_int_equal(cfg->retries, 3);
 	assert_null(cfg->store);
@@ -850,7 +851,8 @@ static void test_config_relative_dirs_resolve_against_config_folder(void **state
 
 	(void)state;
 	diag_init(&d);
-	assert_int_equal(config_parse(&cfg, "/etc/mlfs/mlfs.conf", text, strlen(text), &d), 0);
+	assert_int_equal(config_parse(&cfg, "/etc/mlfs/mlfs.conf", text, strlen(text),
+				      backend_config_forms(), &d), 0);
 	assert_string_equal(cfg->state_dir, "/etc/mlfs/state");
 	assert_string_equal(cfg->cache_dir, "/etc/mlfs/c/../cache");
 	assert_string_equal(cfg->file, "/etc/mlfs/mlfs.conf");
@@ -985,7 +987,7 @@ static void test_config_keeps_the_executor_and_its_line(void **state)
 	assert_int_equal(cfg->executor_line, 3);
 	config_free(cfg);
 	cfg = parse_ok("[mlfs]\n");
-	assert_string_equal(cfg->executor, "local");
+	assert_null(cfg->executor);	/* not set: the registry's default */
 	assert_int_equal(cfg->executor_line, 0);
 	config_free(cfg);
 }
@@ -1096,7 +1098,7 @@ static void test_config_rejects_bad_sources(void **state)
 		      "[dataset f]\nsource = missing:/x\n"
 		      "[dataset g]\nsource = bad name:/x\n",
 		      "x.conf:4: [dataset a] source: unknown URL scheme 'ftp' "
-		      "(use s3, http, https, nfs or smb)",
+		      "(use nfs, smb, s3, http or https)",
 		      "x.conf:6: [dataset b] source: nothing after 's3://'",
 		      "x.conf:8: [dataset c] source: 'just-a-name' is neither "
 		      "DATASTORE:/path nor a URL",
@@ -1199,7 +1201,7 @@ static void test_config_load_missing_file_gives_enoent_and_message(void **state)
 
 	(void)state;
 	diag_init(&d);
-	assert_int_equal(config_load(&cfg, "/nonexistent/mlfs.conf", &d), -ENOENT);
+	assert_int_equal(config_load(&cfg, "/nonexistent/mlfs.conf", backend_config_forms(), &d), -ENOENT);
 	assert_null(cfg);
 	assert_int_equal(d.n, 1);
 	assert_string_equal(d.msgs[0], "/nonexistent/mlfs.conf: No such file or directory");
@@ -1213,7 +1215,7 @@ static void test_config_load_folder_gives_eisdir(void **state)
 
 	(void)state;
 	diag_init(&d);
-	assert_int_equal(config_load(&cfg, "/", &d), -EISDIR);
+	assert_int_equal(config_load(&cfg, "/", backend_config_forms(), &d), -EISDIR);
 	assert_int_equal(d.n, 1);
 	assert_string_equal(d.msgs[0], "/: Is a directory");
 	diag_free(&d);
@@ -1244,7 +1246,7 @@ static void test_config_load_reads_file_and_resolves_relative_dirs(void **state)
 
 	(void)state;
 	diag_init(&d);
-	assert_int_equal(config_load(&cfg, path, &d), 0);
+	assert_int_equal(config_load(&cfg, path, backend_config_forms(), &d), 0);
 	assert_int_equal(d.n, 0);
 	assert_true(asprintf(&want, "%s/st", dir) > 0);
 	assert_string_equal(cfg->file, path);
@@ -1270,7 +1272,7 @@ static void test_config_load_reports_file_errors(void **state)
 
 	(void)state;
 	diag_init(&d);
-	assert_int_equal(config_load(&cfg, path, &d), -EINVAL);
+	assert_int_equal(config_load(&cfg, path, backend_config_forms(), &d), -EINVAL);
 	assert_null(cfg);
 	assert_true(asprintf(&want, "%s:2: [mlfs] timeout: bad number 'soon' "
 			     "(use a whole number, 1 or more)", path) > 0);

@@ -97,7 +97,7 @@ static struct mlfs_config *parse(const char *text, struct diag *d)
 	struct mlfs_config *cfg = NULL;
 
 	diag_init(d);
-	assert_int_equal(config_parse(&cfg, "reg.conf", text, strlen(text), d), 0);
+	assert_int_equal(config_parse(&cfg, "reg.conf", text, strlen(text), backend_config_forms(), d), 0);
 	return cfg;
 }
 
@@ -152,7 +152,11 @@ static void test_registry_optional_backends_as_built(void **state)
 		"type = smb\n"				/* 6 */
 		"address = 127.0.0.1\n"			/* 7 */
 		"share = data\n"			/* 8 */
-		"password = x\n";			/* 9 */
+		"password = x\n"			/* 9 */
+		"[model m]\n"				/* 10 */
+		"source = nfs://127.0.0.1/export/m\n"	/* 11 */
+		"[dataset s]\n"				/* 12 */
+		"source = smb://127.0.0.1/data/s\n";	/* 13 */
 	const struct backend_ops *ops = NULL;
 	struct diag d;
 	struct mlfs_config *cfg = parse(text, &d);
@@ -178,7 +182,21 @@ static void test_registry_optional_backends_as_built(void **state)
 	assert_true(i < d.n);
 	assert_string_equal(d.msgs[i++], "reg.conf:6: [datastore share] type: smb backend not compiled in");
 #endif
+	/* a URL of its scheme too: the form is known without the code */
+#ifndef MLFS_WITH_NFS
+	assert_true(i < d.n);
+	assert_string_equal(d.msgs[i++], "reg.conf:11: [model m] source: nfs backend not compiled in");
+#endif
+#ifndef MLFS_WITH_SMB
+	assert_true(i < d.n);
+	assert_string_equal(d.msgs[i++], "reg.conf:13: [dataset s] source: smb backend not compiled in");
+#endif
 	assert_int_equal(d.n, i);
+	/* either way the URL made a datastore of the form's type, borrowing the configured one */
+	assert_string_equal(config_find_datastore(cfg, "model:m")->type, "nfs");
+	assert_string_equal(config_get(config_find_datastore(cfg, "model:m"), "root", NULL), "/m");
+	assert_string_equal(config_get(config_find_datastore(cfg, "dataset:s"), "password", NULL),
+			    "x");
 	config_free(cfg);
 	diag_free(&d);
 }

@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "backend.h"
 #include "config.h"
 #include "exec_fake.h"
 #include "exec_fake_cluster.h"
@@ -172,7 +173,7 @@ static void fx_start_on(struct fx *fx, const char *executor, const char *node)
 	assert_true(asprintf(&text, "[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\n"
 			     "executor = %s\n[node]\n%s", fx->dir, fx->dir, executor, node) > 0);
 	diag_init(&d);
-	if (config_parse(&fx->cfg, "test.conf", text, strlen(text), &d) != 0)
+	if (config_parse(&fx->cfg, "test.conf", text, strlen(text), backend_config_forms(), &d) != 0)
 		diag_print(&d, stderr);
 	diag_free(&d);
 	free(text);

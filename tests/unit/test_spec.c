@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "backend.h"
 #include "config.h"
 #include "diag.h"
 #include "json_pos.h"
@@ -976,7 +977,7 @@ static int resolve(const char *conf, const char *spec_env, struct spec **out, st
 	int ret;
 
 	diag_init(&cd);
-	assert_int_equal(config_parse(&cfg, "n.conf", conf, strlen(conf), &cd), 0);
+	assert_int_equal(config_parse(&cfg, "n.conf", conf, strlen(conf), backend_config_forms(), &cd), 0);
 	diag_free(&cd);
 	snprintf(text, sizeof(text), "{\"environment\": {%s},\n \"workers\": [\"x\", \"y\"]}",
 		 spec_env);

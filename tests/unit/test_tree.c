@@ -34,7 +34,7 @@ static int setup(void **state)
 	struct diag d;
 
 	diag_init(&d);
-	if (config_parse(&cfg, "tree.conf", tree_conf, strlen(tree_conf), &d) < 0 ||
+	if (config_parse(&cfg, "tree.conf", tree_conf, strlen(tree_conf), backend_config_forms(), &d) < 0 ||
 	    fs_create(&fs, cfg) < 0) {
 		diag_print(&d, stderr);
 		diag_free(&d);
