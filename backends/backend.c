@@ -6,8 +6,8 @@
  * code is compiled in: a config naming `type = nfs` or an nfs:// URL in a
  * build without NFS gets "nfs backend not compiled in", never "unknown
  * type".  The table has one line per type; a type's ops pointer is NULL
- * when its code is not built (nfs and smb are CMake options, MLFS_WITH_NFS
- * and MLFS_WITH_SMB; `mlfs --version` lists what a build has).  The forms
+ * when its code is not built (CMake options: MLFS_WITH_NFS, MLFS_WITH_SMB,
+ * MLFS_WITH_CURL for s3 and http; `mlfs --version` lists what a build has).  The forms
  * are what config_load is given (backend_config_forms).  Tests add fakes
  * with backend_register(), behind the same contract as the real ones.
  *
@@ -29,6 +29,13 @@
 #include "be_s3.h"
 #include "be_nfs.h"
 #include "be_smb.h"
+#ifdef MLFS_WITH_CURL
+#define BE_S3_OPS	(&be_s3_ops)
+#define BE_HTTP_OPS	(&be_http_ops)
+#else
+#define BE_S3_OPS	NULL	/* -DMLFS_WITH_CURL=OFF */
+#define BE_HTTP_OPS	NULL
+#endif
 #ifdef MLFS_WITH_NFS
 #define BE_NFS_OPS	(&be_nfs_ops)
 #else
@@ -51,8 +58,8 @@ static const struct backend_scheme backend_builtin[] = {
 	{ &be_local_form, &be_local_ops },
 	{ &be_nfs_form, BE_NFS_OPS },
 	{ &be_smb_form, BE_SMB_OPS },
-	{ &be_s3_form, &be_s3_ops },
-	{ &be_http_form, &be_http_ops },
+	{ &be_s3_form, BE_S3_OPS },
+	{ &be_http_form, BE_HTTP_OPS },
 	{ &archive_form, &be_archive_ops },
 };
 

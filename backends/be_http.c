@@ -734,24 +734,3 @@ const struct backend_ops be_http_ops = {
 	.cache_key = be_http_cache_key,
 	.getattr_known = be_http_getattr_known,
 };
-
-/* ---- what a config says of a web datastore ---- */
-
-/* http(s)://HOST/PATH/: the URL is the datastore's `url`. */
-static int http_url_keys(const struct mlfs_config *cfg, struct datastore_config *ds,
-			 const char *url, const char *rest, int line)
-{
-	(void)cfg;
-	(void)rest;
-	return config_kv_add(ds, "url", url, line);
-}
-
-static const char *const http_keys[] = { "url", NULL };
-static const char *const http_schemes[] = { "http", "https", NULL };
-
-const struct config_form be_http_form = {
-	.type = "http",
-	.keys = http_keys,
-	.schemes = http_schemes,
-	.url_keys = http_url_keys,
-};

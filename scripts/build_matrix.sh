@@ -6,7 +6,7 @@
 # (dpkg-buildflags with hardening=+all: -O2, -fstack-protector-strong,
 # -D_FORTIFY_SOURCE=2, -Werror=format-security, PIE, relro and bindnow;
 # CMAKE_BUILD_TYPE=None, as debhelper configures a CMake package); and one
-# without the optional backends (nfs, smb), whose unit tests it runs.
+# without the optional backends (nfs, smb, s3 and http), whose unit tests it runs.
 #
 # Each build goes to build/matrix/<compiler>-<type>, its output to a .log
 # beside it.  Prints one line per build and a summary "N passed, N failed";
@@ -51,19 +51,20 @@ done
 # packager's machine): it must build, say so in --version, and pass its unit
 # tests, where test_registry checks a datastore of each is "not compiled in".
 without_optional() {
-	local dir=$out/gcc-without-nfs-smb start=$SECONDS
+	local dir=$out/gcc-without-optional start=$SECONDS
 	rm -rf "$dir"
 	if cmake -S . -B "$dir" -DMLFS_WERROR=ON -DMLFS_WITH_NFS=OFF -DMLFS_WITH_SMB=OFF \
-		>"$dir.log" 2>&1 && cmake --build "$dir" -j "$(nproc)" >>"$dir.log" 2>&1 &&
-		"$dir/mlfs" --version | tee -a "$dir.log" | grep -qx 'not built: nfs smb' &&
+		-DMLFS_WITH_CURL=OFF >"$dir.log" 2>&1 &&
+		cmake --build "$dir" -j "$(nproc)" >>"$dir.log" 2>&1 &&
+		"$dir/mlfs" --version | tee -a "$dir.log" | grep -qx 'not built: nfs smb s3 http' &&
 		ctest --test-dir "$dir" -E '^(integration_|posix_)' >>"$dir.log" 2>&1; then
 		passed=$((passed + 1))
-		echo "ok - gcc without nfs and smb builds, says so and passes its unit tests" \
+		echo "ok - gcc without nfs, smb, s3 and http builds, says so and passes its unit tests" \
 			"($((SECONDS - start)) s)"
 		rm -rf "$dir"
 	else
 		failed=$((failed + 1))
-		echo "not ok - gcc without nfs and smb: see $dir.log"
+		echo "not ok - gcc without nfs, smb, s3 and http: see $dir.log"
 		grep -E 'error:|warning:|Failed|FAILED' "$dir.log" | head -10 | sed 's/^/#   /'
 	fi
 }
