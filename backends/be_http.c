@@ -249,29 +249,11 @@ static void be_http_cache_put(struct be_http *hb, const char *path, const struct
 
 /* ---- attributes ---- */
 
-/* An inode number for @path: the server has none, and 0 for all makes find see loops. */
-static ino_t be_http_ino(const char *path)
-{
-	uint64_t h = 14695981039346656037ull;	/* FNV-1a, 64 bits */
-
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (ino_t)(h ? h : 1);
-}
-
 static void be_http_stat(const struct be_http *hb, const char *path,
 			 const struct be_http_meta *m, struct stat *st)
 {
-	time_t t = m->mtime >= 0 ? m->mtime : hb->created;
-
-	memset(st, 0, sizeof(*st));
-	st->st_ino = be_http_ino(path);
-	st->st_mode = m->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444;
-	st->st_nlink = m->is_dir ? 2 : 1;
-	st->st_size = m->is_dir ? 0 : m->size;
-	st->st_blksize = 1 << 20;		/* the cache's block: cat and Python read one at a time */
-	st->st_blocks = (st->st_size + 511) / 512;
-	st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = t;
+	remote_stat(st, path, m->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444, m->size,
+		    m->mtime >= 0 ? m->mtime : hb->created);
 }
 
 static void be_http_meta_from_resp(struct be_http_meta *m, const struct remote_resp *resp)
@@ -629,12 +611,7 @@ static int be_http_statfs(struct backend *be, const char *path, struct statvfs *
 {
 	(void)be;
 	(void)path;
-	memset(sv, 0, sizeof(*sv));
-	sv->f_bsize = sv->f_frsize = 4096;
-	sv->f_blocks = 1ull << 32;	/* 16 TiB, made up: the server does not say */
-	sv->f_files = 1ull << 24;
-	sv->f_namemax = BE_HTTP_NAME_MAX;
-	sv->f_flag = ST_RDONLY;
+	remote_statfs_readonly(sv, BE_HTTP_NAME_MAX);
 	return 0;
 }
 

@@ -1,5 +1,8 @@
 /*
- * be_s3.c - a datastore that is an S3 bucket (AWS, MinIO, Wasabi, a test server).
+ * be_s3.c - a datastore that is an S3 bucket (AWS, MinIO, Wasabi, a test
+ * server), or a Google Cloud Storage bucket through GCS's XML API, which
+ * speaks S3's protocol with HMAC keys (type gcs: struct be_s3_dialect says
+ * whose endpoint, region and credential conventions apply).
  *
  * Every call is one or a few HTTP requests through remote.h, which owns the
  * curl handles, the retries, the timeouts and the SigV4 signing.  This file
@@ -178,21 +181,11 @@ void be_s3_meta_changed(struct be_s3 *s3, const char *path)
 	free(p);
 }
 
-/* An inode number of @path's own (FNV-1a), so two names never look like one file. */
-static ino_t be_s3_ino(const char *path)
-{
-	uint64_t h = 14695981039346656037ull;
-
-	while (*path)
-		h = (h ^ (unsigned char)*path++) * 1099511628211ull;
-	return (ino_t)(h ? h : 1);
-}
-
 static void be_s3_stat(struct be_s3 *s3, const char *path, const struct be_s3_obj *o,
 		       struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = be_s3_ino(path);
+	st->st_ino = remote_path_ino(path);
 	st->st_mode = o->is_dir ? S_IFDIR | 0755 : S_IFREG | 0644;
 	st->st_nlink = o->is_dir ? 2 : 1;
 	st->st_uid = getuid();
@@ -283,8 +276,8 @@ static int be_s3_create(struct backend **out, const struct datastore_config *cfg
 		be_s3_free(s3);
 		return ret;
 	}
-	log_info("datastore %s: s3 bucket %s at %s, %s-style, credentials from %s", cfg->name,
-		 s3->addr.bucket, s3->addr.endpoint, s3->addr.path_style ? "path" : "virtual-host",
+	log_info("datastore %s: %s bucket %s at %s, %s-style, credentials from %s", cfg->name,
+		 be_s3_dialect_of(cfg)->type, s3->addr.bucket, s3->addr.endpoint, s3->addr.path_style ? "path" : "virtual-host",
 		 s3->creds.from);
 	*out = &s3->base;
 	return 0;
@@ -308,7 +301,7 @@ static int be_s3_staged(struct be_s3 *s3, const char *path, struct stat *st)
 			ret = 0;
 	pthread_mutex_unlock(&s3->writers_lock);
 	if (ret == 0) {
-		st->st_ino = be_s3_ino(path);
+		st->st_ino = remote_path_ino(path);
 		st->st_uid = getuid();
 		st->st_gid = getgid();
 		st->st_mode = S_IFREG | 0644;

@@ -16,6 +16,7 @@
 
 extern const struct backend_ops be_s3_ops;
 extern const struct config_form be_s3_form;	/* its keys and URLs: config.h */
+extern const struct config_form be_gcs_form;	/* the same backend, GCS's conventions */
 
 #define BE_S3_ETAG_MAX		256	/* bytes of an ETag, quotes included, as remote.h keeps it */
 #define BE_S3_UPLOAD_ID_MAX	1024	/* bytes of an UploadId, NUL included */
@@ -30,9 +31,32 @@ struct be_s3_addr {
 };
 
 /*
- * Fills @a from @cfg (and, where the config is silent, AWS_ENDPOINT_URL,
- * AWS_REGION, AWS_DEFAULT_REGION).  Returns 0, -EINVAL for a value
- * be_s3_validate would reject, -ENOMEM.  Free with be_s3_addr_free.
+ * Whose conventions a datastore that speaks S3's protocol follows: AWS's
+ * (type s3: MinIO, Wasabi, a test server too) or Google Cloud Storage's
+ * (type gcs: its XML API with HMAC keys).  The same backend serves both.
+ */
+struct be_s3_dialect {
+	const char *type;		/* "s3", "gcs" */
+	const char *endpoint;		/* the default; NULL: https://s3.REGION.amazonaws.com */
+	const char *endpoint_env;	/* where the config is silent; NULL: none */
+	const char *region;		/* signed in SigV4's scope unless configured */
+	bool region_env;		/* AWS_REGION and AWS_DEFAULT_REGION count */
+	bool path_style;		/* the default with the default endpoint */
+	const char *id_env, *secret_env, *token_env;	/* credentials from the environment */
+	const char *file_env;		/* the credentials file: this variable, */
+	const char *file_home;		/* else this under $HOME */
+	const char *file_section;	/* its one section; NULL: AWS's profiles */
+	const char *file_id, *file_secret, *file_token;	/* its keys */
+};
+
+/* The dialect of @cfg's type: GCS's for "gcs", else AWS's. */
+const struct be_s3_dialect *be_s3_dialect_of(const struct datastore_config *cfg);
+
+/*
+ * Fills @a from @cfg (and, where the config is silent, the dialect's
+ * environment: AWS_ENDPOINT_URL, AWS_REGION, AWS_DEFAULT_REGION for s3).
+ * Returns 0, -EINVAL for a value be_s3_validate would reject, -ENOMEM.
+ * Free with be_s3_addr_free.
  */
 int be_s3_addr_init(struct be_s3_addr *a, const struct datastore_config *cfg);
 void be_s3_addr_free(struct be_s3_addr *a);
@@ -98,7 +122,10 @@ struct be_s3_creds {
  * AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN), else the credentials
  * file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) under the
  * profile from `profile`, AWS_PROFILE or "default", else none.  A
- * `profile` key goes straight to the file.  Returns 0, -EACCES for a
+ * `profile` key goes straight to the file.  For gcs: its keys, else
+ * GCS_ACCESS_KEY_ID and GCS_SECRET_ACCESS_KEY, else gsutil's boto file
+ * (BOTO_CONFIG or ~/.boto: [Credentials] gs_access_key_id,
+ * gs_secret_access_key), else none.  Returns 0, -EACCES for a
  * credentials file that others can read, -ENOENT for a configured profile
  * the file lacks, -ENOMEM.  Free with be_s3_creds_free.
  */

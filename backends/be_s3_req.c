@@ -92,6 +92,41 @@ static const char *be_s3_env(const char *name)
 	return v && *v ? v : NULL;
 }
 
+static const struct be_s3_dialect be_s3_aws = {
+	.type = "s3",
+	.endpoint_env = "AWS_ENDPOINT_URL",
+	.region = "us-east-1",
+	.region_env = true,
+	.id_env = "AWS_ACCESS_KEY_ID",
+	.secret_env = "AWS_SECRET_ACCESS_KEY",
+	.token_env = "AWS_SESSION_TOKEN",
+	.file_env = "AWS_SHARED_CREDENTIALS_FILE",
+	.file_home = ".aws/credentials",
+	.file_id = "aws_access_key_id",
+	.file_secret = "aws_secret_access_key",
+	.file_token = "aws_session_token",
+};
+
+/* GCS's XML API: SigV4 with HMAC keys, region "auto", either addressing (path-style here). */
+static const struct be_s3_dialect be_s3_gcs = {
+	.type = "gcs",
+	.endpoint = "https://storage.googleapis.com",
+	.region = "auto",
+	.path_style = true,
+	.id_env = "GCS_ACCESS_KEY_ID",
+	.secret_env = "GCS_SECRET_ACCESS_KEY",
+	.file_env = "BOTO_CONFIG",
+	.file_home = ".boto",
+	.file_section = "Credentials",
+	.file_id = "gs_access_key_id",
+	.file_secret = "gs_secret_access_key",
+};
+
+const struct be_s3_dialect *be_s3_dialect_of(const struct datastore_config *cfg)
+{
+	return cfg->type && strcmp(cfg->type, "gcs") == 0 ? &be_s3_gcs : &be_s3_aws;
+}
+
 /* "" or "a/b/" from a root such as "/a/b", "a/b/" or "/". */
 static char *be_s3_root_prefix(const char *root)
 {
@@ -115,6 +150,7 @@ static char *be_s3_root_prefix(const char *root)
  */
 int be_s3_addr_init(struct be_s3_addr *a, const struct datastore_config *cfg)
 {
+	const struct be_s3_dialect *dialect = be_s3_dialect_of(cfg);
 	const char *endpoint = config_get(cfg, "endpoint", NULL);
 	const char *region = config_get(cfg, "region", NULL);
 	const char *ps = config_get(cfg, "path_style", NULL);
@@ -122,17 +158,19 @@ int be_s3_addr_init(struct be_s3_addr *a, const struct datastore_config *cfg)
 	int style;
 
 	memset(a, 0, sizeof(*a));
-	if (!endpoint)
-		endpoint = be_s3_env("AWS_ENDPOINT_URL");
-	if (!region)
+	if (!endpoint && dialect->endpoint_env)
+		endpoint = be_s3_env(dialect->endpoint_env);
+	if (!region && dialect->region_env)
 		region = be_s3_env("AWS_REGION");
-	if (!region)
+	if (!region && dialect->region_env)
 		region = be_s3_env("AWS_DEFAULT_REGION");
-	style = ps ? be_s3_parse_bool(ps) : endpoint != NULL;
+	style = ps ? be_s3_parse_bool(ps) : endpoint != NULL || dialect->path_style;
+	if (!endpoint)
+		endpoint = dialect->endpoint;
 	if (!bucket || !*bucket || strchr(bucket, '/') || style < 0 ||
 	    (endpoint && !be_s3_endpoint_ok(endpoint)) || (region && !be_s3_region_ok(region)))
 		return -EINVAL;
-	a->region = strdup(region ? region : "us-east-1");
+	a->region = strdup(region ? region : dialect->region);
 	if (endpoint)
 		a->endpoint = strdup(endpoint);
 	else if (a->region && asprintf(&a->endpoint, "https://s3.%s.amazonaws.com", a->region) < 0)
@@ -222,7 +260,8 @@ out:
 /* ---- credentials ---- */
 
 struct be_s3_profile {
-	const char *want;	/* the profile's name */
+	const struct be_s3_dialect *dialect;	/* the keys to read */
+	const char *want;	/* the profile's (or section's) name */
 	bool in;		/* inside its section */
 	bool found;
 	struct be_s3_creds *c;
@@ -237,24 +276,25 @@ static void be_s3_set(char **dst, const char *value, bool *nomem)
 		*nomem = true;
 }
 
-/* Reads [NAME] (or [profile NAME]) of a credentials file. */
+/* Reads [NAME] (or [profile NAME]) of a credentials file; a boto file's [Credentials]. */
 static int be_s3_on_ini(void *payload, const struct ini_event *ev)
 {
 	struct be_s3_profile *p = payload;
+	const struct be_s3_dialect *dl = p->dialect;
 
 	if (ev->kind == INI_SECTION) {
 		const char *s = ev->section;
 
-		if (strncmp(s, "profile ", 8) == 0)
+		if (!dl->file_section && strncmp(s, "profile ", 8) == 0)
 			s += 8 + strspn(s + 8, " \t");
 		p->in = strcmp(s, p->want) == 0;
 		p->found |= p->in;
 	} else if (ev->kind == INI_KEY && p->in) {
-		if (strcmp(ev->key, "aws_access_key_id") == 0)
+		if (strcmp(ev->key, dl->file_id) == 0)
 			be_s3_set(&p->c->key_id, ev->value, &p->nomem);
-		else if (strcmp(ev->key, "aws_secret_access_key") == 0)
+		else if (strcmp(ev->key, dl->file_secret) == 0)
 			be_s3_set(&p->c->secret, ev->value, &p->nomem);
-		else if (strcmp(ev->key, "aws_session_token") == 0)
+		else if (dl->file_token && strcmp(ev->key, dl->file_token) == 0)
 			be_s3_set(&p->c->token, ev->value, &p->nomem);
 	}
 	return 0;
@@ -287,10 +327,10 @@ static int be_s3_read_all(int fd, char **out, size_t *len)
 	return buf ? 0 : -ENOMEM;
 }
 
-/* The credentials file's path: AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials. */
-static char *be_s3_creds_path(void)
+/* The credentials file's path: AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials (s3). */
+static char *be_s3_creds_path(const struct be_s3_dialect *dl)
 {
-	const char *env = be_s3_env("AWS_SHARED_CREDENTIALS_FILE");
+	const char *env = be_s3_env(dl->file_env);
 	const char *home = be_s3_env("HOME");
 	char *path;
 
@@ -298,17 +338,18 @@ static char *be_s3_creds_path(void)
 		return strdup(env);
 	if (!home)
 		return NULL;
-	return asprintf(&path, "%s/.aws/credentials", home) < 0 ? NULL : path;
+	return asprintf(&path, "%s/%s", home, dl->file_home) < 0 ? NULL : path;
 }
 
 /*
  * Reads @profile from the credentials file.  A missing file is no error
  * (anonymous access follows) unless the profile was asked for by name.
  */
-static int be_s3_creds_file(struct be_s3_creds *c, const char *profile, bool named)
+static int be_s3_creds_file(struct be_s3_creds *c, const struct be_s3_dialect *dl,
+			    const char *profile, bool named)
 {
-	struct be_s3_profile p = { .want = profile, .c = c };
-	char *path = be_s3_creds_path(), *text = NULL;
+	struct be_s3_profile p = { .dialect = dl, .want = profile, .c = c };
+	char *path = be_s3_creds_path(dl), *text = NULL;
 	struct stat st;
 	size_t len;
 	int fd, ret;
@@ -363,6 +404,7 @@ static int be_s3_creds_pair(struct be_s3_creds *c, const char *id, const char *s
  */
 int be_s3_creds_find(struct be_s3_creds *c, const struct datastore_config *cfg)
 {
+	const struct be_s3_dialect *dl = be_s3_dialect_of(cfg);
 	const char *id = config_get(cfg, "access_key_id", NULL);
 	const char *secret = config_get(cfg, "secret_access_key", NULL);
 	const char *token = config_get(cfg, "session_token", NULL);
@@ -376,14 +418,18 @@ int be_s3_creds_find(struct be_s3_creds *c, const struct datastore_config *cfg)
 		return be_s3_creds_pair(c, id, secret, token, "config");
 	if (id || secret)
 		return -EINVAL;
-	if (!profile && be_s3_env("AWS_ACCESS_KEY_ID") && be_s3_env("AWS_SECRET_ACCESS_KEY"))
-		return be_s3_creds_pair(c, be_s3_env("AWS_ACCESS_KEY_ID"),
-					be_s3_env("AWS_SECRET_ACCESS_KEY"),
-					be_s3_env("AWS_SESSION_TOKEN"), "environment");
-	if (!profile)
-		profile = be_s3_env("AWS_PROFILE");
-	named |= profile != NULL;
-	ret = be_s3_creds_file(c, profile ? profile : "default", named);
+	if (!profile && be_s3_env(dl->id_env) && be_s3_env(dl->secret_env))
+		return be_s3_creds_pair(c, be_s3_env(dl->id_env), be_s3_env(dl->secret_env),
+					dl->token_env ? be_s3_env(dl->token_env) : NULL,
+					"environment");
+	if (dl->file_section) {
+		profile = dl->file_section;	/* a boto file keeps its keys in one section */
+	} else {
+		if (!profile)
+			profile = be_s3_env("AWS_PROFILE");
+		named |= profile != NULL;
+	}
+	ret = be_s3_creds_file(c, dl, profile ? profile : "default", named);
 	if (ret < 0)
 		be_s3_creds_free(c);
 	return ret;
@@ -407,7 +453,7 @@ void be_s3_creds_free(struct be_s3_creds *c)
 
 static void be_s3_validate_keys(const struct datastore_config *cfg, struct diag *d)
 {
-	static const char *const ep_env = "AWS_ENDPOINT_URL";
+	const char *ep_env = be_s3_dialect_of(cfg)->endpoint_env;
 	int line = cfg->line;
 	const char *v;
 
@@ -421,7 +467,7 @@ static void be_s3_validate_keys(const struct datastore_config *cfg, struct diag 
 	if ((v = config_get(cfg, "endpoint", &line)) && !be_s3_endpoint_ok(v))
 		diag_add(d, cfg->file, line, "[datastore %s] endpoint: '%s' is not an http:// or "
 			 "https:// URL of a server", cfg->name, v);
-	else if (!v && be_s3_env(ep_env) && !be_s3_endpoint_ok(be_s3_env(ep_env)))
+	else if (!v && ep_env && be_s3_env(ep_env) && !be_s3_endpoint_ok(be_s3_env(ep_env)))
 		diag_add(d, cfg->file, cfg->line, "[datastore %s] endpoint: %s is not an http:// "
 			 "or https:// URL of a server", cfg->name, ep_env);
 	if ((v = config_get(cfg, "path_style", &line)) && be_s3_parse_bool(v) < 0)

@@ -50,9 +50,9 @@
 
 #include "be_smb_int.h"
 #include "log.h"
+#include "password.h"
 #include "path.h"
 
-#define BE_SMB_PASS_MAX		1024
 #define BE_SMB_OPEN_FLAGS	(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)
 
 /* ---- validation ---- */
@@ -92,85 +92,17 @@ static void be_smb_validate_share(const struct datastore_config *cfg, struct dia
 			 cfg->name, v);
 }
 
-/* Why the password file at @path cannot be used, or NULL when it can. */
-static const char *be_smb_pass_file_problem(const char *path, struct stat *st)
-{
-	if (stat(path, st) < 0)
-		return strerror(errno);
-	if (!S_ISREG(st->st_mode))
-		return "not a file";
-	if (st->st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
-		return "others can read or change it: refused (chmod 600 it)";
-	return NULL;
-}
-
-static void be_smb_validate_password(const struct datastore_config *cfg, struct diag *d)
-{
-	int pline = cfg->line, fline = cfg->line;
-	const char *pass = config_get(cfg, "password", &pline);
-	const char *file = config_get(cfg, "password_file", &fline);
-	const char *why;
-	struct stat st;
-	char *abs;
-
-	if (pass && file)
-		diag_add(d, cfg->file, fline, "[datastore %s] password_file: given with password "
-			 "(give one of them)", cfg->name);
-	if (!pass && !file)
-		diag_add(d, cfg->file, cfg->line, "[datastore %s] password: missing (password or "
-			 "password_file)", cfg->name);
-	if (!file)
-		return;
-	abs = config_resolve_path(cfg->file, file);
-	if (abs && (why = be_smb_pass_file_problem(abs, &st)))
-		diag_add(d, cfg->file, fline, "[datastore %s] password_file: %s: %s", cfg->name,
-			 abs, why);
-	free(abs);
-}
-
 static int be_smb_validate(const struct datastore_config *cfg, struct diag *d)
 {
 	size_t before = d->n;
 
 	be_smb_validate_address(cfg, d);
 	be_smb_validate_share(cfg, d);
-	be_smb_validate_password(cfg, d);
+	password_validate(cfg, true, d);
 	return d->n > before ? -EINVAL : 0;
 }
 
 /* ---- setup ---- */
-
-/* The first line of the password file (no network: create may do this). */
-static int be_smb_read_password(const struct datastore_config *cfg, const char *file,
-				char **out)
-{
-	char *abs = config_resolve_path(cfg->file, file), buf[BE_SMB_PASS_MAX];
-	const char *why;
-	struct stat st;
-	ssize_t n = -1;
-	int fd;
-
-	if (!abs)
-		return -ENOMEM;
-	why = be_smb_pass_file_problem(abs, &st);
-	fd = why ? -1 : open(abs, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
-	if (n < 0) {
-		log_err("datastore %s: password_file %s: %s", cfg->name, abs,
-			why ? why : strerror(errno));
-		free(abs);
-		return -EACCES;
-	}
-	free(abs);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	*out = strdup(buf);
-	explicit_bzero(buf, sizeof(buf));
-	return *out ? 0 : -ENOMEM;
-}
 
 static char *be_smb_dup_key(const struct datastore_config *cfg, const char *key, bool *nomem)
 {
@@ -202,7 +134,6 @@ static void be_smb_free(struct be_smb *sb)
 
 static int be_smb_create(struct backend **out, const struct datastore_config *cfg)
 {
-	const char *file = config_get(cfg, "password_file", NULL);
 	struct be_smb *sb = calloc(1, sizeof(*sb));
 	bool nomem = false;
 	int ret;
@@ -216,10 +147,8 @@ static int be_smb_create(struct backend **out, const struct datastore_config *cf
 	ret = be_smb_addr_init(&sb->addr, cfg);
 	sb->user = be_smb_dup_key(cfg, "username", &nomem);
 	sb->workgroup = be_smb_dup_key(cfg, "workgroup", &nomem);
-	if (ret == 0 && file)
-		ret = be_smb_read_password(cfg, file, &sb->password);
-	else if (ret == 0)
-		sb->password = be_smb_dup_key(cfg, "password", &nomem);
+	if (ret == 0)
+		ret = password_read(cfg, &sb->password);
 	if (ret == 0 && nomem)
 		ret = -ENOMEM;
 	if (ret < 0) {

@@ -1,5 +1,6 @@
 /*
- * remote.c - HTTP(S) requests for the remote backends, over libcurl (remote.h).
+ * remote.c - HTTP(S) and FTP(S) requests for the remote backends, over
+ * libcurl (remote.h).
  *
  * The idea: one struct remote per backend holds a pool of curl easy handles
  * and one CURLSH that shares the connection cache, DNS cache and TLS
@@ -12,6 +13,12 @@
  * between them.  Mapping (remote_errno), deciding to retry
  * (remote_retryable) and logging (remote_log_*) are separate small pieces.
  *
+ * FTP (remote_opts.ftp) goes through the same attempts: the login and
+ * explicit TLS are options of the handle, a transfer's outcome is its curl
+ * code (there is no status: a body is taken as a 200's, a range's as a
+ * 206's), and a folder is listed with curl's own parser (wildcard matching,
+ * one callback per entry, nothing downloaded).
+
  * A ranged GET, or a GET into a buffer or a sink, that failed after some
  * bytes arrived resumes after them on the next attempt: what a caller was
  * given is never given twice.  A server that ignores Range (200 instead of
@@ -56,6 +63,9 @@ struct remote {
 	char *user;
 	char *password;
 	char *token_header;		/* "x-amz-security-token: ..." or NULL */
+	bool ftp;			/* ftp:// URLs (remote_opts) */
+	bool tls;
+	char *ca_file;
 	char user_agent[64];
 	atomic_uint_fast64_t *requests;	/* the datastore's stats.requests, or NULL */
 	CURLSH *share;
@@ -78,6 +88,7 @@ struct remote_xfer {
 	int abort_errno;		/* why a callback stopped the transfer */
 	bool enough;			/* a 200 to a range from 0 delivered what was asked */
 	bool overflow;			/* the body was longer than the caller's buffer */
+	size_t listed;			/* entries a listing delivered */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -157,6 +168,15 @@ static int remote_copy_opts(struct remote *r, const struct remote_opts *o)
 	if (!r->name)
 		return -ENOMEM;
 	snprintf(r->user_agent, sizeof(r->user_agent), "mlfs/%s", MLFS_VERSION);
+	r->ftp = o->ftp;
+	r->tls = o->tls;
+	if (o->ca_file && !(r->ca_file = strdup(o->ca_file)))
+		return -ENOMEM;
+	if (o->ftp && o->user) {
+		r->user = strdup(o->user);
+		r->password = strdup(o->password ? o->password : "");
+		return r->user && r->password ? 0 : -ENOMEM;
+	}
 	if (!o->sigv4)
 		return 0;
 	r->sigv4 = strdup(o->sigv4);
@@ -217,6 +237,7 @@ void remote_destroy(struct remote *r)
 	pthread_mutex_destroy(&r->pool_lock);
 	free(r->name);
 	free(r->sigv4);
+	free(r->ca_file);
 	remote_free_secret(r->user);
 	remote_free_secret(r->password);
 	remote_free_secret(r->token_header);
@@ -267,6 +288,13 @@ int remote_errno(int curl_code, long status)
 	case CURLE_URL_MALFORMAT:
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return EINVAL;
+	case CURLE_REMOTE_FILE_NOT_FOUND:	/* FTP 550 */
+		return ENOENT;
+	case CURLE_LOGIN_DENIED:
+	case CURLE_REMOTE_ACCESS_DENIED:
+		return EACCES;
+	case CURLE_BAD_DOWNLOAD_RESUME:		/* FTP: a REST past the end */
+		return ERANGE;
 	default:
 		return EIO;
 	}
@@ -630,6 +658,54 @@ out_nomem:
 	return -ENOMEM;
 }
 
+/* A listing's entry: handed to the caller, never downloaded. */
+static long remote_chunk_cb(const void *info, void *arg, int remaining)
+{
+	const struct curl_fileinfo *fi = info;
+	struct remote_xfer *x = arg;
+	struct remote_entry e = { .name = fi->filename, .size = -1, .date = fi->strings.time };
+	int ret;
+
+	(void)remaining;
+	if (!fi->filename || strcmp(fi->filename, ".") == 0 || strcmp(fi->filename, "..") == 0)
+		return CURL_CHUNK_BGN_FUNC_SKIP;
+	e.is_dir = fi->filetype == CURLFILETYPE_DIRECTORY;
+	e.is_link = fi->filetype == CURLFILETYPE_SYMLINK;
+	if (fi->flags & CURLFINFOFLAG_KNOWN_SIZE)
+		e.size = (int64_t)fi->size;
+	ret = x->req->list(x->req->list_arg, &e);
+	if (ret < 0) {
+		x->abort_errno = -ret;
+		return CURL_CHUNK_BGN_FUNC_FAIL;
+	}
+	x->listed++;
+	return CURL_CHUNK_BGN_FUNC_SKIP;
+}
+
+/*
+ * FTP: the login, TLS, one command per transfer where curl can (no CWD
+ * before a RETR or SIZE), the file's date on a HEAD, and a listing's
+ * callbacks.
+ */
+static void remote_set_ftp(struct remote *r, CURL *h, struct remote_xfer *x)
+{
+	if (r->user) {
+		curl_easy_setopt(h, CURLOPT_USERNAME, r->user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, r->password);
+	}
+	if (r->tls)
+		curl_easy_setopt(h, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
+	curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
+	if (x->req->list) {
+		curl_easy_setopt(h, CURLOPT_WILDCARDMATCH, 1L);
+		curl_easy_setopt(h, CURLOPT_CHUNK_BGN_FUNCTION, remote_chunk_cb);
+		curl_easy_setopt(h, CURLOPT_CHUNK_DATA, x);
+	} else if (x->req->url[strlen(x->req->url) - 1] != '/') {
+		/* a file: no CWD; a folder's URL must enter it (that is the answer) */
+		curl_easy_setopt(h, CURLOPT_FTP_FILEMETHOD, (long)CURLFTPMETHOD_NOCWD);
+	}
+}
+
 static void remote_set_common(struct remote *r, CURL *h, struct remote_xfer *x)
 {
 	curl_easy_setopt(h, CURLOPT_URL, x->req->url);
@@ -643,8 +719,12 @@ static void remote_set_common(struct remote *r, CURL *h, struct remote_xfer *x)
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, r->timeout);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)REMOTE_MAX_REDIRS);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, r->ftp ? "ftp" : "http,https");
 	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	if (r->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, r->ca_file);
+	if (r->ftp)
+		remote_set_ftp(r, h, x);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, r->user_agent);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
@@ -734,7 +814,8 @@ static int remote_attempt(struct remote *r, CURL *h, struct remote_xfer *x,
 	x->resp->range_ignored = false;
 	if (x->resp->body)
 		x->resp->body[0] = '\0';
-	remote_new_response(x->resp, 0);
+	/* FTP has no status: a body is the file's (206 to a range, so none looks ignored) */
+	remote_new_response(x->resp, r->ftp ? (x->ranged ? 206 : 200) : 0);
 	curl_easy_reset(h);
 	remote_set_common(r, h, x);
 	remote_set_method(h, x);
@@ -781,9 +862,14 @@ static int remote_result(const struct remote_xfer *x, int code)
 	return -remote_errno(code, x->resp->status);
 }
 
-static bool remote_quiet(long status)
+/* An answer that is news to the caller, not a fault: no such file, a range past the end. */
+static bool remote_quiet(int code, long status)
 {
-	return status == 404 || status == 410 || status == 416 || status == 412;
+	if (code == CURLE_REMOTE_FILE_NOT_FOUND || code == CURLE_BAD_DOWNLOAD_RESUME ||
+	    code == CURLE_REMOTE_ACCESS_DENIED)	/* FTP: 550, REST past the end, CWD refused */
+		return true;
+	return code == CURLE_OK &&
+	       (status == 404 || status == 410 || status == 416 || status == 412);
 }
 
 static int remote_run(struct remote *r, CURL *h, struct remote_xfer *x,
@@ -795,15 +881,15 @@ static int remote_run(struct remote *r, CURL *h, struct remote_xfer *x,
 		code = remote_attempt(r, h, x, headers);
 		ret = remote_result(x, code);
 		if (ret == 0 || x->abort_errno || !remote_retryable(code, x->resp->status) ||
-		    attempt >= r->retries)
+		    attempt >= r->retries || x->listed > 0)
 			break;
 		if (attempt == 0)
 			remote_log(r, MLFS_LOG_WARN, x, code, x->resp->status, ", retrying");
 		backoff_sleep(&BACKOFF_REQUEST, attempt);
 	}
 	if (ret < 0)
-		remote_log(r, remote_quiet(x->resp->status) && code == CURLE_OK ? MLFS_LOG_DEBUG :
-			   MLFS_LOG_ERR, x, code, x->resp->status, "");
+		remote_log(r, remote_quiet(code, x->resp->status) ? MLFS_LOG_DEBUG : MLFS_LOG_ERR,
+			   x, code, x->resp->status, "");
 	return ret;
 }
 
@@ -830,4 +916,37 @@ int remote_do(struct remote *r, const struct remote_req *req, struct remote_resp
 	remote_handle_put(r, h);
 	curl_slist_free_all(headers);
 	return ret;
+}
+
+/* ---- attributes a server does not keep ---- */
+
+ino_t remote_path_ino(const char *path)
+{
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a, 64 bits */
+
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (ino_t)(h ? h : 1);
+}
+
+void remote_stat(struct stat *st, const char *path, mode_t mode, int64_t size, time_t t)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = remote_path_ino(path);
+	st->st_mode = mode;
+	st->st_nlink = S_ISDIR(mode) ? 2 : 1;
+	st->st_size = S_ISDIR(mode) ? 0 : size;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = t;
+}
+
+void remote_statfs_readonly(struct statvfs *sv, unsigned long namemax)
+{
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = sv->f_frsize = 4096;
+	sv->f_blocks = 1ull << 32;
+	sv->f_files = 1ull << 24;
+	sv->f_namemax = namemax;
+	sv->f_flag = ST_RDONLY;
 }

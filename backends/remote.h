@@ -1,5 +1,6 @@
 /*
- * remote.h - HTTP(S) requests for the remote backends (s3, http), over libcurl.
+ * remote.h - HTTP(S) and FTP(S) requests for the remote backends (s3, gcs,
+ * http, ftp), over libcurl.
  *
  * One struct remote per backend: it owns a pool of curl easy handles that
  * share one connection cache, DNS cache and TLS sessions, so connections are
@@ -21,6 +22,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -36,6 +39,11 @@ struct remote_opts {
 	const char *password;
 	const char *session_token;	/* sent as x-amz-security-token when not NULL */
 	atomic_uint_fast64_t *requests;	/* counts each attempt that reached the server; NULL: none */
+	/* Added for ftp (be_ftp.c): */
+	bool ftp;		/* ftp:// URLs: the transfer's own outcome, no HTTP status;
+				 * @user and @password log in (NULL: anonymous) */
+	bool tls;		/* explicit TLS (AUTH TLS) on every connection, else fail */
+	const char *ca_file;	/* the certificates to trust; NULL: the system's */
 };
 
 int remote_create(struct remote **out, const struct remote_opts *opts);
@@ -54,6 +62,18 @@ enum remote_method {
  * errno that aborts the request (remote_do then returns it, no retry).
  */
 typedef int remote_sink_fn(void *arg, const void *data, size_t len);
+
+/* One entry of a listing (struct remote_req's list). */
+struct remote_entry {
+	const char *name;
+	bool is_dir;
+	bool is_link;		/* a symbolic link: its target's type is not known */
+	int64_t size;		/* -1: not said */
+	const char *date;	/* the date as the listing wrote it ("Nov 27 15:30"), or NULL */
+};
+
+/* Receives one entry; returns 0, or a negated errno that aborts the listing. */
+typedef int remote_entry_fn(void *arg, const struct remote_entry *e);
 
 struct remote_req {
 	enum remote_method method;
@@ -77,6 +97,12 @@ struct remote_req {
 	/* ... or neither: the body is kept in resp->body, at most max_body bytes
 	 * (<= 0: 16 MiB); a longer body fails the request with -EFBIG. */
 	size_t max_body;
+	/* Added for ftp: a folder listed through libcurl's own listing parser
+	 * (wildcard matching): the URL ends in "FOLDER/" + a pattern ("*"), and
+	 * each entry matched goes to @list instead of being downloaded.  A
+	 * listing that delivered entries is not tried again. */
+	remote_entry_fn *list;
+	void *list_arg;
 };
 
 struct remote_resp {
@@ -109,7 +135,9 @@ void remote_resp_free(struct remote_resp *resp);
 
 /*
  * Maps a curl code (CURLcode as int; 0 when the transfer completed) and an
- * HTTP status to an errno (positive; 0 for success): 404/410 -> ENOENT,
+ * HTTP status to an errno (positive; 0 for success); FTP's answers by their
+ * curl codes: no such file -> ENOENT, login or access refused -> EACCES, a
+ * resume past the end -> ERANGE.  HTTP: 404/410 -> ENOENT,
  * 401/403 -> EACCES, 400 -> EINVAL, 405/501 -> ENOTSUP, 409 -> EEXIST,
  * 412 -> ESTALE, 413 -> EFBIG, 416 -> ERANGE (callers read it as EOF),
  * 429/503 -> EAGAIN, 507 -> ENOSPC, other 5xx -> EIO; curl timeouts ->
@@ -120,6 +148,22 @@ int remote_errno(int curl_code, long status);
 
 /* Whether remote_do retries an answer (curl code, status). */
 bool remote_retryable(int curl_code, long status);
+
+/* ---- for the backends over remote.c: attributes a server does not keep ---- */
+
+/* An inode number of @path's own (FNV-1a of it, never 0), so two names never look like one file. */
+ino_t remote_path_ino(const char *path);
+
+/*
+ * @st of @path on a server that keeps no owners or inode numbers: @mode
+ * (type and bits), @size (0 for a folder), @t as all three times, one link
+ * (two for a folder), 1 MiB blocks (the cache's block: cat and Python read
+ * one at a time), owner root.
+ */
+void remote_stat(struct stat *st, const char *path, mode_t mode, int64_t size, time_t t);
+
+/* The statfs of a read-only server that says nothing of its space (16 TiB, made up). */
+void remote_statfs_readonly(struct statvfs *sv, unsigned long namemax);
 
 /* Percent-encodes @s as RFC 3986 unreserved (A-Za-z0-9-._~), keeping '/' when @keep_slash. */
 char *remote_escape(const char *s, bool keep_slash);

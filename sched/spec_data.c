@@ -75,6 +75,7 @@ static void spec_data_store(struct spec_data_ctx *c, const struct spec_location 
 static const struct spec_output_kind spec_output_kinds[] = {
 	{ .type = "none", .kept = true },
 	{ .type = "s3", .as_written = true, .zips = true },
+	{ .type = "gcp", .as_written = true, .zips = true },	/* gs://: the gcs backend */
 	{ .type = "datastore", .as_written = true },
 	{ .type = "local", .as_written = true, .zips = true, .makes_folder = true },
 	{ .type = "dataset", .registered = true },

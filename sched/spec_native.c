@@ -32,9 +32,9 @@
  *   both); each lists at most 1024 names, as workers.
  *   data.input is for inference jobs only (checked at the end, as "type"
  *   may come later in the file).  Types proxiML takes but mlfs cannot fetch
- *   (input gcp, web paths ftp:// and ftps://, model git) are refused here,
- *   at submit, with a way out, rather than failing the job while it
- *   stages.  data.output.archive applies to s3 and local outputs (default
+ *   (model git) are refused here, at submit, with a way out, rather than
+ *   failing the job while it stages.
+ *   data.output.archive applies to s3, gcp and local outputs (default
  *   true); given for another type it is listed as ignored, and
  *   data.output.archive is false, which is what happens.
  * - environment.image (or proxiML's SDK name custom_image) is every
@@ -245,20 +245,19 @@ enum spec_native_rule { SPEC_URL, SPEC_ABSOLUTE, SPEC_DATASTORE, SPEC_NAME };
 
 /*
  * A location type and what its path must look like.  @refused: proxiML
- * takes it but mlfs cannot fetch it; the message names a way out.  It
- * covers the whole type when @refused_from is 0 (reported at .type), else
- * the paths that start with prefixes[@refused_from] or a later one.
+ * takes it but mlfs cannot fetch it; the message names a way out, and is
+ * reported at .type (the path does not matter: the type must change).
  */
 struct spec_native_kind {
 	const char *type;
 	enum spec_native_rule rule;
 	const char *prefixes[4];	/* SPEC_URL: any of these, then more */
 	const char *refused;
-	int refused_from;
 };
 
 static const struct spec_native_kind spec_native_outputs[] = {
 	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
+	{ .type = "gcp", .rule = SPEC_URL, .prefixes = { "gs://" } },
 	{ .type = "datastore", .rule = SPEC_DATASTORE },
 	{ .type = "local", .rule = SPEC_ABSOLUTE },
 	{ .type = "dataset", .rule = SPEC_NAME },
@@ -267,15 +266,13 @@ static const struct spec_native_kind spec_native_outputs[] = {
 	{ .type = NULL },
 };
 
-/* wasabi and azure are read through the s3 and http backends. */
+/* wasabi, gcp and azure through the s3, gcs and http backends; web's ftp(s):// through ftp. */
 static const struct spec_native_kind spec_native_inputs[] = {
 	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
 	{ .type = "wasabi", .rule = SPEC_URL, .prefixes = { "s3://" } },
 	{ .type = "azure", .rule = SPEC_URL, .prefixes = { "https://" } },
-	{ .type = "gcp", .rule = SPEC_URL, .prefixes = { "gs://" },
-	  .refused = "mlfs cannot read Google Cloud Storage; copy the data to an s3 or http location or a datastore" },
-	{ .type = "web", .rule = SPEC_URL, .prefixes = { "http://", "https://", "ftp://", "ftps://" },
-	  .refused = "mlfs reads http:// and https:// only", .refused_from = 2 },
+	{ .type = "gcp", .rule = SPEC_URL, .prefixes = { "gs://" } },
+	{ .type = "web", .rule = SPEC_URL, .prefixes = { "http://", "https://", "ftp://", "ftps://" } },
 	{ .type = "datastore", .rule = SPEC_DATASTORE },
 	{ .type = "local", .rule = SPEC_ABSOLUTE },
 	{ .type = NULL },
@@ -388,11 +385,6 @@ static bool spec_native_path_check(struct spec_ctx *c, const char *at,
 			   spec_show(shown, path));
 		return false;
 	}
-	if (k->refused && k->rule == SPEC_URL &&
-	    spec_native_url_prefix(k, path) >= k->refused_from) {
-		spec_error(c, field, "%s, got \"%s\"", k->refused, spec_show(shown, path));
-		return false;
-	}
 	return true;
 }
 
@@ -422,7 +414,7 @@ static const struct spec_native_kind *spec_native_location(struct spec_ctx *c, j
 		spec_error(c, spec_path(field, at, "path"), "missing");
 	if (has_type > 0)
 		k = spec_native_kind(c, at, kinds, type);
-	if (k && k->refused && k->refused_from == 0) {
+	if (k && k->refused) {
 		spec_error(c, spec_path(field, at, "type"), "%s", k->refused);
 		return NULL;	/* the path does not matter: the type must change */
 	}

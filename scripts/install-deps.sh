@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	rsync sqlite3 util-linux util-linux-extra mount procps man-db
 	libcurl4-openssl-dev libssl-dev libxml2-dev libjansson-dev libyaml-dev
-	nginx awscli curl
+	nginx awscli curl vsftpd openssl
 	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
 	samba smbclient iproute2 bc python3 libarchive-dev
 	slurmctld slurmd slurm-client munge unzip clang libclang-rt-14-dev

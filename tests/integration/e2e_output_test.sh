@@ -200,6 +200,14 @@ bucket = outbkt
 access_key_id = S3RVER
 secret_access_key = S3RVER
 
+# Google Cloud Storage's XML API, the local S3 server standing in for its endpoint
+[datastore gouts]
+type = gcs
+endpoint = $EP
+bucket = outbkt
+access_key_id = S3RVER
+secret_access_key = S3RVER
+
 [dataset mnist]
 source = lab:/data/mnist
 
@@ -481,6 +489,27 @@ if view_up p1 plain.json 1; then
 	same "the nested object reads back" "plain note" "$(aws s3 cp s3://outbkt/plain/sub/note.txt - 2>&1)"
 else
 	not_ok "the plain-output view came up"
+fi
+
+# ======== 5b. proxiML's gcp input and output (gs://): the gcs backend
+section "5b gcp input and output"
+cat >gcp.json <<JSON
+{"name": "gcp", "type": "inference", "workers": [{"command": "true"}],
+ "data": {"input": {"type": "gcp", "path": "gs://outbkt/results/"},
+          "output": {"type": "gcp", "path": "gs://outbkt/gcp/"}}}
+JSON
+if view_up g1 gcp.json 1; then
+	same "a gcp input from gs:// shows the bucket's prefix" "e2e.zip" "$(mls "$T_DIR/g1/input")"
+	check "the worker writes output/score.txt" mput 'gcp 0.97' "$T_DIR/g1/output/score.txt"
+	view_down g1
+	same "gcp output: mlfs umount exits 0" 0 "$UMOUNT_STATUS"
+	in_log "... the upload names the gcs destination" "uploaded to gcp gs://outbkt/gcp/" \
+		"$T_DIR/umount.g1.log"
+	same "gcp.zip is in gs://outbkt/gcp/ (awscli at the same server)" "gcp.zip" \
+		"$(aws s3 ls s3://outbkt/gcp/ | awk '{print $4}' | xargs)"
+	same "... and holds output/score.txt" "gcp 0.97" "$(s3_zip_member gcp/gcp.zip score.txt)"
+else
+	not_ok "the gcp view came up"
 fi
 
 # ======== 7. archives as inference input

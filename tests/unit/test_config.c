@@ -1091,14 +1091,14 @@ static void test_config_rejects_bad_sources(void **state)
 {
 	(void)state;
 	EXPECT_ERRORS("[datastore d]\ntype = local\n"
-		      "[dataset a]\nsource = FTP://host/x\n"
+		      "[dataset a]\nsource = SFTP://host/x\n"
 		      "[dataset b]\nsource = s3://\n"
 		      "[dataset c]\nsource = just-a-name\n"
 		      "[dataset e]\nsource = d:/a/../b\n"
 		      "[dataset f]\nsource = missing:/x\n"
 		      "[dataset g]\nsource = bad name:/x\n",
-		      "x.conf:4: [dataset a] source: unknown URL scheme 'ftp' "
-		      "(use nfs, smb, s3, http or https)",
+		      "x.conf:4: [dataset a] source: unknown URL scheme 'sftp' "
+		      "(use nfs, smb, s3, gs, http, https, ftp or ftps)",
 		      "x.conf:6: [dataset b] source: nothing after 's3://'",
 		      "x.conf:8: [dataset c] source: 'just-a-name' is neither "
 		      "DATASTORE:/path nor a URL",

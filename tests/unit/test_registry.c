@@ -36,14 +36,14 @@ static int setup_group(void **state)
 
 static void test_registry_knows_every_scheme_of_the_design(void **state)
 {
-	const char *want[] = { "local", "nfs", "smb", "s3", "http", "archive" };
+	const char *want[] = { "local", "nfs", "smb", "s3", "gcs", "http", "ftp", "archive" };
 	const char *const *names = backend_schemes();
 	size_t n = 0;
 
 	(void)state;
 	for (; names[n]; n++)
 		assert_string_equal(names[n], want[n]);
-	assert_int_equal(n, 6);
+	assert_int_equal(n, 8);
 }
 
 static void test_registry_tells_not_compiled_in_from_unknown(void **state)
@@ -53,8 +53,15 @@ static void test_registry_tells_not_compiled_in_from_unknown(void **state)
 	(void)state;
 	assert_int_equal(backend_lookup(&ops, "local"), 0);
 	assert_string_equal(ops->scheme, "local");
-	assert_int_equal(backend_lookup(&ops, "archive"), 0);	/* every scheme is built now */
-	assert_int_equal(backend_lookup(&ops, "ftp"), -ENOENT);
+	assert_int_equal(backend_lookup(&ops, "archive"), 0);	/* always built */
+	assert_int_equal(backend_lookup(&ops, "sftp"), -ENOENT);
+#ifdef MLFS_WITH_CURL
+	/* gcs is the s3 backend with GCS's conventions (be_s3_dialect) */
+	assert_int_equal(backend_lookup(&ops, "gcs"), 0);
+	assert_string_equal(ops->scheme, "s3");
+#else
+	assert_int_equal(backend_lookup(&ops, "gcs"), -ENOTSUP);
+#endif
 	assert_int_equal(backend_lookup(&ops, "fake"), 0);
 	assert_ptr_equal(ops, &be_fake_ops);
 }
@@ -108,7 +115,7 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 		"type = archive\n"			/* 2 */
 		"; a source kind, not a datastore\n"	/* 3 */
 		"[datastore odd]\n"			/* 4 */
-		"type = ftp\n"				/* 5 */
+		"type = sftp\n"				/* 5 */
 		"[datastore here]\n"			/* 6 */
 		"type = local\n"			/* 7 */
 		"root = /tmp\n"				/* 8 */
@@ -130,8 +137,8 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	assert_int_equal(d.n, i + 4);
 	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: archive is not a datastore "
 			    "type: name an archive as a source (DATASTORE:/path/x.zip)");
-	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'ftp' "
-			    "(known: local, nfs, smb, s3, http)");
+	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'sftp' "
+			    "(known: local, nfs, smb, s3, gcs, http, ftp)");
 	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
 	/* An archive at a URL is fine: its folder is the datastore, the archive a path in it. */
 #ifndef MLFS_WITH_CURL

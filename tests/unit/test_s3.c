@@ -481,6 +481,98 @@ static void test_s3_url_source_borrows_its_buckets_datastore(void **state)
 	config_free(cfg);
 }
 
+/* ---- Google Cloud Storage: the same backend, GCS's conventions ---- */
+
+static void test_gcs_defaults_are_googles_endpoint_path_style_and_region_auto(void **state)
+{
+	struct mlfs_config *cfg = cfg_check_load(
+		"[datastore g]\ntype = gcs\nbucket = tb\nroot = /sets\n"
+		"[datastore local]\ntype = gcs\nbucket = tb\nendpoint = http://127.0.0.1:4569\n");
+	struct be_s3_addr a;
+	char *url;
+
+	(void)state;
+	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1", 1);	/* AWS's, not GCS's */
+	setenv("AWS_REGION", "eu-west-3", 1);
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "g")), 0);
+	assert_string_equal(a.endpoint, "https://storage.googleapis.com");
+	assert_string_equal(a.region, "auto");
+	assert_true(a.path_style);
+	url = be_s3_url(&a, "sets/x.jpg", NULL);
+	assert_string_equal(url, "https://storage.googleapis.com/tb/sets/x.jpg");
+	free(url);
+	be_s3_addr_free(&a);
+	/* the endpoint overridden: how the tests point it at the local S3 server */
+	assert_int_equal(be_s3_addr_init(&a, cfg_check_ds(cfg, "local")), 0);
+	assert_string_equal(a.endpoint, "http://127.0.0.1:4569");
+	be_s3_addr_free(&a);
+	unsetenv("AWS_ENDPOINT_URL");
+	unsetenv("AWS_REGION");
+	config_free(cfg);
+}
+
+static void test_gcs_credentials_config_then_gcs_env_then_boto_file(void **state)
+{
+	static const char boto[] = "[Boto]\ndebug = 0\n[Credentials]\n"
+		"gs_access_key_id = GOOGBOTO\ngs_secret_access_key = botosecret\n";
+	struct mlfs_config *cfg = cfg_check_load(
+		"[datastore keys]\ntype = gcs\nbucket = b\naccess_key_id = GOOGCFG\n"
+		"secret_access_key = cfgsecret\n"
+		"[datastore plain]\ntype = gcs\nbucket = b\n");
+	char path[] = "/tmp/test_s3_boto.XXXXXX";
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, boto, strlen(boto)), (ssize_t)strlen(boto));
+	close(fd);
+	setenv("BOTO_CONFIG", path, 1);
+	setenv("AWS_ACCESS_KEY_ID", "AWSID", 1);	/* never a GCS key */
+	setenv("AWS_SECRET_ACCESS_KEY", "awssecret", 1);
+	check_creds(cfg_check_ds(cfg, "keys"), 0, "GOOGCFG", "cfgsecret", NULL, "config");
+	check_creds(cfg_check_ds(cfg, "plain"), 0, "GOOGBOTO", "botosecret", NULL,
+		    "credentials file");
+	setenv("GCS_ACCESS_KEY_ID", "GOOGENV", 1);
+	setenv("GCS_SECRET_ACCESS_KEY", "envsecret", 1);
+	check_creds(cfg_check_ds(cfg, "plain"), 0, "GOOGENV", "envsecret", NULL, "environment");
+	unsetenv("GCS_ACCESS_KEY_ID");
+	unsetenv("GCS_SECRET_ACCESS_KEY");
+	unlink(path);
+	check_creds(cfg_check_ds(cfg, "plain"), 0, NULL, NULL, NULL, "none");
+	unsetenv("BOTO_CONFIG");
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	config_free(cfg);
+}
+
+static void test_gcs_url_source_borrows_its_buckets_gcs_datastore_only(void **state)
+{
+	struct mlfs_config *cfg = cfg_check_load(
+		"[datastore aws]\ntype = s3\nendpoint = http://127.0.0.1:1\nbucket = tb\n"
+		"access_key_id = AWSK\nsecret_access_key = S\n"
+		"[datastore goog]\ntype = gcs\nendpoint = http://127.0.0.1:2\nbucket = tb\n"
+		"access_key_id = GOOGK\nsecret_access_key = S\n"
+		"[dataset d]\nsource = gs://tb/data/\n"
+		"[dataset other]\nsource = GS://elsewhere\n");
+	const struct datastore_config *ds = cfg_check_ds(cfg, "dataset:d");
+	struct be_s3_addr a;
+
+	(void)state;
+	assert_string_equal(ds->type, "gcs");
+	assert_string_equal(config_get(ds, "access_key_id", NULL), "GOOGK");
+	assert_int_equal(be_s3_addr_init(&a, ds), 0);
+	assert_string_equal(a.endpoint, "http://127.0.0.1:2");
+	assert_string_equal(a.root, "data/");
+	be_s3_addr_free(&a);
+	ds = cfg_check_ds(cfg, "dataset:other");
+	assert_int_equal(be_s3_addr_init(&a, ds), 0);
+	assert_string_equal(a.endpoint, "https://storage.googleapis.com");
+	assert_string_equal(a.bucket, "elsewhere");
+	assert_string_equal(a.root, "");
+	be_s3_addr_free(&a);
+	config_free(cfg);
+}
+
 /* ---- the resume token of an upload ---- */
 
 #define MIB (UINT64_C(1) << 20)
@@ -657,6 +749,9 @@ int main(void)
 		cmocka_unit_test(test_s3_credentials_file_others_can_read_is_refused),
 		cmocka_unit_test(test_s3_validate_reports_each_bad_key_with_its_line),
 		cmocka_unit_test(test_s3_url_source_borrows_its_buckets_datastore),
+		cmocka_unit_test(test_gcs_defaults_are_googles_endpoint_path_style_and_region_auto),
+		cmocka_unit_test(test_gcs_credentials_config_then_gcs_env_then_boto_file),
+		cmocka_unit_test(test_gcs_url_source_borrows_its_buckets_gcs_datastore_only),
 		cmocka_unit_test(test_s3_token_plans_8_mib_parts),
 		cmocka_unit_test(test_s3_token_lists_the_parts_sent_and_reads_back),
 		cmocka_unit_test(test_s3_token_without_parts_or_last_newline_parses),

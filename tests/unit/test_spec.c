@@ -1084,7 +1084,7 @@ static void test_spec_output_type_must_be_known_and_fields_present(void **state)
 {
 	(void)state;
 	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"azure\", \"path\": \"https://x\", \"archive\": \"no\"}},\n"),
-		      "x.json:2:31: data.output.type: must be one of s3, datastore, local, dataset, checkpoint, model, got \"azure\"",
+		      "x.json:2:31: data.output.type: must be one of s3, gcp, datastore, local, dataset, checkpoint, model, got \"azure\"",
 		      "x.json:2:72: data.output.archive: must be true or false, got string");
 	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"output\": {}},\n"),
 		      "x.json:2:22: data.output.type: missing",
@@ -1159,19 +1159,14 @@ static void test_spec_input_on_a_training_job_is_refused(void **state)
 static void test_spec_types_mlfs_cannot_fetch_are_refused_with_a_way_out(void **state)
 {
 	(void)state;
-	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
-				  "  \"data\": {\"input\": {\"type\": \"gcp\", \"path\": \"gs://b/x\"}},\n"),
-		      "x.json:3:30: data.input.type: mlfs cannot read Google Cloud Storage; copy the data to an s3 or http location or a datastore");
-	/* the path does not matter when the type must change */
+	/* gcp is read now (the gcs backend): a gs:// path is its one form */
 	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
 				  "  \"data\": {\"input\": {\"type\": \"gcp\", \"path\": \"b/x\"}},\n"),
-		      "x.json:3:30: data.input.type: mlfs cannot read Google Cloud Storage; copy the data to an s3 or http location or a datastore");
+		      "x.json:3:45: data.input.path: a gcp path must start with gs://, got \"b/x\"");
+	/* web's ftp:// and ftps:// are read now (the ftp backend); any other scheme is not */
 	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
-				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"ftp://h/x.zip\"}},\n"),
-		      "x.json:3:45: data.input.path: mlfs reads http:// and https:// only, got \"ftp://h/x.zip\"");
-	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
-				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"ftps://h/d/\"}},\n"),
-		      "x.json:3:45: data.input.path: mlfs reads http:// and https:// only, got \"ftps://h/d/\"");
+				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"sftp://h/d/\"}},\n"),
+		      "x.json:3:45: data.input.path: a web path must start with http:// or https:// or ftp:// or ftps://, got \"sftp://h/d/\"");
 	EXPECT_ERRORS(WITH_WORKER("  \"model\": {\"type\": \"git\", \"path\": \"https://github.com/a/b.git\"},\n"),
 		      "x.json:2:21: model.type: mlfs does not clone git repositories; clone into a datastore and use \"type\": \"datastore\"");
 }

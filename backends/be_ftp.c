@@ -1,0 +1,571 @@
+/*
+ * be_ftp.c - a datastore that is a folder of an FTP or FTPS server,
+ * read-only (DESIGN §8), through libcurl by way of remote.h.
+ *
+ *   - a folder is listed with libcurl's own listing parser (wildcard
+ *     matching: "FOLDER/" and "*", one callback per entry, nothing downloaded);
+ *     curl answers "no such file" for an empty folder as for a missing one,
+ *     so that answer is told apart by entering the folder (a HEAD of
+ *     "FOLDER/": CWD);
+ *   - stat of a path nothing listed is a HEAD (curl's SIZE and MDTM: the
+ *     size and the date to the second), and of "PATH/" when the server has
+ *     no such file (a folder);
+ *   - reads are ranged RETRs (REST, then as many bytes as asked);
+ *   - what a listing or a HEAD said is remembered (path -> type, size,
+ *     date) for BE_FTP_TTL seconds, and for the mount's lifetime under the
+ *     read-only trees (BE_O_TRUST, getattr_known).  An open outside them
+ *     asks the server (HEAD): a listing's date is to the minute, which
+ *     could not tell two versions of a file written in the same minute
+ *     with the same size apart, and the cache key names the version.
+ *
+ * ftps:// is explicit TLS (AUTH TLS on the control port), required on every
+ * connection; `ca_file` names the certificate of a server whose CA the
+ * system does not know (a self-signed one).  The login is `username` with
+ * `password` or `password_file`, else anonymous.  Nothing here logs a
+ * password.
+ *
+ * Threading: the remote handle is thread-safe; the memo has a mutex never
+ * held across a request.  An open file's fields are fixed at open.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "be_ftp.h"
+#include "log.h"
+#include "mono.h"
+#include "password.h"
+#include "path_map.h"
+#include "remote.h"
+
+#define BE_FTP_TTL		5		/* seconds a listed or HEADed attribute is fresh */
+#define BE_FTP_MEMO_MAX		(4u << 20)	/* entries before the memo is emptied */
+#define BE_FTP_NAME_MAX		255
+
+/* What is known of one path: one allocation with its path. */
+struct be_ftp_node {
+	struct path_map_entry link;
+	time_t fresh_until;	/* CLOCK_MONOTONIC seconds */
+	int64_t size;
+	int64_t mtime;		/* -1: not said */
+	bool is_dir;
+	bool from_head;		/* the date is MDTM's, to the second */
+	char path[];
+};
+
+struct be_ftp_meta {
+	bool is_dir;
+	bool from_head;
+	int64_t size;
+	time_t mtime;
+};
+
+struct be_ftp {
+	struct backend base;
+	struct remote *remote;
+	char *root;		/* "ftp://HOST[:PORT]/PATH/" */
+	time_t created;		/* the date of what no listing dates */
+	pthread_mutex_t memo_lock;
+	struct path_map memo;	/* guarded by memo_lock: of struct be_ftp_node */
+};
+
+struct be_ftp_file {
+	struct backend_file base;
+	char *url;
+	char *path;
+	struct be_ftp_meta m;
+};
+
+static struct be_ftp *be_ftp(struct backend *be)
+{
+	return (struct be_ftp *)be;
+}
+
+static struct be_ftp_file *be_ftp_file(struct backend_file *f)
+{
+	return (struct be_ftp_file *)f;
+}
+
+static time_t be_ftp_now(void)
+{
+	return (time_t)(mono_ns() / 1000000000);
+}
+
+/* ---- URLs and dates ---- */
+
+int be_ftp_split_url(const char *url, char **root, bool *tls)
+{
+	size_t slen = strncasecmp(url, "ftps://", 7) == 0 ? 7 :
+		      strncasecmp(url, "ftp://", 6) == 0 ? 6 : 0;
+	const char *host = url + slen, *path;
+	size_t hlen, plen;
+
+	*root = NULL;
+	if (!slen)
+		return -EINVAL;
+	hlen = strcspn(host, "/");
+	path = host + hlen;
+	plen = strlen(path);
+	if (hlen == 0 || memchr(host, '@', hlen) || strpbrk(url, "?#"))
+		return -EINVAL;
+	*tls = slen == 7;
+	while (plen > 0 && path[plen - 1] == '/')
+		plen--;
+	if (asprintf(root, "ftp://%.*s%.*s/", (int)hlen, host, (int)plen, path) < 0) {
+		*root = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+time_t be_ftp_parse_date(const char *s, time_t now)
+{
+	struct tm tm = { 0 }, today;
+	const char *end;
+	time_t t;
+
+	if (!s)
+		return -1;
+	gmtime_r(&now, &today);
+	end = strptime(s, "%b %d %H:%M", &tm);
+	if (end && *end == '\0') {
+		tm.tm_year = today.tm_year;
+		t = timegm(&tm);
+		if (t > now + 86400) {		/* a date of last year */
+			tm.tm_year--;
+			t = timegm(&tm);
+		}
+		return t;
+	}
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%b %d %Y", &tm);
+	return end && *end == '\0' ? timegm(&tm) : -1;
+}
+
+/*
+ * The URL of @path ("" or "a/b"), percent-encoded, with @tail after it: ""
+ * for a file, "/" for a folder, "/" then "*" for its listing.
+ */
+static char *be_ftp_url(const struct be_ftp *fb, const char *path, const char *tail)
+{
+	char *epath = remote_escape(path, true), *url;
+
+	if (!epath)
+		return NULL;
+	if (!path[0] && tail[0] == '/')
+		tail++;		/* the root ends in '/' already */
+	if (asprintf(&url, "%s%s%s", fb->root, epath, tail) < 0)
+		url = NULL;
+	free(epath);
+	return url;
+}
+
+/* ---- what is known ---- */
+
+static int be_ftp_memo_get(struct be_ftp *fb, const char *path, struct be_ftp_meta *m,
+			   bool trust)
+{
+	const struct be_ftp_node *n;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&fb->memo_lock);
+	n = (const struct be_ftp_node *)path_map_get(&fb->memo, path);
+	if (n && (trust || n->fresh_until > be_ftp_now())) {
+		*m = (struct be_ftp_meta){ .is_dir = n->is_dir, .from_head = n->from_head,
+					   .size = n->size, .mtime = (time_t)n->mtime };
+		ret = 0;
+	}
+	pthread_mutex_unlock(&fb->memo_lock);
+	return ret;
+}
+
+static void be_ftp_memo_put(struct be_ftp *fb, const char *path, const struct be_ftp_meta *m)
+{
+	size_t plen = strlen(path) + 1;
+	struct be_ftp_node *n = malloc(sizeof(*n) + plen), *old;
+
+	if (!n)
+		return;
+	*n = (struct be_ftp_node){ .fresh_until = be_ftp_now() + BE_FTP_TTL, .size = m->size,
+				   .mtime = m->mtime, .is_dir = m->is_dir,
+				   .from_head = m->from_head };
+	memcpy(n->path, path, plen);
+	pthread_mutex_lock(&fb->memo_lock);
+	old = (struct be_ftp_node *)path_map_take(&fb->memo, path);
+	if (!old && fb->memo.n >= BE_FTP_MEMO_MAX)
+		path_map_clear(&fb->memo);
+	if (!path_map_add(&fb->memo, &n->link))
+		free(n);
+	pthread_mutex_unlock(&fb->memo_lock);
+	free(old);
+}
+
+static void be_ftp_stat(const struct be_ftp *fb, const char *path, const struct be_ftp_meta *m,
+			struct stat *st)
+{
+	remote_stat(st, path, m->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444, m->size,
+		    m->mtime >= 0 ? m->mtime : fb->created);
+}
+
+/* HEAD of @url: 0 and what it said, or -errno. */
+static int be_ftp_head(struct be_ftp *fb, const char *url, struct be_ftp_meta *m)
+{
+	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1 };
+	struct remote_resp resp;
+	int ret = remote_do(fb->remote, &req, &resp);
+
+	if (ret == 0)
+		*m = (struct be_ftp_meta){ .from_head = true, .size = resp.content_length,
+					   .mtime = resp.last_modified };
+	remote_resp_free(&resp);
+	return ret;
+}
+
+/* Whether folder @path exists (the server lets us enter it): 0, -ENOENT or -errno. */
+static int be_ftp_is_dir(struct be_ftp *fb, const char *path)
+{
+	char *url = be_ftp_url(fb, path, "/");
+	struct be_ftp_meta m;
+	int ret = url ? be_ftp_head(fb, url, &m) : -ENOMEM;
+
+	free(url);
+	return ret == -EACCES ? -ENOENT : ret;	/* CWD refused: 550, as for no folder */
+}
+
+/* What the server says of @path: a file (HEAD), else a folder. */
+static int be_ftp_ask(struct be_ftp *fb, const char *path, struct be_ftp_meta *m)
+{
+	char *url = be_ftp_url(fb, path, "");
+	int ret = url ? be_ftp_head(fb, url, m) : -ENOMEM;
+
+	free(url);
+	if (ret == 0 && m->size < 0)
+		ret = -ENOENT;		/* no SIZE: not a file */
+	if (ret == -ENOENT) {
+		ret = be_ftp_is_dir(fb, path);
+		if (ret == 0)
+			*m = (struct be_ftp_meta){ .is_dir = true, .from_head = true, .mtime = -1 };
+	}
+	if (ret == 0)
+		be_ftp_memo_put(fb, path, m);
+	return ret;
+}
+
+static int be_ftp_meta(struct be_ftp *fb, const char *path, struct be_ftp_meta *m, bool trust)
+{
+	if (!path[0]) {
+		*m = (struct be_ftp_meta){ .is_dir = true, .mtime = -1 };
+		return 0;
+	}
+	if (be_ftp_memo_get(fb, path, m, trust) == 0)
+		return 0;
+	return be_ftp_ask(fb, path, m);
+}
+
+static int be_ftp_getattr(struct backend *be, const char *path, struct stat *st)
+{
+	struct be_ftp_meta m;
+	int ret = be_ftp_meta(be_ftp(be), path, &m, false);
+
+	if (ret == 0)
+		be_ftp_stat(be_ftp(be), path, &m, st);
+	return ret;
+}
+
+static int be_ftp_getattr_known(struct backend *be, const char *path, struct stat *st)
+{
+	struct be_ftp_meta m;
+
+	if (be_ftp_memo_get(be_ftp(be), path, &m, true) < 0)
+		return -EAGAIN;
+	be_ftp_stat(be_ftp(be), path, &m, st);
+	return 0;
+}
+
+/* ---- listing ---- */
+
+struct be_ftp_walk {
+	struct be_ftp *fb;
+	const char *dir;
+	backend_fill_fn *fill;
+	void *payload;
+	time_t now;
+	int stopped;		/* what fill answered when it asked to stop */
+};
+
+static int be_ftp_entry(void *arg, const struct remote_entry *e)
+{
+	struct be_ftp_walk *w = arg;
+	struct be_ftp_meta m = { .is_dir = e->is_dir, .size = e->size < 0 ? 0 : e->size,
+				 .mtime = be_ftp_parse_date(e->date, w->now) };
+	char *path;
+	struct stat st;
+	int ret;
+
+	if (strchr(e->name, '/') || strlen(e->name) > BE_FTP_NAME_MAX)
+		return 0;	/* not a name a folder can hold */
+	if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", e->name) < 0)
+		return -ENOMEM;
+	/* a link's target may be a folder: its type is asked for when it is looked up */
+	if (!e->is_link && (e->is_dir || e->size >= 0))
+		be_ftp_memo_put(w->fb, path, &m);
+	be_ftp_stat(w->fb, path, &m, &st);
+	free(path);
+	ret = w->fill(w->payload, e->name, &st);
+	if (ret != 0) {
+		w->stopped = ret;
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+static int be_ftp_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
+			  void *payload)
+{
+	struct be_ftp *fb = be_ftp(be);
+	struct be_ftp_walk w = { .fb = fb, .dir = path, .fill = fill, .payload = payload,
+				 .now = time(NULL) };
+	char *url = be_ftp_url(fb, path, "/*");
+	struct remote_req req = { .method = REMOTE_GET, .url = url, .body_fd = -1,
+				  .list = be_ftp_entry, .list_arg = &w };
+	struct remote_resp resp;
+	struct be_ftp_meta m;
+	int ret;
+
+	if (!url)
+		return -ENOMEM;
+	ret = remote_do(fb->remote, &req, &resp);
+	remote_resp_free(&resp);
+	free(url);
+	if (ret == -ECANCELED && w.stopped)
+		return w.stopped;	/* fill's own answer, as the contract says */
+	if (ret == -ENOENT)		/* nothing matched: an empty folder, or none */
+		ret = be_ftp_is_dir(fb, path);
+	if (ret == -ENOENT && path[0] && be_ftp_meta(fb, path, &m, false) == 0 && !m.is_dir)
+		return -ENOTDIR;
+	return ret;
+}
+
+/* ---- reading ---- */
+
+static int be_ftp_open(struct backend_file **out, struct backend *be, const char *path,
+		       int flags)
+{
+	struct be_ftp *fb = be_ftp(be);
+	bool trust = flags & BE_O_TRUST;
+	struct be_ftp_file *f;
+	struct be_ftp_meta m;
+	int ret = be_ftp_memo_get(fb, path, &m, trust);
+
+	/* outside the trusted trees only a fresh HEAD's date names the version */
+	if (ret < 0 || (!trust && !m.is_dir && !m.from_head))
+		ret = path[0] ? be_ftp_ask(fb, path, &m) : be_ftp_meta(fb, path, &m, trust);
+	if (ret < 0)
+		return ret;
+	if (m.is_dir)
+		return -EISDIR;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->base.be = be;
+	f->m = m;
+	f->url = be_ftp_url(fb, path, "");
+	f->path = strdup(path);
+	if (!f->url || !f->path) {
+		free(f->url);
+		free(f->path);
+		free(f);
+		return -ENOMEM;
+	}
+	*out = &f->base;
+	return 0;
+}
+
+static void be_ftp_release(struct backend_file *bf)
+{
+	struct be_ftp_file *f = be_ftp_file(bf);
+
+	free(f->url);
+	free(f->path);
+	free(f);
+}
+
+static ssize_t be_ftp_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
+{
+	struct be_ftp_file *f = be_ftp_file(bf);
+	struct remote_req req = { .method = REMOTE_GET, .url = f->url, .body_fd = -1,
+				  .range_off = off, .buf = buf };
+	struct remote_resp resp;
+	ssize_t ret;
+
+	if (off < 0)
+		return -EINVAL;
+	if (off >= f->m.size)
+		return 0;
+	if ((int64_t)len > f->m.size - off)
+		len = (size_t)(f->m.size - off);
+	if (len == 0)
+		return 0;
+	req.range_len = req.buf_size = len;
+	ret = remote_do(be_ftp(bf->be)->remote, &req, &resp);
+	if (ret == 0)
+		ret = (ssize_t)resp.received;
+	else if (ret == -ERANGE)
+		ret = 0;	/* the file shrank under us: its end */
+	remote_resp_free(&resp);
+	return ret;
+}
+
+static int be_ftp_fgetattr(struct backend_file *bf, struct stat *st)
+{
+	be_ftp_stat(be_ftp(bf->be), be_ftp_file(bf)->path, &be_ftp_file(bf)->m, st);
+	return 0;
+}
+
+static int be_ftp_cache_key(struct backend_file *bf, char *buf, size_t size)
+{
+	struct be_ftp_file *f = be_ftp_file(bf);
+	int n;
+
+	if (f->m.mtime < 0)
+		return -ENOTSUP;	/* nothing to tell one version from another */
+	/* Named by the file's own URL, so a datastore and a URL source share it. */
+	n = snprintf(buf, size, "ftp\n%s\n%lld:%lld", f->url, (long long)f->m.size,
+		     (long long)f->m.mtime);
+	if (n < 0)
+		return -EIO;
+	return (size_t)n >= size ? -ENAMETOOLONG : n;
+}
+
+static int be_ftp_statfs(struct backend *be, const char *path, struct statvfs *sv)
+{
+	(void)be;
+	(void)path;
+	remote_statfs_readonly(sv, BE_FTP_NAME_MAX);
+	return 0;
+}
+
+/* ---- setup ---- */
+
+static int be_ftp_validate(const struct datastore_config *cfg, struct diag *d)
+{
+	size_t before = d->n;
+	int line = cfg->line, cline = cfg->line;
+	const char *url = config_get(cfg, "url", &line);
+	const char *ca = config_get(cfg, "ca_file", &cline);
+	bool tls = false;
+	char *root = NULL;
+
+	if (!url)
+		diag_add(d, cfg->file, cfg->line, "[datastore %s] url: missing "
+			 "(ftp://HOST/FOLDER/ or ftps://HOST/FOLDER/)", cfg->name);
+	else if (be_ftp_split_url(url, &root, &tls) == -EINVAL)
+		/* the URL itself is not repeated: it may hold a password */
+		diag_add(d, cfg->file, line, "[datastore %s] url: not an ftp:// or ftps:// URL of "
+			 "a host and a folder, without user info, query or fragment (give "
+			 "username and password)", cfg->name);
+	free(root);
+	if ((config_get(cfg, "password", NULL) || config_get(cfg, "password_file", NULL)) &&
+	    !config_get(cfg, "username", NULL))
+		diag_add(d, cfg->file, cfg->line, "[datastore %s] username: missing (a password "
+			 "is given)", cfg->name);
+	password_validate(cfg, false, d);
+	if (ca) {
+		char *abs = config_resolve_path(cfg->file, ca);
+
+		if (abs && access(abs, R_OK) < 0)
+			diag_add(d, cfg->file, cline, "[datastore %s] ca_file: %s: %s", cfg->name,
+				 abs, strerror(errno));
+		free(abs);
+	}
+	return d->n > before ? -EINVAL : 0;
+}
+
+static void be_ftp_free(struct be_ftp *fb)
+{
+	remote_destroy(fb->remote);
+	path_map_clear(&fb->memo);
+	pthread_mutex_destroy(&fb->memo_lock);
+	free(fb->root);
+	free(fb);
+}
+
+static int be_ftp_connect(struct be_ftp *fb, const struct datastore_config *cfg, bool tls)
+{
+	const char *ca = config_get(cfg, "ca_file", NULL);
+	struct remote_opts opts = { .name = cfg->name, .timeout = cfg->timeout,
+				    .retries = cfg->retries, .ftp = true, .tls = tls,
+				    .requests = &fb->base.stats.requests,
+				    .user = config_get(cfg, "username", NULL) };
+	char *password = NULL, *ca_abs = ca ? config_resolve_path(cfg->file, ca) : NULL;
+	int ret = ca && !ca_abs ? -ENOMEM : password_read(cfg, &password);
+
+	opts.password = password;
+	opts.ca_file = ca_abs;
+	if (ret == 0)
+		ret = remote_create(&fb->remote, &opts);
+	if (password)
+		explicit_bzero(password, strlen(password));
+	free(password);
+	free(ca_abs);
+	return ret;
+}
+
+static int be_ftp_create(struct backend **out, const struct datastore_config *cfg)
+{
+	const char *url = config_get(cfg, "url", NULL);
+	struct be_ftp *fb;
+	bool tls = false;
+	int ret;
+
+	if (!url)
+		return -EINVAL;
+	fb = calloc(1, sizeof(*fb));
+	if (!fb)
+		return -ENOMEM;
+	pthread_mutex_init(&fb->memo_lock, NULL);
+	path_map_init(&fb->memo, offsetof(struct be_ftp_node, path));
+	fb->created = time(NULL);
+	ret = be_ftp_split_url(url, &fb->root, &tls);
+	if (ret == 0)
+		ret = be_ftp_connect(fb, cfg, tls);
+	if (ret < 0) {
+		be_ftp_free(fb);
+		return ret;
+	}
+	log_info("datastore %s: %s %s, %s", cfg->name, tls ? "ftps" : "ftp", fb->root,
+		 config_get(cfg, "username", NULL) ? "logged in by username" : "anonymous");
+	*out = &fb->base;
+	return 0;
+}
+
+static void be_ftp_destroy(struct backend *be)
+{
+	be_ftp_free(be_ftp(be));
+}
+
+const struct backend_ops be_ftp_ops = {
+	.version = BACKEND_OPS_VERSION,
+	.scheme = "ftp",
+	.caps = BE_CAP_REMOTE,
+	.validate = be_ftp_validate,
+	.create = be_ftp_create,
+	.destroy = be_ftp_destroy,
+	.getattr = be_ftp_getattr,
+	.readdir = be_ftp_readdir,
+	.open = be_ftp_open,
+	.pread = be_ftp_pread,
+	.release = be_ftp_release,
+	.statfs = be_ftp_statfs,
+	.fgetattr = be_ftp_fgetattr,
+	.cache_key = be_ftp_cache_key,
+	.getattr_known = be_ftp_getattr_known,
+};

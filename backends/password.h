@@ -1,0 +1,29 @@
+/*
+ * password.h - a datastore's password given as `password` or `password_file`
+ * (smb, ftp): the offline check and the read at create.  The file's first
+ * line is the password; a file others can read or change is refused, as
+ * ssh refuses a key.  The password is never logged.
+ */
+#ifndef MLFS_PASSWORD_H
+#define MLFS_PASSWORD_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "diag.h"
+
+/*
+ * Checks `password` and `password_file` of @cfg: not both, the file usable;
+ * with @required, one of them.  Adds "file:line: ..." to @d.
+ */
+void password_validate(const struct datastore_config *cfg, bool required, struct diag *d);
+
+/*
+ * The password of @cfg into *out (malloc'd; NULL when neither key is set):
+ * `password`, or the first line of `password_file` (relative to the config
+ * file's folder).  0, -EACCES (logged) for a file that cannot be used, or
+ * -ENOMEM.
+ */
+int password_read(const struct datastore_config *cfg, char **out);
+
+#endif

@@ -1,0 +1,139 @@
+#!/bin/bash
+# ftp_test.sh - the ftp backend through a real mount over a real vsftpd
+# (scripts/server-vsftpd.sh): listings through libcurl's parser, sizes and
+# dates, whole and ranged reads, an empty folder, ENOENT, ENOTDIR, EROFS;
+# FTPS with explicit TLS and a self-signed certificate trusted by ca_file
+# (and refused without it), a login by password_file and a refused one
+# (EACCES); epochs of a dataset from an ftp:// URL (the second, and the next
+# job's, ask the server nothing); a server that is gone fails a read with
+# EIO in time and a restarted one serves again without a remount.
+# Usage: ftp_test.sh MLFS POSIX_CHECK
+set -u
+MLFS=$(readlink -f "$1")
+POSIX_CHECK=$(readlink -f "$2")	# unused: the backend is read-only; kept for the common interface
+FTP_SH=$(cd "$(dirname "$0")/../../scripts" && pwd)/server-vsftpd.sh
+. "$(dirname "$0")/lib.sh"
+t_setup
+cd "$T_DIR" || exit 1
+: "$POSIX_CHECK"
+
+FTP_DIR=$T_DIR/ftp
+t_cleanup() { server_cleanup "$FTP_SH" "$FTP_DIR"; }
+trap 't_cleanup; rm -rf "$T_DIR"' EXIT
+
+P=$FTP_DIR/pub
+mkdir -p "$P/sub/deeper" "$P/empty" "$P/many" mnt
+head -c $((20 << 20)) /dev/urandom >"$P/big.bin"
+head -c $((8 << 20)) /dev/urandom >"$P/gone.bin"
+echo "hello ftp" >"$P/small.txt"
+echo "spaced" >"$P/with space.txt"
+echo "unicode" >"$P/ünïcödé.txt"
+echo "inner" >"$P/sub/inner.txt"
+head -c 1234567 /dev/urandom >"$P/sub/tls.bin"
+echo "deep" >"$P/sub/deeper/deep.txt"
+for i in $(seq -w 0 99); do echo "00$i" >"$P/many/f00$i"; done
+touch -d '2 hours ago' "$P/small.txt"
+
+PORT=$(free_port) || { not_ok "a free port"; t_finish; exit 1; }
+"$FTP_SH" start "$FTP_DIR" "$PORT" >/dev/null || { not_ok "vsftpd started"; t_finish; exit 1; }
+ok "vsftpd started on 127.0.0.1:$PORT"
+printf 'mlfsftp\n' >ftp.pass
+chmod 600 ftp.pass
+
+cat >mlfs.conf <<CONF
+[mlfs]
+state_dir = state
+cache_dir = cache
+timeout = 2
+retries = 1
+# exact request counts below: no read-ahead past the epoch's files
+read_ahead_files = 0
+
+[datastore f]
+type = ftp
+url = ftp://127.0.0.1:$PORT/
+
+[datastore tls]
+type = ftp
+url = ftps://127.0.0.1:$PORT/sub/
+username = mlfsftp
+password_file = ftp.pass
+ca_file = $FTP_DIR/cert.pem
+
+[datastore untrusted]
+type = ftp
+url = ftps://127.0.0.1:$PORT/
+
+[datastore badpass]
+type = ftp
+url = ftp://127.0.0.1:$PORT/
+username = mlfsftp
+password = not-the-password
+
+[dataset many]
+source = ftp://127.0.0.1:$PORT/many/
+CONF
+
+check "mlfs check accepts the config" "$MLFS" check mlfs.conf
+mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
+M=$T_DIR/mnt
+F=$M/datastores/f
+LOG=$T_DIR/mount.mnt.log
+
+# --- listing and reading
+same "ls lists the server's folder (libcurl's listing parser)" \
+	"big.bin empty gone.bin many small.txt sub with space.txt ünïcödé.txt" \
+	"$(ls "$F" | xargs)"
+same "ls -l shows a file's size" 20971520 "$(ls -l "$F" | awk '$NF == "big.bin" {print $5}')"
+same "stat shows the size" 10 "$(stat -c %s "$F/small.txt")"
+same "... and the date the server has (to the minute, from a listing)" \
+	"$(date -u -r "$P/small.txt" +%Y-%m-%dT%H:%M)" "$(date -u -r "$F/small.txt" +%Y-%m-%dT%H:%M)"
+check "a folder is a folder" test -d "$F/sub/deeper"
+same "cat reads a small file" "hello ftp" "$(cat "$F/small.txt")"
+same "a name with a space reads" "spaced" "$(cat "$F/with space.txt")"
+same "a name in UTF-8 reads" "unicode" "$(cat "$F/ünïcödé.txt")"
+same "a nested file reads" "deep" "$(cat "$F/sub/deeper/deep.txt")"
+same "a 20 MiB file reads whole, byte for byte" "$(sha "$P/big.bin")" "$(sha "$F/big.bin")"
+same_at_offsets "reads at random offsets (REST) return the server's bytes" "$P/big.bin" "$F/big.bin"
+same "an empty folder lists empty" "" "$(ls "$F/empty")"
+fails "a missing file is ENOENT" "No such file" stat "$F/nope"
+fails "a missing folder is ENOENT" "No such file" ls "$F/nodir"
+fails "a file is not a folder (ENOTDIR)" "Not a directory" ls "$F/small.txt/x"
+fails "a write is refused: read-only (EROFS)" "Read-only file system" touch "$F/new.txt"
+fails "so is mkdir" "Read-only file system" mkdir "$F/newdir"
+
+# --- FTPS, logins
+same "ftps:// with ca_file lists over explicit TLS" "deeper inner.txt tls.bin" \
+	"$(ls "$M/datastores/tls" | xargs)"
+same "... and reads, byte for byte" "$(sha "$P/sub/tls.bin")" "$(sha "$M/datastores/tls/tls.bin")"
+check "... the server saw AUTH TLS and the login of password_file" \
+	grep -q 'OK LOGIN: Client "127.0.0.1"' "$FTP_DIR/vsftpd.log"
+check "... TLS was asked for" grep -qE '"AUTH (TLS|SSL)"' "$FTP_DIR/vsftpd.log"
+fails "ftps:// whose certificate nobody trusts fails with EIO" "Input/output error" \
+	ls "$M/datastores/untrusted"
+check "... the log says why (the certificate)" grep -qi "certificate" "$LOG"
+fails "a refused password is EACCES" "Permission denied" ls "$M/datastores/badpass"
+check "... the password is in no log" bash -c "! grep -q not-the-password '$LOG'"
+
+# --- a dataset from an ftp:// URL: epochs
+D=$M/datasets/many
+want=$(seq -w 0 99 | sed 's/^/00/' | sha256sum)
+same "a first epoch of 100 small files reads their bytes" "$want" "$(read_epoch "$D" 'f*')"
+before=$(stat_of "$M" datastore.dataset:many.requests)
+sleep 1.2
+same "the second epoch reads the same bytes" "$want" "$(read_epoch "$D" 'f*')"
+same "... and asks the server nothing (trusted listing, the cache)" "$before" \
+	"$(stat_of "$M" datastore.dataset:many.requests)"
+next_job_epoch mlfs.conf "$M" dataset:many "$D" 'f*' "$want"
+
+# --- faults: the server gone, then back
+stat "$F/gone.bin" >/dev/null
+"$FTP_SH" stop "$FTP_DIR"
+start=$SECONDS
+fails "a read with the server gone fails with EIO" "Input/output error" cat "$F/gone.bin"
+check "... within timeout x (retries + 1) + 3 s" test $((SECONDS - start)) -le 7
+"$FTP_SH" start "$FTP_DIR" "$PORT" >/dev/null || not_ok "vsftpd restarted"
+same "after a restart the read works, no remount" "$(sha "$P/gone.bin")" "$(sha "$F/gone.bin")"
+
+unmount_fg "$M"
+t_finish
