@@ -7,7 +7,7 @@
  * build without NFS gets "nfs backend not compiled in", never "unknown
  * type".  The table has one line per type; a type's ops pointer is NULL
  * when its code is not built (CMake options: MLFS_WITH_NFS, MLFS_WITH_SMB,
- * MLFS_WITH_CURL for s3, gcs, http and ftp; `mlfs --version` lists what a build has).  The forms
+ * MLFS_WITH_CURL for s3, gcs, azure, http and ftp; `mlfs --version` lists what a build has).  The forms
  * are what config_load is given (backend_config_forms).  Tests add fakes
  * with backend_register(), behind the same contract as the real ones.
  *
@@ -24,6 +24,7 @@
 #include "log.h"
 #include "path.h"
 #include "be_archive.h"
+#include "be_azure.h"
 #include "be_ftp.h"
 #include "be_http.h"
 #include "be_local.h"
@@ -34,10 +35,12 @@
 #define BE_S3_OPS	(&be_s3_ops)
 #define BE_HTTP_OPS	(&be_http_ops)
 #define BE_FTP_OPS	(&be_ftp_ops)
+#define BE_AZURE_OPS	(&be_azure_ops)
 #else
 #define BE_S3_OPS	NULL	/* -DMLFS_WITH_CURL=OFF */
 #define BE_HTTP_OPS	NULL
 #define BE_FTP_OPS	NULL
+#define BE_AZURE_OPS	NULL
 #endif
 #ifdef MLFS_WITH_NFS
 #define BE_NFS_OPS	(&be_nfs_ops)
@@ -63,6 +66,7 @@ static const struct backend_scheme backend_builtin[] = {
 	{ &be_smb_form, BE_SMB_OPS },
 	{ &be_s3_form, BE_S3_OPS },
 	{ &be_gcs_form, BE_S3_OPS },	/* GCS's XML API: the s3 backend, GCS's conventions */
+	{ &be_azure_form, BE_AZURE_OPS },
 	{ &be_http_form, BE_HTTP_OPS },
 	{ &be_ftp_form, BE_FTP_OPS },
 	{ &archive_form, &be_archive_ops },

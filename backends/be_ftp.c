@@ -11,9 +11,9 @@
  *     size and the date to the second), and of "PATH/" when the server has
  *     no such file (a folder);
  *   - reads are ranged RETRs (REST, then as many bytes as asked);
- *   - what a listing or a HEAD said is remembered (path -> type, size,
- *     date) for BE_FTP_TTL seconds, and for the mount's lifetime under the
- *     read-only trees (BE_O_TRUST, getattr_known).  An open outside them
+ *   - what a listing or a HEAD said is remembered (remote_memo.h: path ->
+ *     type, size, date) for REMOTE_MEMO_TTL seconds, and for the mount's
+ *     lifetime under the read-only trees (BE_O_TRUST, getattr_known).  An open outside them
  *     asks the server (HEAD): a listing's date is to the minute, which
  *     could not tell two versions of a file written in the same minute
  *     with the same size apart, and the cache key names the version.
@@ -24,12 +24,11 @@
  * `password` or `password_file`, else anonymous.  Nothing here logs a
  * password.
  *
- * Threading: the remote handle is thread-safe; the memo has a mutex never
- * held across a request.  An open file's fields are fixed at open.
+ * Threading: the remote handle and the memo are thread-safe; the memo's
+ * lock is never held across a request.  An open file's fields are fixed at open.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,47 +40,25 @@
 
 #include "be_ftp.h"
 #include "log.h"
-#include "mono.h"
 #include "password.h"
-#include "path_map.h"
 #include "remote.h"
+#include "remote_memo.h"
 
-#define BE_FTP_TTL		5		/* seconds a listed or HEADed attribute is fresh */
-#define BE_FTP_MEMO_MAX		(4u << 20)	/* entries before the memo is emptied */
 #define BE_FTP_NAME_MAX		255
-
-/* What is known of one path: one allocation with its path. */
-struct be_ftp_node {
-	struct path_map_entry link;
-	time_t fresh_until;	/* CLOCK_MONOTONIC seconds */
-	int64_t size;
-	int64_t mtime;		/* -1: not said */
-	bool is_dir;
-	bool from_head;		/* the date is MDTM's, to the second */
-	char path[];
-};
-
-struct be_ftp_meta {
-	bool is_dir;
-	bool from_head;
-	int64_t size;
-	time_t mtime;
-};
 
 struct be_ftp {
 	struct backend base;
 	struct remote *remote;
 	char *root;		/* "ftp://HOST[:PORT]/PATH/" */
 	time_t created;		/* the date of what no listing dates */
-	pthread_mutex_t memo_lock;
-	struct path_map memo;	/* guarded by memo_lock: of struct be_ftp_node */
+	struct remote_memo memo;
 };
 
 struct be_ftp_file {
 	struct backend_file base;
 	char *url;
 	char *path;
-	struct be_ftp_meta m;
+	struct remote_meta m;
 };
 
 static struct be_ftp *be_ftp(struct backend *be)
@@ -92,11 +69,6 @@ static struct be_ftp *be_ftp(struct backend *be)
 static struct be_ftp_file *be_ftp_file(struct backend_file *f)
 {
 	return (struct be_ftp_file *)f;
-}
-
-static time_t be_ftp_now(void)
-{
-	return (time_t)(mono_ns() / 1000000000);
 }
 
 /* ---- URLs and dates ---- */
@@ -170,60 +142,15 @@ static char *be_ftp_url(const struct be_ftp *fb, const char *path, const char *t
 
 /* ---- what is known ---- */
 
-static int be_ftp_memo_get(struct be_ftp *fb, const char *path, struct be_ftp_meta *m,
-			   bool trust)
-{
-	const struct be_ftp_node *n;
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&fb->memo_lock);
-	n = (const struct be_ftp_node *)path_map_get(&fb->memo, path);
-	if (n && (trust || n->fresh_until > be_ftp_now())) {
-		*m = (struct be_ftp_meta){ .is_dir = n->is_dir, .from_head = n->from_head,
-					   .size = n->size, .mtime = (time_t)n->mtime };
-		ret = 0;
-	}
-	pthread_mutex_unlock(&fb->memo_lock);
-	return ret;
-}
-
-static void be_ftp_memo_put(struct be_ftp *fb, const char *path, const struct be_ftp_meta *m)
-{
-	size_t plen = strlen(path) + 1;
-	struct be_ftp_node *n = malloc(sizeof(*n) + plen), *old;
-
-	if (!n)
-		return;
-	*n = (struct be_ftp_node){ .fresh_until = be_ftp_now() + BE_FTP_TTL, .size = m->size,
-				   .mtime = m->mtime, .is_dir = m->is_dir,
-				   .from_head = m->from_head };
-	memcpy(n->path, path, plen);
-	pthread_mutex_lock(&fb->memo_lock);
-	old = (struct be_ftp_node *)path_map_take(&fb->memo, path);
-	if (!old && fb->memo.n >= BE_FTP_MEMO_MAX)
-		path_map_clear(&fb->memo);
-	if (!path_map_add(&fb->memo, &n->link))
-		free(n);
-	pthread_mutex_unlock(&fb->memo_lock);
-	free(old);
-}
-
-static void be_ftp_stat(const struct be_ftp *fb, const char *path, const struct be_ftp_meta *m,
-			struct stat *st)
-{
-	remote_stat(st, path, m->is_dir ? S_IFDIR | 0555 : S_IFREG | 0444, m->size,
-		    m->mtime >= 0 ? m->mtime : fb->created);
-}
-
 /* HEAD of @url: 0 and what it said, or -errno. */
-static int be_ftp_head(struct be_ftp *fb, const char *url, struct be_ftp_meta *m)
+static int be_ftp_head(struct be_ftp *fb, const char *url, struct remote_meta *m)
 {
 	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1 };
 	struct remote_resp resp;
 	int ret = remote_do(fb->remote, &req, &resp);
 
 	if (ret == 0)
-		*m = (struct be_ftp_meta){ .from_head = true, .size = resp.content_length,
+		*m = (struct remote_meta){ .from_head = true, .size = resp.content_length,
 					   .mtime = resp.last_modified };
 	remote_resp_free(&resp);
 	return ret;
@@ -233,7 +160,7 @@ static int be_ftp_head(struct be_ftp *fb, const char *url, struct be_ftp_meta *m
 static int be_ftp_is_dir(struct be_ftp *fb, const char *path)
 {
 	char *url = be_ftp_url(fb, path, "/");
-	struct be_ftp_meta m;
+	struct remote_meta m;
 	int ret = url ? be_ftp_head(fb, url, &m) : -ENOMEM;
 
 	free(url);
@@ -241,7 +168,7 @@ static int be_ftp_is_dir(struct be_ftp *fb, const char *path)
 }
 
 /* What the server says of @path: a file (HEAD), else a folder. */
-static int be_ftp_ask(struct be_ftp *fb, const char *path, struct be_ftp_meta *m)
+static int be_ftp_ask(struct be_ftp *fb, const char *path, struct remote_meta *m)
 {
 	char *url = be_ftp_url(fb, path, "");
 	int ret = url ? be_ftp_head(fb, url, m) : -ENOMEM;
@@ -252,42 +179,37 @@ static int be_ftp_ask(struct be_ftp *fb, const char *path, struct be_ftp_meta *m
 	if (ret == -ENOENT) {
 		ret = be_ftp_is_dir(fb, path);
 		if (ret == 0)
-			*m = (struct be_ftp_meta){ .is_dir = true, .from_head = true, .mtime = -1 };
+			*m = (struct remote_meta){ .is_dir = true, .from_head = true, .mtime = -1 };
 	}
 	if (ret == 0)
-		be_ftp_memo_put(fb, path, m);
+		remote_memo_put(&fb->memo, path, m);
 	return ret;
 }
 
-static int be_ftp_meta(struct be_ftp *fb, const char *path, struct be_ftp_meta *m, bool trust)
+static int be_ftp_meta(struct be_ftp *fb, const char *path, struct remote_meta *m, bool trust)
 {
 	if (!path[0]) {
-		*m = (struct be_ftp_meta){ .is_dir = true, .mtime = -1 };
+		*m = (struct remote_meta){ .is_dir = true, .mtime = -1 };
 		return 0;
 	}
-	if (be_ftp_memo_get(fb, path, m, trust) == 0)
+	if (remote_memo_get(&fb->memo, path, m, trust) == 0)
 		return 0;
 	return be_ftp_ask(fb, path, m);
 }
 
 static int be_ftp_getattr(struct backend *be, const char *path, struct stat *st)
 {
-	struct be_ftp_meta m;
+	struct remote_meta m;
 	int ret = be_ftp_meta(be_ftp(be), path, &m, false);
 
 	if (ret == 0)
-		be_ftp_stat(be_ftp(be), path, &m, st);
+		remote_meta_stat(&m, path, be_ftp(be)->created, st);
 	return ret;
 }
 
 static int be_ftp_getattr_known(struct backend *be, const char *path, struct stat *st)
 {
-	struct be_ftp_meta m;
-
-	if (be_ftp_memo_get(be_ftp(be), path, &m, true) < 0)
-		return -EAGAIN;
-	be_ftp_stat(be_ftp(be), path, &m, st);
-	return 0;
+	return remote_memo_stat(&be_ftp(be)->memo, path, be_ftp(be)->created, st);
 }
 
 /* ---- listing ---- */
@@ -304,7 +226,7 @@ struct be_ftp_walk {
 static int be_ftp_entry(void *arg, const struct remote_entry *e)
 {
 	struct be_ftp_walk *w = arg;
-	struct be_ftp_meta m = { .is_dir = e->is_dir, .size = e->size < 0 ? 0 : e->size,
+	struct remote_meta m = { .is_dir = e->is_dir, .size = e->size < 0 ? 0 : e->size,
 				 .mtime = be_ftp_parse_date(e->date, w->now) };
 	char *path;
 	struct stat st;
@@ -316,8 +238,8 @@ static int be_ftp_entry(void *arg, const struct remote_entry *e)
 		return -ENOMEM;
 	/* a link's target may be a folder: its type is asked for when it is looked up */
 	if (!e->is_link && (e->is_dir || e->size >= 0))
-		be_ftp_memo_put(w->fb, path, &m);
-	be_ftp_stat(w->fb, path, &m, &st);
+		remote_memo_put(&w->fb->memo, path, &m);
+	remote_meta_stat(&m, path, w->fb->created, &st);
 	free(path);
 	ret = w->fill(w->payload, e->name, &st);
 	if (ret != 0) {
@@ -337,7 +259,7 @@ static int be_ftp_readdir(struct backend *be, const char *path, backend_fill_fn 
 	struct remote_req req = { .method = REMOTE_GET, .url = url, .body_fd = -1,
 				  .list = be_ftp_entry, .list_arg = &w };
 	struct remote_resp resp;
-	struct be_ftp_meta m;
+	struct remote_meta m;
 	int ret;
 
 	if (!url)
@@ -362,8 +284,8 @@ static int be_ftp_open(struct backend_file **out, struct backend *be, const char
 	struct be_ftp *fb = be_ftp(be);
 	bool trust = flags & BE_O_TRUST;
 	struct be_ftp_file *f;
-	struct be_ftp_meta m;
-	int ret = be_ftp_memo_get(fb, path, &m, trust);
+	struct remote_meta m;
+	int ret = remote_memo_get(&fb->memo, path, &m, trust);
 
 	/* outside the trusted trees only a fresh HEAD's date names the version */
 	if (ret < 0 || (!trust && !m.is_dir && !m.from_head))
@@ -426,7 +348,9 @@ static ssize_t be_ftp_pread(struct backend_file *bf, void *buf, size_t len, off_
 
 static int be_ftp_fgetattr(struct backend_file *bf, struct stat *st)
 {
-	be_ftp_stat(be_ftp(bf->be), be_ftp_file(bf)->path, &be_ftp_file(bf)->m, st);
+	struct be_ftp_file *f = be_ftp_file(bf);
+
+	remote_meta_stat(&f->m, f->path, be_ftp(bf->be)->created, st);
 	return 0;
 }
 
@@ -492,8 +416,7 @@ static int be_ftp_validate(const struct datastore_config *cfg, struct diag *d)
 static void be_ftp_free(struct be_ftp *fb)
 {
 	remote_destroy(fb->remote);
-	path_map_clear(&fb->memo);
-	pthread_mutex_destroy(&fb->memo_lock);
+	remote_memo_destroy(&fb->memo);
 	free(fb->root);
 	free(fb);
 }
@@ -531,8 +454,7 @@ static int be_ftp_create(struct backend **out, const struct datastore_config *cf
 	fb = calloc(1, sizeof(*fb));
 	if (!fb)
 		return -ENOMEM;
-	pthread_mutex_init(&fb->memo_lock, NULL);
-	path_map_init(&fb->memo, offsetof(struct be_ftp_node, path));
+	remote_memo_init(&fb->memo);
 	fb->created = time(NULL);
 	ret = be_ftp_split_url(url, &fb->root, &tls);
 	if (ret == 0)

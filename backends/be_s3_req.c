@@ -35,6 +35,7 @@
 #include "be_s3_int.h"
 #include "ini.h"
 #include "log.h"
+#include "path.h"
 #include "remote.h"
 
 #define BE_S3_LIST_MAX_BODY	(16u << 20)
@@ -127,22 +128,6 @@ const struct be_s3_dialect *be_s3_dialect_of(const struct datastore_config *cfg)
 	return cfg->type && strcmp(cfg->type, "gcs") == 0 ? &be_s3_gcs : &be_s3_aws;
 }
 
-/* "" or "a/b/" from a root such as "/a/b", "a/b/" or "/". */
-static char *be_s3_root_prefix(const char *root)
-{
-	size_t len;
-	char *out;
-
-	while (root && *root == '/')
-		root++;
-	if (!root || !*root)
-		return strdup("");
-	len = strlen(root);
-	if (root[len - 1] == '/')
-		return strdup(root);
-	return asprintf(&out, "%s/", root) < 0 ? NULL : out;
-}
-
 /*
  * Where the config is silent, the endpoint comes from AWS_ENDPOINT_URL, as
  * the AWS SDKs and CLI do, so an s3:// source with no configured datastore
@@ -176,7 +161,7 @@ int be_s3_addr_init(struct be_s3_addr *a, const struct datastore_config *cfg)
 	else if (a->region && asprintf(&a->endpoint, "https://s3.%s.amazonaws.com", a->region) < 0)
 		a->endpoint = NULL;
 	a->bucket = strdup(bucket);
-	a->root = be_s3_root_prefix(config_get(cfg, "root", NULL));
+	a->root = path_key_prefix(config_get(cfg, "root", NULL));
 	a->path_style = style == 1;
 	if (!a->region || !a->endpoint || !a->bucket || !a->root) {
 		be_s3_addr_free(a);

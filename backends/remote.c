@@ -63,6 +63,8 @@ struct remote {
 	char *user;
 	char *password;
 	char *token_header;		/* "x-amz-security-token: ..." or NULL */
+	remote_sign_fn *sign;		/* signs each attempt (remote_opts); NULL: none */
+	void *sign_arg;
 	bool ftp;			/* ftp:// URLs (remote_opts) */
 	bool tls;
 	char *ca_file;
@@ -89,6 +91,7 @@ struct remote_xfer {
 	bool enough;			/* a 200 to a range from 0 delivered what was asked */
 	bool overflow;			/* the body was longer than the caller's buffer */
 	size_t listed;			/* entries a listing delivered */
+	char range[64];			/* the Range this attempt sends: "A-B", "A-", "" */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -168,6 +171,8 @@ static int remote_copy_opts(struct remote *r, const struct remote_opts *o)
 	if (!r->name)
 		return -ENOMEM;
 	snprintf(r->user_agent, sizeof(r->user_agent), "mlfs/%s", MLFS_VERSION);
+	r->sign = o->sign;
+	r->sign_arg = o->sign_arg;
 	r->ftp = o->ftp;
 	r->tls = o->tls;
 	if (o->ca_file && !(r->ca_file = strdup(o->ca_file)))
@@ -763,8 +768,9 @@ static void remote_set_body(CURL *h, struct remote_xfer *x)
 
 static void remote_set_method(CURL *h, struct remote_xfer *x)
 {
-	char range[64];
+	char *range = x->range;
 
+	range[0] = '\0';
 	switch (x->req->method) {
 	case REMOTE_HEAD:
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -782,10 +788,10 @@ static void remote_set_method(CURL *h, struct remote_xfer *x)
 	if (!x->ranged)
 		return;
 	if (x->want > 0)
-		snprintf(range, sizeof(range), "%lld-%lld", (long long)x->start,
+		snprintf(range, sizeof(x->range), "%lld-%lld", (long long)x->start,
 			 (long long)x->start + (long long)x->want - 1);
 	else
-		snprintf(range, sizeof(range), "%lld-", (long long)x->start);
+		snprintf(range, sizeof(x->range), "%lld-", (long long)x->start);
 	curl_easy_setopt(h, CURLOPT_RANGE, range);
 }
 
@@ -799,10 +805,47 @@ static void remote_save_url(CURL *h, struct remote_resp *resp)
 		resp->effective_url = strdup(url);
 }
 
+/*
+ * @headers and this attempt's signature (remote_opts.sign), in a new list
+ * *out; 0, or a negated errno (the signer's, or -ENOMEM).
+ */
+static int remote_sign(struct remote *r, struct remote_xfer *x, struct curl_slist *headers,
+		       struct curl_slist **out)
+{
+	char *lines[REMOTE_SIGN_MAX] = { NULL }, range[80];
+	struct curl_slist *list = NULL, *next;
+	int n, ret = 0;
+
+	if (x->range[0])
+		snprintf(range, sizeof(range), "bytes=%s", x->range);
+	n = r->sign(r->sign_arg, remote_method_name[x->req->method], x->req->url,
+		    x->req->headers, x->range[0] ? range : NULL, lines);
+	if (n < 0)
+		return n;
+	for (struct curl_slist *h = headers; h && ret == 0; h = h->next)
+		if ((next = curl_slist_append(list, h->data)))
+			list = next;
+		else
+			ret = -ENOMEM;
+	for (int i = 0; i < n && i < REMOTE_SIGN_MAX; i++) {
+		if (ret == 0 && lines[i] && (next = curl_slist_append(list, lines[i])))
+			list = next;
+		else if (ret == 0)
+			ret = -ENOMEM;
+		free(lines[i]);
+	}
+	if (ret < 0)
+		curl_slist_free_all(list);
+	else
+		*out = list;
+	return ret;
+}
+
 /* Runs one attempt on @h; returns the curl code (the status is in resp). */
 static int remote_attempt(struct remote *r, CURL *h, struct remote_xfer *x,
 			  struct curl_slist *headers)
 {
+	struct curl_slist *signed_headers = NULL;
 	CURLcode code;
 
 	x->errbuf[0] = '\0';
@@ -819,9 +862,20 @@ static int remote_attempt(struct remote *r, CURL *h, struct remote_xfer *x,
 	curl_easy_reset(h);
 	remote_set_common(r, h, x);
 	remote_set_method(h, x);
+	if (r->sign) {
+		int ret = remote_sign(r, x, headers, &signed_headers);
+
+		if (ret < 0) {
+			x->abort_errno = -ret;
+			return CURLE_ABORTED_BY_CALLBACK;
+		}
+		headers = signed_headers;
+	}
 	if (headers)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	code = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(signed_headers);
 	/* what never reached a server is no request: no address, nothing listening */
 	if (r->requests && code != CURLE_COULDNT_RESOLVE_HOST && code != CURLE_COULDNT_CONNECT &&
 	    code != CURLE_COULDNT_RESOLVE_PROXY)
@@ -916,37 +970,4 @@ int remote_do(struct remote *r, const struct remote_req *req, struct remote_resp
 	remote_handle_put(r, h);
 	curl_slist_free_all(headers);
 	return ret;
-}
-
-/* ---- attributes a server does not keep ---- */
-
-ino_t remote_path_ino(const char *path)
-{
-	uint64_t h = 14695981039346656037ull;	/* FNV-1a, 64 bits */
-
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (ino_t)(h ? h : 1);
-}
-
-void remote_stat(struct stat *st, const char *path, mode_t mode, int64_t size, time_t t)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = remote_path_ino(path);
-	st->st_mode = mode;
-	st->st_nlink = S_ISDIR(mode) ? 2 : 1;
-	st->st_size = S_ISDIR(mode) ? 0 : size;
-	st->st_blksize = 1 << 20;
-	st->st_blocks = (st->st_size + 511) / 512;
-	st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = t;
-}
-
-void remote_statfs_readonly(struct statvfs *sv, unsigned long namemax)
-{
-	memset(sv, 0, sizeof(*sv));
-	sv->f_bsize = sv->f_frsize = 4096;
-	sv->f_blocks = 1ull << 32;
-	sv->f_files = 1ull << 24;
-	sv->f_namemax = namemax;
-	sv->f_flag = ST_RDONLY;
 }

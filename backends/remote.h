@@ -29,6 +29,17 @@
 
 struct remote;
 
+/*
+ * Signs one attempt of a request (Azure's Shared Key): given the method
+ * ("GET"), the URL, the request's own headers and the Range curl sends for
+ * this attempt ("bytes=A-B", "bytes=A-", or NULL), writes at most
+ * REMOTE_SIGN_MAX header lines ("Name: value", malloc'd, freed by
+ * remote.c) to @out; returns how many, or a negated errno.
+ */
+#define REMOTE_SIGN_MAX 4
+typedef int remote_sign_fn(void *arg, const char *method, const char *url,
+			   const char *const *headers, const char *range, char **out);
+
 struct remote_opts {
 	const char *name;	/* for log lines: the datastore's name */
 	long timeout;		/* seconds: connect, and the longest stall of a transfer; <= 0: 30 */
@@ -44,6 +55,9 @@ struct remote_opts {
 				 * @user and @password log in (NULL: anonymous) */
 	bool tls;		/* explicit TLS (AUTH TLS) on every connection, else fail */
 	const char *ca_file;	/* the certificates to trust; NULL: the system's */
+	/* Added for azure: every attempt signed by @sign (called with @sign_arg); NULL: none. */
+	remote_sign_fn *sign;
+	void *sign_arg;
 };
 
 int remote_create(struct remote **out, const struct remote_opts *opts);

@@ -621,7 +621,7 @@ static int config_source_url(struct config_parser *p, struct source_config *src,
 		return -ENOMEM;
 	for (char *c = scheme; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
-	if (!config_form_of_scheme(p->cfg, scheme)) {
+	if (!config_form_of_url(p->cfg, src->source, scheme)) {
 		config_known_schemes(p->cfg, known, sizeof(known));
 		config_key_error(p, src->source_line, "source", "unknown URL scheme '%s' "
 				 "(use %s)", scheme, known[0] ? known : "a datastore");

@@ -72,9 +72,12 @@ extern const char *const config_source_words[];
 /* Fills what follows from the whole file: implicit datastores, inherited values. */
 int config_finish(struct mlfs_config *cfg);
 
-/* The form that reads URLs of @scheme, or NULL. */
-const struct config_form *config_form_of_scheme(const struct mlfs_config *cfg,
-						const char *scheme);
+/*
+ * The form that reads @url, whose scheme is @scheme (lowercased): one that
+ * claims it, else the one of its scheme; or NULL.
+ */
+const struct config_form *config_form_of_url(const struct mlfs_config *cfg, const char *url,
+					     const char *scheme);
 
 /*
  * Gives @src, a job's absolute local path, a datastore of the type whose

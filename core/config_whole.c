@@ -151,10 +151,12 @@ int config_borrow(struct datastore_config *ds, const struct datastore_config *li
 	return ret;
 }
 
-/* The form that reads URLs of @scheme, or NULL. */
-const struct config_form *config_form_of_scheme(const struct mlfs_config *cfg,
-						const char *scheme)
+const struct config_form *config_form_of_url(const struct mlfs_config *cfg, const char *url,
+					     const char *scheme)
 {
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		if ((*f)->claims && (*f)->claims(url))
+			return *f;
 	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
 		for (const char *const *s = (*f)->schemes; s && *s; s++)
 			if (strcmp(*s, scheme) == 0)
@@ -223,7 +225,7 @@ char *config_implicit_root(struct source_config *src)
  */
 static int config_add_url_datastore(struct mlfs_config *cfg, struct source_config *src)
 {
-	const struct config_form *form = config_form_of_scheme(cfg, src->url_scheme);
+	const struct config_form *form = config_form_of_url(cfg, src->source, src->url_scheme);
 	struct datastore_config *ds = form ? config_add_implicit(cfg, src, form->type) : NULL;
 	char *url = ds ? config_implicit_root(src) : NULL;
 	int ret = url ? form->url_keys(cfg, ds, url, url + strlen(src->url_scheme) + 3,

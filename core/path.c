@@ -143,3 +143,18 @@ int path_mkdirs(const char *path, mode_t mode)
 	free(p);
 	return ret;
 }
+
+char *path_key_prefix(const char *root)
+{
+	size_t len;
+	char *out;
+
+	while (root && *root == '/')
+		root++;
+	if (!root || !*root)
+		return strdup("");
+	len = strlen(root);
+	if (root[len - 1] == '/')
+		return strdup(root);
+	return asprintf(&out, "%s/", root) < 0 ? NULL : out;
+}

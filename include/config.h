@@ -87,6 +87,10 @@ struct config_form {
 	const char *const *keys;	/* besides the common ones; NULL-terminated */
 	const char *const *schemes;	/* lowercase URL schemes, NULL-terminated; NULL: none */
 	bool paths;			/* absolute local paths of a job name it */
+	/* Whether this type reads @url whatever its scheme says (Azure's
+	 * https://ACCOUNT.blob.core.windows.net/...): asked before the schemes.
+	 * Optional. */
+	bool (*claims)(const char *url);
 	/*
 	 * Adds to @ds, the implicit datastore whose root is @url (a URL of one
 	 * of @schemes, or a local path), the keys that say where it is; @rest

@@ -40,6 +40,12 @@ int path_shown_name(char **out, const char *name);
 /* Whether @path names an archive by its extension (.zip, .tar, .tar.gz, .tgz, .tar.bz2). */
 int path_is_archive(const char *path);
 
+/*
+ * An object store's key prefix from a root as written ("/a/b", "a/b/", "/",
+ * NULL): "" or "a/b/".  malloc'd; NULL on ENOMEM.
+ */
+char *path_key_prefix(const char *root);
+
 /* mkdir -p of a path of this machine (not a backend path): 0 or a negated errno. */
 int path_mkdirs(const char *path, mode_t mode);
 

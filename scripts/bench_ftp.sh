@@ -56,61 +56,6 @@ url = ftp://127.0.0.1:$PORT/
 type = local
 root = $scratch/disk
 CONF
-MNT=$scratch/mnt-mlfs
+curl_read() { curl -s -f -o /dev/null "ftp://127.0.0.1:$PORT/big.bin"; }
 
-mount_mlfs() {
-	"$MLFS" mount -f "$scratch/mlfs.conf" "$MNT" >>"$scratch/logs/mlfs.log" 2>&1 &
-	daemon=$!
-	pids="$pids $daemon"
-	wait_mounted "$MNT" "$daemon" "$scratch/logs/mlfs.log"
-}
-umount_mlfs() {
-	fusermount3 -u "$MNT"
-	stop_pid "$daemon" 50
-}
-cat_null() { cat "$1" >/dev/null; }
-# read_way WAY FILE: drop_caches, then the time of cat FILE into $scratch/res-WAY.
-read_way() {
-	drop_caches
-	time_us cat_null "$2" >>"$scratch/res-$1"
-}
-one_way() {
-	case $1 in
-	curl)
-		drop_caches
-		time_us curl -s -o /dev/null "ftp://127.0.0.1:$PORT/big.bin" >>"$scratch/res-curl" ;;
-	mlfs-first)
-		rm -rf "$scratch/cache" "$scratch/state"
-		mount_mlfs
-		read_way mlfs-first "$MNT/datastores/ftp/big.bin"
-		umount_mlfs
-		mount_mlfs
-		read_way mlfs-cache "$MNT/datastores/ftp/big.bin"
-		umount_mlfs ;;
-	mlfs-local)
-		mount_mlfs
-		read_way mlfs-local "$MNT/datastores/disk/big.bin"
-		umount_mlfs ;;
-	esac
-}
-
-for run in $(seq "$RUNS"); do
-	for way in $(run_order "$run" curl mlfs-first mlfs-local); do
-		one_way "$way"
-	done
-	echo "# run $run: curl $(us_to_s "$(tail -1 "$scratch/res-curl")") s," \
-		"mlfs first $(us_to_s "$(tail -1 "$scratch/res-mlfs-first")") s," \
-		"from the cache $(us_to_s "$(tail -1 "$scratch/res-mlfs-cache")") s," \
-		"local $(us_to_s "$(tail -1 "$scratch/res-mlfs-local")") s"
-done
-
-declare -A med
-for w in curl mlfs-first mlfs-cache mlfs-local; do
-	med[$w]=$(median_s "$scratch/res-$w")
-	printf '%-12s median %.3f s  %4d MiB/s\n' "$w" "${med[$w]}" \
-		"$(awk -v s="${med[$w]}" -v b="$FILE_SIZE" 'BEGIN { printf "%d", b / 1048576 / s }')"
-done
-r=$(ratio "${med[curl]}" "${med[mlfs-first]}")
-echo "first read, mlfs over curl:        $r (bar >= 0.8) $(verdict "$r" 0.8)"
-r=$(ratio "${med[mlfs-local]}" "${med[mlfs-cache]}")
-echo "next job from the cache over local: $r (for information)"
+first_read_bench datastores/ftp/big.bin datastores/disk/big.bin ""

@@ -302,3 +302,81 @@ s3curl() {
 	curl -sSf --aws-sigv4 "aws:amz:us-east-1:s3" --user S3RVER:S3RVER \
 		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
 }
+
+# ---------------------------------------------------------------------------
+# A first read against one stream of the same server (bench_ftp.sh,
+# bench_azure.sh).  The caller sets $MLFS, $scratch (holding mlfs.conf,
+# logs/ and mnt-mlfs), $FILE_SIZE and $pids, defines curl_read (one
+# `curl -o /dev/null` of the file), and calls first_read_bench REMOTE LOCAL
+# BAR: REMOTE and LOCAL the file's paths under the mount (datastores/...),
+# BAR the bar of the next job's read from the cache over the local one
+# ("" for information only).
+
+first_read_mount() {
+	"$MLFS" mount -f "$scratch/mlfs.conf" "$scratch/mnt-mlfs" >>"$scratch/logs/mlfs.log" 2>&1 &
+	daemon=$!
+	pids="$pids $daemon"
+	wait_mounted "$scratch/mnt-mlfs" "$daemon" "$scratch/logs/mlfs.log"
+}
+
+first_read_umount() {
+	fusermount3 -u "$scratch/mnt-mlfs"
+	stop_pid "$daemon" 50
+}
+
+first_read_cat() { cat "$1" >/dev/null; }
+
+# first_read_time WAY COMMAND...: drop_caches, then COMMAND's time into $scratch/res-WAY.
+first_read_time() {
+	local way=$1
+	shift
+	drop_caches
+	time_us "$@" >>"$scratch/res-$way"
+}
+
+# first_read_way WAY REMOTE LOCAL: one way of one repetition.
+first_read_way() {
+	case $1 in
+	curl)
+		first_read_time curl curl_read ;;
+	mlfs-first)	# an empty cache, then the next job's mount over it
+		rm -rf "$scratch/cache" "$scratch/state"
+		first_read_mount
+		first_read_time mlfs-first first_read_cat "$scratch/mnt-mlfs/$2"
+		first_read_umount
+		first_read_mount
+		first_read_time mlfs-cache first_read_cat "$scratch/mnt-mlfs/$2"
+		first_read_umount ;;
+	mlfs-local)
+		first_read_mount
+		first_read_time mlfs-local first_read_cat "$scratch/mnt-mlfs/$3"
+		first_read_umount ;;
+	esac
+}
+
+first_read_bench() {
+	local remote=$1 local_path=$2 bar2=$3 run way w r
+	declare -A med
+
+	for run in $(seq "$RUNS"); do
+		for way in $(run_order "$run" curl mlfs-first mlfs-local); do
+			first_read_way "$way" "$remote" "$local_path"
+		done
+		echo "# run $run: curl $(us_to_s "$(tail -1 "$scratch/res-curl")") s," \
+			"mlfs first $(us_to_s "$(tail -1 "$scratch/res-mlfs-first")") s," \
+			"from the cache $(us_to_s "$(tail -1 "$scratch/res-mlfs-cache")") s," \
+			"local $(us_to_s "$(tail -1 "$scratch/res-mlfs-local")") s"
+	done
+	for w in curl mlfs-first mlfs-cache mlfs-local; do
+		med[$w]=$(median_s "$scratch/res-$w")
+		printf '%-12s median %.3f s  %4d MiB/s\n' "$w" "${med[$w]}" "$(mibps "${med[$w]}")"
+	done
+	r=$(ratio "${med[curl]}" "${med[mlfs-first]}")
+	echo "first read, mlfs over curl:         $r (bar >= 0.8) $(verdict "$r" 0.8)"
+	r=$(ratio "${med[mlfs-local]}" "${med[mlfs-cache]}")
+	if [ -n "$bar2" ]; then
+		echo "next job from the cache over local: $r (bar >= $bar2) $(verdict "$r" "$bar2")"
+	else
+		echo "next job from the cache over local: $r (for information)"
+	fi
+}

@@ -1,8 +1,9 @@
 #!/bin/bash
 # install-deps.sh - installs every Debian package mlfs's build and tests need,
-# and the npm test server for S3 (@20minutes/s3rver, which checks SigV4
-# signatures) under build/tools/.  Idempotent: does nothing when all are
-# there.  The container tests' (servers.md §8): podman and runc (crun, which
+# and the npm test servers under build/tools/: for S3 @20minutes/s3rver
+# (which checks SigV4 signatures), for Azure Blob Azurite and Microsoft's own
+# client (@azure/storage-blob, scripts/azure-blob.js).  Idempotent: does
+# nothing when all are there.  The container tests' (servers.md §8): podman and runc (crun, which
 # comes too, refuses these hosts' cgroup layout), uidmap for rootless podman,
 # docker-registry and apache2-utils (htpasswd) for scripts/server-registry.sh,
 # busybox-static and debootstrap for scripts/make-images.sh, dpkg-dev,
@@ -40,6 +41,9 @@ npm_tool() {
 }
 npm_tools() {
 	npm_tool s3rver5 @20minutes/s3rver@5.0.0
+	# Azure Blob: Microsoft's emulator and client (3.34 and 12.33 on want Node 22)
+	npm_tool azurite azurite@3.33.0
+	npm_tool azclient @azure/storage-blob@12.32.0
 	if [ "${1:-}" = "--bench" ]; then
 		npm_tool s3rver3 s3rver@3.7.1
 	fi

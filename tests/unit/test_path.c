@@ -111,6 +111,20 @@ static void test_path_shown_name_turns_spaces_into_underscores(void **state)
 	free(out);
 }
 
+static void test_path_key_prefix_of_a_root(void **state)
+{
+	const char *in[] = { NULL, "", "/", "//", "/a/b", "a/b/", "/a//b", NULL };
+	const char *want[] = { "", "", "", "", "a/b/", "a/b/", "a//b/" };
+	char *got;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		got = path_key_prefix(in[i]);
+		assert_string_equal(got, want[i]);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -121,6 +135,7 @@ int main(void)
 		cmocka_unit_test(test_path_check_name),
 		cmocka_unit_test(test_path_join_at_root_and_below),
 		cmocka_unit_test(test_path_shown_name_turns_spaces_into_underscores),
+		cmocka_unit_test(test_path_key_prefix_of_a_root),
 	};
 
 	return cmocka_run_group_tests_name("path", tests, NULL, NULL);

@@ -36,14 +36,15 @@ static int setup_group(void **state)
 
 static void test_registry_knows_every_scheme_of_the_design(void **state)
 {
-	const char *want[] = { "local", "nfs", "smb", "s3", "gcs", "http", "ftp", "archive" };
+	const char *want[] = { "local", "nfs", "smb", "s3", "gcs", "azure", "http", "ftp",
+			       "archive" };
 	const char *const *names = backend_schemes();
 	size_t n = 0;
 
 	(void)state;
 	for (; names[n]; n++)
 		assert_string_equal(names[n], want[n]);
-	assert_int_equal(n, 8);
+	assert_int_equal(n, 9);
 }
 
 static void test_registry_tells_not_compiled_in_from_unknown(void **state)
@@ -138,7 +139,7 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: archive is not a datastore "
 			    "type: name an archive as a source (DATASTORE:/path/x.zip)");
 	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'sftp' "
-			    "(known: local, nfs, smb, s3, gcs, http, ftp)");
+			    "(known: local, nfs, smb, s3, gcs, azure, http, ftp)");
 	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
 	/* An archive at a URL is fine: its folder is the datastore, the archive a path in it. */
 #ifndef MLFS_WITH_CURL

@@ -1,0 +1,58 @@
+/*
+ * remote_memo.h - what a read-only remote backend (ftp, azure) learned of
+ * its paths in this mount: type, size, date and version (an ETag), from a
+ * listing or a HEAD.  A record is fresh for REMOTE_MEMO_TTL seconds, which
+ * is how long a stat under datastores/ may trust it; under the read-only
+ * trees (BE_O_TRUST, getattr_known) any record is trusted for the mount's
+ * lifetime.  Bounded: past REMOTE_MEMO_MAX records it is emptied and fills
+ * again.  Thread-safe.
+ */
+#ifndef MLFS_REMOTE_MEMO_H
+#define MLFS_REMOTE_MEMO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "path_map.h"
+
+#define REMOTE_MEMO_TTL		5		/* seconds a record is fresh */
+#define REMOTE_MEMO_MAX		(4u << 20)	/* records before the memo is emptied */
+#define REMOTE_META_ETAG_MAX	260		/* remote.h keeps 256 bytes; 2 for quotes */
+
+/* What is known of one path. */
+struct remote_meta {
+	bool is_dir;
+	bool from_head;		/* said by a HEAD in this mount, not a listing */
+	int64_t size;
+	time_t mtime;		/* -1: not said */
+	char etag[REMOTE_META_ETAG_MAX];	/* "": none */
+};
+
+struct remote_memo {
+	pthread_mutex_t lock;
+	struct path_map map;	/* guarded by lock */
+};
+
+void remote_memo_init(struct remote_memo *m);
+void remote_memo_destroy(struct remote_memo *m);
+
+/* The record of @path into @meta when fresh, or any with @trust: 0, or -ENOENT. */
+int remote_memo_get(struct remote_memo *m, const char *path, struct remote_meta *meta, bool trust);
+
+/* Records @meta for @path, fresh from now. */
+void remote_memo_put(struct remote_memo *m, const char *path, const struct remote_meta *meta);
+
+/*
+ * @st of @path from @meta, read-only (0555 folders, 0444 files, remote_stat);
+ * dated @created when @meta says no date.
+ */
+void remote_meta_stat(const struct remote_meta *meta, const char *path, time_t created,
+		      struct stat *st);
+
+/* A backend's getattr_known: the record of @path of any age into @st, or -EAGAIN. */
+int remote_memo_stat(struct remote_memo *m, const char *path, time_t created, struct stat *st);
+
+#endif
