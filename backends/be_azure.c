@@ -49,21 +49,9 @@ struct be_azure {
 	struct remote_memo memo;
 };
 
-struct be_azure_file {
-	struct backend_file base;
-	char *url;		/* the blob's URL, the SAS query included */
-	char *path;
-	struct remote_meta m;
-};
-
 static struct be_azure *be_azure(struct backend *be)
 {
 	return (struct be_azure *)be;
-}
-
-static struct be_azure_file *be_azure_file(struct backend_file *f)
-{
-	return (struct be_azure_file *)f;
 }
 
 /* ---- URLs and requests ---- */
@@ -350,7 +338,6 @@ static int be_azure_open(struct backend_file **out, struct backend *be, const ch
 			 int flags)
 {
 	struct be_azure *az = be_azure(be);
-	struct be_azure_file *f;
 	struct remote_meta m;
 	int ret = be_azure_meta(az, path, &m, flags & BE_O_TRUST);
 
@@ -358,35 +345,12 @@ static int be_azure_open(struct backend_file **out, struct backend *be, const ch
 		return ret;
 	if (m.is_dir)
 		return -EISDIR;
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->base.be = be;
-	f->m = m;
-	f->url = be_azure_url(az, path, NULL);
-	f->path = strdup(path);
-	if (!f->url || !f->path) {
-		free(f->url);
-		free(f->path);
-		free(f);
-		return -ENOMEM;
-	}
-	*out = &f->base;
-	return 0;
-}
-
-static void be_azure_release(struct backend_file *bf)
-{
-	struct be_azure_file *f = be_azure_file(bf);
-
-	free(f->url);
-	free(f->path);
-	free(f);
+	return remote_file_new(out, be, path, be_azure_url(az, path, NULL), &m);
 }
 
 static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
 {
-	struct be_azure_file *f = be_azure_file(bf);
+	struct remote_file *f = (struct remote_file *)bf;
 	struct be_azure *az = be_azure(bf->be);
 	struct remote_req req = { .method = REMOTE_GET, .url = f->url, .range_off = off,
 				  .buf = buf };
@@ -420,7 +384,7 @@ static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, of
 
 static int be_azure_fgetattr(struct backend_file *bf, struct stat *st)
 {
-	struct be_azure_file *f = be_azure_file(bf);
+	struct remote_file *f = (struct remote_file *)bf;
 
 	remote_meta_stat(&f->m, f->path, be_azure(bf->be)->created, st);
 	return 0;
@@ -428,7 +392,7 @@ static int be_azure_fgetattr(struct backend_file *bf, struct stat *st)
 
 static int be_azure_cache_key(struct backend_file *bf, char *buf, size_t size)
 {
-	struct be_azure_file *f = be_azure_file(bf);
+	struct remote_file *f = (struct remote_file *)bf;
 	struct be_azure *az = be_azure(bf->be);
 	int n;
 
@@ -508,7 +472,7 @@ const struct backend_ops be_azure_ops = {
 	.readdir = be_azure_readdir,
 	.open = be_azure_open,
 	.pread = be_azure_pread,
-	.release = be_azure_release,
+	.release = remote_file_release,
 	.statfs = be_azure_statfs,
 	.fgetattr = be_azure_fgetattr,
 	.cache_key = be_azure_cache_key,

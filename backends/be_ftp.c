@@ -54,21 +54,9 @@ struct be_ftp {
 	struct remote_memo memo;
 };
 
-struct be_ftp_file {
-	struct backend_file base;
-	char *url;
-	char *path;
-	struct remote_meta m;
-};
-
 static struct be_ftp *be_ftp(struct backend *be)
 {
 	return (struct be_ftp *)be;
-}
-
-static struct be_ftp_file *be_ftp_file(struct backend_file *f)
-{
-	return (struct be_ftp_file *)f;
 }
 
 /* ---- URLs and dates ---- */
@@ -283,7 +271,6 @@ static int be_ftp_open(struct backend_file **out, struct backend *be, const char
 {
 	struct be_ftp *fb = be_ftp(be);
 	bool trust = flags & BE_O_TRUST;
-	struct be_ftp_file *f;
 	struct remote_meta m;
 	int ret = remote_memo_get(&fb->memo, path, &m, trust);
 
@@ -294,35 +281,12 @@ static int be_ftp_open(struct backend_file **out, struct backend *be, const char
 		return ret;
 	if (m.is_dir)
 		return -EISDIR;
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->base.be = be;
-	f->m = m;
-	f->url = be_ftp_url(fb, path, "");
-	f->path = strdup(path);
-	if (!f->url || !f->path) {
-		free(f->url);
-		free(f->path);
-		free(f);
-		return -ENOMEM;
-	}
-	*out = &f->base;
-	return 0;
-}
-
-static void be_ftp_release(struct backend_file *bf)
-{
-	struct be_ftp_file *f = be_ftp_file(bf);
-
-	free(f->url);
-	free(f->path);
-	free(f);
+	return remote_file_new(out, be, path, be_ftp_url(fb, path, ""), &m);
 }
 
 static ssize_t be_ftp_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
 {
-	struct be_ftp_file *f = be_ftp_file(bf);
+	struct remote_file *f = (struct remote_file *)bf;
 	struct remote_req req = { .method = REMOTE_GET, .url = f->url, .body_fd = -1,
 				  .range_off = off, .buf = buf };
 	struct remote_resp resp;
@@ -348,7 +312,7 @@ static ssize_t be_ftp_pread(struct backend_file *bf, void *buf, size_t len, off_
 
 static int be_ftp_fgetattr(struct backend_file *bf, struct stat *st)
 {
-	struct be_ftp_file *f = be_ftp_file(bf);
+	struct remote_file *f = (struct remote_file *)bf;
 
 	remote_meta_stat(&f->m, f->path, be_ftp(bf->be)->created, st);
 	return 0;
@@ -356,7 +320,7 @@ static int be_ftp_fgetattr(struct backend_file *bf, struct stat *st)
 
 static int be_ftp_cache_key(struct backend_file *bf, char *buf, size_t size)
 {
-	struct be_ftp_file *f = be_ftp_file(bf);
+	struct remote_file *f = (struct remote_file *)bf;
 	int n;
 
 	if (f->m.mtime < 0)
@@ -485,7 +449,7 @@ const struct backend_ops be_ftp_ops = {
 	.readdir = be_ftp_readdir,
 	.open = be_ftp_open,
 	.pread = be_ftp_pread,
-	.release = be_ftp_release,
+	.release = remote_file_release,
 	.statfs = be_ftp_statfs,
 	.fgetattr = be_ftp_fgetattr,
 	.cache_key = be_ftp_cache_key,

@@ -97,3 +97,33 @@ int remote_memo_stat(struct remote_memo *m, const char *path, time_t created, st
 	remote_meta_stat(&meta, path, created, st);
 	return 0;
 }
+
+int remote_file_new(struct backend_file **out, struct backend *be, const char *path, char *url,
+		    const struct remote_meta *meta)
+{
+	struct remote_file *f = calloc(1, sizeof(*f));
+
+	if (f)
+		f->path = strdup(path);
+	if (!f || !f->path || !url) {
+		if (f)
+			free(f->path);
+		free(f);
+		free(url);
+		return -ENOMEM;
+	}
+	f->base.be = be;
+	f->url = url;
+	f->m = *meta;
+	*out = &f->base;
+	return 0;
+}
+
+void remote_file_release(struct backend_file *bf)
+{
+	struct remote_file *f = (struct remote_file *)bf;
+
+	free(f->url);
+	free(f->path);
+	free(f);
+}

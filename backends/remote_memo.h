@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backend.h"
 #include "path_map.h"
 
 #define REMOTE_MEMO_TTL		5		/* seconds a record is fresh */
@@ -51,6 +52,22 @@ void remote_memo_put(struct remote_memo *m, const char *path, const struct remot
  */
 void remote_meta_stat(const struct remote_meta *meta, const char *path, time_t created,
 		      struct stat *st);
+
+/* An open file of a read-only remote backend: where it is, and what it was at open. */
+struct remote_file {
+	struct backend_file base;
+	char *url;		/* what a read asks for */
+	char *path;
+	struct remote_meta m;
+};
+
+/*
+ * A new open file of @be for @path at @url (taken: freed on failure too),
+ * as @meta says: 0 and *out, or -ENOMEM.  Release with remote_file_release.
+ */
+int remote_file_new(struct backend_file **out, struct backend *be, const char *path, char *url,
+		    const struct remote_meta *meta);
+void remote_file_release(struct backend_file *f);
 
 /* A backend's getattr_known: the record of @path of any age into @st, or -EAGAIN. */
 int remote_memo_stat(struct remote_memo *m, const char *path, time_t created, struct stat *st);

@@ -69,6 +69,8 @@ type = ftp
 url = ftp://127.0.0.1:$PORT/
 username = mlfsftp
 password = not-the-password
+# PAM (pam_unix) answers a wrong password after about 2 s, whatever vsftpd says
+timeout = 6
 
 [dataset many]
 source = ftp://127.0.0.1:$PORT/many/
