@@ -28,9 +28,10 @@
  *   PAI_MIN_FAILED_TASK_COUNT_R, PAI_MIN_SUCCEEDED_TASK_COUNT_R ("" for
  *   null); then PAI_CURRENT_TASK_ROLE_NAME,
  *   PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX (from 0), and PAI_DATA_DIR,
- *   PAI_OUTPUT_DIR, PAI_CODE_DIR with dataDir, outputDir, codeDir as
- *   written, when given (the documentation's example command reads
- *   $PAI_DATA_DIR and $PAI_OUTPUT_DIR).
+ *   PAI_OUTPUT_DIR, PAI_CODE_DIR when dataDir, outputDir, codeDir are
+ *   given: the view's folder when mlfs maps them (below), else as written
+ *   (the documentation's example command reads $PAI_DATA_DIR and
+ *   $PAI_OUTPUT_DIR).
  * Known once the job is placed (spec_openpai_runtime_env), for every task
  * I of every role R, so that each task can reach all the others:
  *   PAI_USER_NAME (the job's owner), PAI_HOST_IP_R_I (this node: all tasks
@@ -43,9 +44,14 @@
  *
  * Choices where the documentation is silent:
  * - PAI_DEFAULT_FS_URI is "": there is no HDFS, so "$PAI_DEFAULT_FS_URI/x"
- *   reads as the node's own "/x".  dataDir, outputDir and codeDir are not
- *   fetched or substituted: listed as ignored, passed on as written.  No
- *   PAI_OUTPUT_DIR default is made up when outputDir is absent.
+ *   reads as the node's own "/x".  dataDir, outputDir and codeDir that mlfs
+ *   reads (s3://, gs://, http(s)://, ftp(s)://, an Azure blob URL, a
+ *   NAME:/folder of a datastore, an absolute local path) become the view's
+ *   input/, output/ (plain files, never zipped; s3, gs, a datastore or a
+ *   local folder) and models/, as a native spec's data.input, data.output
+ *   and model; others (hdfs://, $PAI_DEFAULT_FS_URI/..., a web output) are
+ *   listed as ignored and passed on as written.  No PAI_OUTPUT_DIR default
+ *   is made up when outputDir is absent.
  * - A missing minFailedTaskCount is 1 and a missing minSucceededTaskCount
  *   null, OpenPAI's own defaults; either above taskNumber is refused, as
  *   OpenPAI's server does, since it could never be reached.
@@ -88,6 +94,10 @@
 
 static const char *const spec_openpai_dir_keys[] = { "dataDir", "outputDir", "codeDir" };
 static const char *const spec_openpai_dir_vars[] = { "PAI_DATA_DIR", "PAI_OUTPUT_DIR", "PAI_CODE_DIR" };
+/* Where the view shows a dir mlfs reads: input/, output/, models/. */
+static const char *const spec_openpai_dir_views[] = {
+	"/opt/ml/input", "/opt/ml/output", "/opt/ml/models"
+};
 
 struct spec_openpai_port {
 	const char *label;		/* borrowed from the JSON */
@@ -113,6 +123,7 @@ struct spec_openpai {
 	bool has_name;
 	const char *gpu_type;		/* NULL or "": any */
 	const char *dirs[3];		/* dataDir, outputDir, codeDir */
+	bool mapped[3];			/* ... in the view (input/, output/, models/) */
 	struct spec_openpai_role *roles;
 	size_t n_roles;
 	bool has_roles;
@@ -210,14 +221,59 @@ static void spec_openpai_cluster(struct spec_openpai *p, json_t *root)
 	spec_openpai_unused(p, root, "virtualCluster", "mlfs schedules on this node's resources; there are no virtual clusters");
 }
 
-/* dataDir (0), outputDir (1) or codeDir (2). */
+/*
+ * The location type of a dataDir (0), outputDir (1) or codeDir (2) mlfs
+ * reads or writes, as a native spec would name it, or NULL for what it
+ * passes on only (hdfs://, $PAI_DEFAULT_FS_URI/..., a web output).
+ */
+static const char *spec_openpai_dir_type(const char *v, size_t i)
+{
+	static const struct { const char *prefix, *type; bool output; } urls[] = {
+		{ "s3://", "s3", true }, { "gs://", "gcp", true },
+		{ "http://", "web", false }, { "https://", "web", false },
+		{ "ftp://", "web", false }, { "ftps://", "web", false },
+	};
+	size_t name = strcspn(v, ":/");
+
+	if (v[0] == '/')
+		return "local";
+	for (size_t k = 0; k < sizeof(urls) / sizeof(urls[0]); k++)
+		if (strncmp(v, urls[k].prefix, strlen(urls[k].prefix)) == 0)
+			return v[strlen(urls[k].prefix)] && (i != 1 || urls[k].output) ?
+			       urls[k].type : NULL;
+	if (name > 0 && v[name] == ':' && v[name + 1] == '/' && strncmp(v, "hdfs", name) != 0)
+		return "datastore";	/* NAME:/folder of a configured datastore */
+	return NULL;
+}
+
+/*
+ * dataDir (0), outputDir (1) or codeDir (2): shown in the view (input/,
+ * output/, models/) when mlfs reads it, as a native spec's data.input,
+ * data.output (plain files) and model; else passed on as written.
+ */
 static void spec_openpai_dir(struct spec_openpai *p, json_t *root, size_t i)
 {
-	const char *key = spec_openpai_dir_keys[i];
+	const char *key = spec_openpai_dir_keys[i], *type;
+	struct spec_data *data = &p->c->s->data;
+	struct spec_location *loc[] = { &data->input, &data->output, &data->model };
 
-	if (spec_get_string(p->c, root, "", key, &p->dirs[i]) > 0)
+	if (spec_get_string(p->c, root, "", key, &p->dirs[i]) <= 0)
+		return;
+	type = spec_openpai_dir_type(p->dirs[i], i);
+	if (!type && i == 1 && strstr(p->dirs[i], "://") && strncmp(p->dirs[i], "hdfs", 4) != 0) {
+		spec_ignore(p->c, "%s: mlfs uploads an output to s3://, gs://, a datastore or a "
+			    "local folder; passed on as %s unchanged", key, spec_openpai_dir_vars[i]);
+		return;
+	}
+	if (!type) {
 		spec_ignore(p->c, "%s: an HDFS path mlfs does not fetch; passed on as %s unchanged",
 			    key, spec_openpai_dir_vars[i]);
+		return;
+	}
+	loc[i]->type = spec_strdup(p->c, type);
+	loc[i]->path = spec_strdup(p->c, p->dirs[i]);
+	loc[i]->archive = false;	/* OpenPAI's output folder is files, never a zip */
+	p->mapped[i] = true;
 }
 
 static void spec_openpai_data_dir(struct spec_openpai *p, json_t *root)
@@ -594,7 +650,8 @@ static void spec_openpai_job_env(struct spec_openpai *p, struct spec_worker *w, 
 	}
 	for (size_t i = 0; i < 3; i++)
 		if (p->dirs[i])
-			spec_openpai_env(c, w, p->dirs[i], "%s", spec_openpai_dir_vars[i]);
+			spec_openpai_env(c, w, p->mapped[i] ? spec_openpai_dir_views[i] : p->dirs[i],
+					 "%s", spec_openpai_dir_vars[i]);
 }
 
 /* Resources and ports of a task of @r. */

@@ -6,7 +6,7 @@
 # (dpkg-buildflags with hardening=+all: -O2, -fstack-protector-strong,
 # -D_FORTIFY_SOURCE=2, -Werror=format-security, PIE, relro and bindnow;
 # CMAKE_BUILD_TYPE=None, as debhelper configures a CMake package); and one
-# without the optional backends (nfs, smb, s3 and http), whose unit tests it runs.
+# without the optional backends (nfs, smb, and s3, gcs, azure, http, ftp), whose unit tests it runs.
 #
 # Each build goes to build/matrix/<compiler>-<type>, its output to a .log
 # beside it.  Prints one line per build and a summary "N passed, N failed";
@@ -59,12 +59,12 @@ without_optional() {
 		"$dir/mlfs" --version | tee -a "$dir.log" | grep -qx 'not built: nfs smb s3 gcs azure http ftp' &&
 		ctest --test-dir "$dir" -E '^(integration_|posix_)' >>"$dir.log" 2>&1; then
 		passed=$((passed + 1))
-		echo "ok - gcc without nfs, smb, s3 and http builds, says so and passes its unit tests" \
+		echo "ok - gcc without nfs, smb and the libcurl backends builds, says so and passes its unit tests" \
 			"($((SECONDS - start)) s)"
 		rm -rf "$dir"
 	else
 		failed=$((failed + 1))
-		echo "not ok - gcc without nfs, smb, s3 and http: see $dir.log"
+		echo "not ok - gcc without nfs, smb and the libcurl backends: see $dir.log"
 		grep -E 'error:|warning:|Failed|FAILED' "$dir.log" | head -10 | sed 's/^/#   /'
 	fi
 }

@@ -100,6 +100,22 @@ same "eight ports, all different" 8 "$(echo "$all_ports" | tr ',' '\n' | sort -u
 same "PAI_RESOURCE_worker: gpuNumber,cpuNumber,memoryMB" "0,1,256" "$(var roles 1 PAI_RESOURCE_worker | cut -d, -f1-3)"
 same "jobEnvs reach the tasks" 32 "$(var roles 1 batch_size)"
 
+# --- OpenPAI: dataDir, codeDir and outputDir of a datastore are the view's input/, models/, output/
+mkdir -p "$T_DIR/data/pai/in" "$T_DIR/data/pai/code"
+echo "pai input" >"$T_DIR/data/pai/in/x.txt"
+echo "print('pai')" >"$T_DIR/data/pai/code/train.py"
+cat >dirs.json <<'SPEC'
+{"jobName": "paidirs", "dataDir": "d:/pai/in/", "codeDir": "d:/pai/code/",
+ "outputDir": "d:/pai/out/",
+ "taskRoles": [{"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100, "gpuNumber": 0,
+   "command": "cat $PAI_DATA_DIR/x.txt $PAI_CODE_DIR/train.py >$PAI_OUTPUT_DIR/y.txt && echo PAI_DATA_DIR=$PAI_DATA_DIR"}]}
+SPEC
+check "an OpenPAI job with dataDir, codeDir and outputDir of a datastore is accepted" cp dirs.json "$J/"
+check "it succeeds" wait_state paidirs SUCCEEDED 150
+same "PAI_DATA_DIR names the view's input/" /opt/ml/input "$(var paidirs 1 PAI_DATA_DIR)"
+same "what it wrote to \$PAI_OUTPUT_DIR landed in outputDir" "pai input
+print('pai')" "$(cat "$T_DIR/data/pai/out/y.txt" 2>&1)"
+
 # --- gang: a two-role job waits whole while one GPU is taken
 printf '{"name": "hog", "resources": {"gpu_count": 1}, "workers": [{"command": "sleep 30"}]}\n' >"$J/hog.json"
 check "a job holds one GPU" wait_state hog RUNNING

@@ -237,8 +237,10 @@ same "an object changed behind the mount (same size) reads fresh after reopening
 # Under datastores/, an open takes what a listing said in the last 5 s: a walk's
 # reads are one GET each, no HEAD.  An object replaced within those seconds fails
 # its read (If-Match), and the next open asks again.
-for i in 1 2 3; do echo "window $i" >"win$i.txt"; done
-aws s3 cp --quiet --recursive --exclude '*' --include 'win*.txt' . s3://testbucket/data/win/
+# (from a folder of their own: awscli walks the whole source folder before it filters)
+mkdir -p win
+for i in 1 2 3; do echo "window $i" >"win/win$i.txt"; done
+aws s3 cp --quiet --recursive win s3://testbucket/data/win/
 ls "$B/data/win" >/dev/null
 before=$(stat_of "$M" datastore.b.requests)
 same "a listed object reads" "window 1" "$(cat "$B/data/win/win1.txt")"

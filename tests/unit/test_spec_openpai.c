@@ -353,6 +353,56 @@ static void test_openpai_tensorflow_example_command_expands_in_a_worker(void **s
 	spec_free(s);
 }
 
+/* ---- dataDir, outputDir and codeDir mlfs reads: the view's input/, output/, models/ ---- */
+
+static void test_openpai_dirs_mlfs_reads_are_the_views_folders(void **state)
+{
+	struct spec *s = parse_ok(
+		"{\"jobName\": \"dirs\", \"dataDir\": \"s3://bucket/sets/mnist/\",\n"
+		" \"outputDir\": \"gs://out/runs/\", \"codeDir\": \"code:/resnet/\",\n"
+		" \"taskRoles\": [{\"name\": \"w\", \"taskNumber\": 1, \"cpuNumber\": 1,\n"
+		"  \"memoryMB\": 100, \"gpuNumber\": 0, \"command\": \"true\"}]}\n");
+	static const char *const none[] = { NULL };
+
+	(void)state;
+	assert_string_equal(s->data.input.type, "s3");
+	assert_string_equal(s->data.input.path, "s3://bucket/sets/mnist/");
+	assert_string_equal(s->data.output.type, "gcp");
+	assert_string_equal(s->data.output.path, "gs://out/runs/");
+	assert_false(s->data.output.archive);	/* files, as OpenPAI writes them */
+	assert_string_equal(s->data.model.type, "datastore");
+	assert_string_equal(s->data.model.path, "code:/resnet/");
+	/* the variables name where the worker finds them */
+	assert_string_equal(spec_check_env(s->workers[0].env, s->workers[0].n_env, "PAI_DATA_DIR"),
+			    "/opt/ml/input");
+	assert_string_equal(spec_check_env(s->workers[0].env, s->workers[0].n_env,
+					   "PAI_OUTPUT_DIR"), "/opt/ml/output");
+	assert_string_equal(spec_check_env(s->workers[0].env, s->workers[0].n_env, "PAI_CODE_DIR"),
+			    "/opt/ml/models");
+	spec_check_ignored(s, none);
+	spec_free(s);
+	/* an output to the web is not one mlfs writes: passed on, said why */
+	s = parse_ok("{\"jobName\": \"web\", \"outputDir\": \"https://h/out/\",\n"
+		     " \"dataDir\": \"hdfs://nn:9000/d\",\n"
+		     " \"taskRoles\": [{\"name\": \"w\", \"taskNumber\": 1, \"cpuNumber\": 1,\n"
+		     "  \"memoryMB\": 100, \"gpuNumber\": 0, \"command\": \"true\"}]}\n");
+	assert_null(s->data.output.type);
+	assert_null(s->data.input.type);
+	assert_string_equal(spec_check_env(s->workers[0].env, s->workers[0].n_env,
+					   "PAI_OUTPUT_DIR"), "https://h/out/");
+	{
+		static const char *const want[] = {
+			"outputDir: mlfs uploads an output to s3://, gs://, a datastore or a local "
+			"folder; passed on as PAI_OUTPUT_DIR unchanged",
+			"dataDir: an HDFS path mlfs does not fetch; passed on as PAI_DATA_DIR unchanged",
+			NULL
+		};
+
+		spec_check_ignored(s, want);
+	}
+	spec_free(s);
+}
+
 /* ---- two roles of 2 and 3 tasks ---- */
 
 static const char two_roles[] =
@@ -727,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_openpai_tensorflow_example_maps_roles_workers_and_resources),
 		cmocka_unit_test(test_openpai_tensorflow_example_gives_every_pai_variable),
 		cmocka_unit_test(test_openpai_tensorflow_example_command_expands_in_a_worker),
+		cmocka_unit_test(test_openpai_dirs_mlfs_reads_are_the_views_folders),
 		cmocka_unit_test(test_openpai_two_roles_get_their_static_variables),
 		cmocka_unit_test(test_openpai_two_roles_get_hosts_and_ports_of_every_task),
 		cmocka_unit_test(test_openpai_spec_to_json_shows_roles_and_ports),
