@@ -152,7 +152,7 @@ static int be_ftp_is_dir(struct be_ftp *fb, const char *path)
 	int ret = url ? be_ftp_head(fb, url, &m) : -ENOMEM;
 
 	free(url);
-	return ret == -EACCES ? -ENOENT : ret;	/* CWD refused: 550, as for no folder */
+	return ret;
 }
 
 /* What the server says of @path: a file (HEAD), else a folder. */
@@ -257,10 +257,13 @@ static int be_ftp_readdir(struct backend *be, const char *path, backend_fill_fn 
 	free(url);
 	if (ret == -ECANCELED && w.stopped)
 		return w.stopped;	/* fill's own answer, as the contract says */
-	if (ret == -ENOENT)		/* nothing matched: an empty folder, or none */
+	if (ret == -ENOENT)	/* nothing matched (an empty folder), or no such folder */
 		ret = be_ftp_is_dir(fb, path);
 	if (ret == -ENOENT && path[0] && be_ftp_meta(fb, path, &m, false) == 0 && !m.is_dir)
 		return -ENOTDIR;
+	if (ret == -ENOENT && !path[0])		/* the datastore's own folder: say what to fix */
+		log_err("datastore %s: %s is no folder on the server (an ftp url names a folder; "
+			"for one file, name the folder that holds it)", fb->base.name, fb->root);
 	return ret;
 }
 

@@ -294,9 +294,9 @@ int remote_errno(int curl_code, long status)
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return EINVAL;
 	case CURLE_REMOTE_FILE_NOT_FOUND:	/* FTP 550 */
+	case CURLE_REMOTE_ACCESS_DENIED:	/* FTP: CWD refused, 550 for "no such folder" too */
 		return ENOENT;
 	case CURLE_LOGIN_DENIED:
-	case CURLE_REMOTE_ACCESS_DENIED:
 		return EACCES;
 	case CURLE_BAD_DOWNLOAD_RESUME:		/* FTP: a REST past the end */
 		return ERANGE;

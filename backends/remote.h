@@ -150,8 +150,8 @@ void remote_resp_free(struct remote_resp *resp);
 /*
  * Maps a curl code (CURLcode as int; 0 when the transfer completed) and an
  * HTTP status to an errno (positive; 0 for success); FTP's answers by their
- * curl codes: no such file -> ENOENT, login or access refused -> EACCES, a
- * resume past the end -> ERANGE.  HTTP: 404/410 -> ENOENT,
+ * curl codes: no such file, or a folder it cannot enter (550 says either)
+ * -> ENOENT, a refused login -> EACCES, a resume past the end -> ERANGE.  HTTP: 404/410 -> ENOENT,
  * 401/403 -> EACCES, 400 -> EINVAL, 405/501 -> ENOTSUP, 409 -> EEXIST,
  * 412 -> ESTALE, 413 -> EFBIG, 416 -> ERANGE (callers read it as EOF),
  * 429/503 -> EAGAIN, 507 -> ENOSPC, other 5xx -> EIO; curl timeouts ->

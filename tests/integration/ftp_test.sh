@@ -33,6 +33,9 @@ head -c 1234567 /dev/urandom >"$P/sub/tls.bin"
 echo "deep" >"$P/sub/deeper/deep.txt"
 for i in $(seq -w 0 99); do echo "00$i" >"$P/many/f00$i"; done
 touch -d '2 hours ago' "$P/small.txt"
+mkdir -p arch-src/dir
+echo "zipped member" >arch-src/dir/m.txt
+(cd arch-src && zip -qr "$P/sets.zip" dir)
 
 PORT=$(free_port) || { not_ok "a free port"; t_finish; exit 1; }
 "$FTP_SH" start "$FTP_DIR" "$PORT" >/dev/null || { not_ok "vsftpd started"; t_finish; exit 1; }
@@ -74,6 +77,13 @@ timeout = 6
 
 [dataset many]
 source = ftp://127.0.0.1:$PORT/many/
+
+[dataset zipped]
+source = ftp://127.0.0.1:$PORT/sets.zip
+
+[datastore onefile]
+type = ftp
+url = ftp://127.0.0.1:$PORT/small.txt
 CONF
 
 check "mlfs check accepts the config" "$MLFS" check mlfs.conf
@@ -84,7 +94,7 @@ LOG=$T_DIR/mount.mnt.log
 
 # --- listing and reading
 same "ls lists the server's folder (libcurl's listing parser)" \
-	"big.bin empty gone.bin many small.txt sub with space.txt ünïcödé.txt" \
+	"big.bin empty gone.bin many sets.zip small.txt sub with space.txt ünïcödé.txt" \
 	"$(ls "$F" | xargs)"
 same "ls -l shows a file's size" 20971520 "$(ls -l "$F" | awk '$NF == "big.bin" {print $5}')"
 same "stat shows the size" 10 "$(stat -c %s "$F/small.txt")"
@@ -103,6 +113,10 @@ fails "a missing folder is ENOENT" "No such file" ls "$F/nodir"
 fails "a file is not a folder (ENOTDIR)" "Not a directory" ls "$F/small.txt/x"
 fails "a write is refused: read-only (EROFS)" "Read-only file system" touch "$F/new.txt"
 fails "so is mkdir" "Read-only file system" mkdir "$F/newdir"
+fails "a datastore whose url is a file lists as missing" "No such file" ls "$M/datastores/onefile"
+check "... and the log says an ftp url names a folder" grep -q "datastore onefile: .*is no folder" "$LOG"
+same "a zip on the server, as a dataset's source, is shown extracted" "zipped member" \
+	"$(cat "$M/datasets/zipped/dir/m.txt" 2>&1)"
 
 # --- FTPS, logins
 same "ftps:// with ca_file lists over explicit TLS" "deeper inner.txt tls.bin" \
