@@ -464,7 +464,7 @@ static void be_azure_destroy(struct backend *be)
 const struct backend_ops be_azure_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "azure",
-	.caps = BE_CAP_REMOTE,
+	.caps = BE_CAP_REMOTE | BE_CAP_LONG_FETCH,
 	.validate = be_azure_validate,
 	.create = be_azure_create,
 	.destroy = be_azure_destroy,

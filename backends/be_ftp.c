@@ -444,7 +444,7 @@ static void be_ftp_destroy(struct backend *be)
 const struct backend_ops be_ftp_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "ftp",
-	.caps = BE_CAP_REMOTE,
+	.caps = BE_CAP_REMOTE | BE_CAP_LONG_FETCH,
 	.validate = be_ftp_validate,
 	.create = be_ftp_create,
 	.destroy = be_ftp_destroy,

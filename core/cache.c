@@ -232,33 +232,34 @@ int cache_lock_blocks(struct cache_file *f, int fd, uint64_t b0, uint64_t b1, sh
 
 /* ---- fetch buffers ---- */
 
-/*
- * A buffer of CACHE_RUN_MAX blocks for one fetch.  Kept for reuse: a fresh
- * multi-megabyte malloc is a fresh mmap, whose page faults and zeroing
- * cost as much CPU as the copy of the data itself.
- */
-void *cache_buf_get(struct cache *c)
+void *cache_buf_get(struct cache *c, unsigned int blocks)
 {
+	bool lng = blocks == CACHE_RUN_LONG;
 	void *buf = NULL;
 
 	pthread_mutex_lock(&c->qlock);
-	if (c->n_spare > 0)
+	if (lng && c->n_spare_long > 0)
+		buf = c->spare_long[--c->n_spare_long];
+	else if (!lng && c->n_spare > 0)
 		buf = c->spare[--c->n_spare];
 	c->spare_taken = mono_ns();
 	pthread_mutex_unlock(&c->qlock);
 	if (buf)
 		return buf;
 	/* Huge pages where the kernel has them: 2 faults per buffer, not 1,024. */
-	if (posix_memalign(&buf, CACHE_BUF_ALIGN, (size_t)CACHE_RUN_MAX * CACHE_BLOCK))
+	if (posix_memalign(&buf, CACHE_BUF_ALIGN, (size_t)blocks * CACHE_BLOCK))
 		return NULL;
-	madvise(buf, (size_t)CACHE_RUN_MAX * CACHE_BLOCK, MADV_HUGEPAGE);
+	madvise(buf, (size_t)blocks * CACHE_BLOCK, MADV_HUGEPAGE);
 	return buf;
 }
 
-void cache_buf_put(struct cache *c, void *buf)
+void cache_buf_put(struct cache *c, void *buf, unsigned int blocks)
 {
 	pthread_mutex_lock(&c->qlock);
-	if (c->n_spare < CACHE_SPARE_BUFS) {
+	if (blocks == CACHE_RUN_LONG && c->n_spare_long < CACHE_SPARE_LONG) {
+		c->spare_long[c->n_spare_long++] = buf;
+		buf = NULL;
+	} else if (blocks != CACHE_RUN_LONG && c->n_spare < CACHE_SPARE_BUFS) {
 		c->spare[c->n_spare++] = buf;
 		buf = NULL;
 	}
@@ -274,15 +275,18 @@ void cache_buf_put(struct cache *c, void *buf)
  */
 void cache_release_idle(struct cache *c)
 {
-	void *drop[CACHE_SPARE_BUFS];
+	void *drop[CACHE_SPARE_BUFS + CACHE_SPARE_LONG];
 	int n = 0;
 
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->qlock);
-	while (atomic_load(&c->hot_bytes) == 0 && mono_ns() - c->spare_taken > 1000000000 &&
-	       c->n_spare > CACHE_SPARE_IDLE)
-		drop[n++] = c->spare[--c->n_spare];
+	if (atomic_load(&c->hot_bytes) == 0 && mono_ns() - c->spare_taken > 1000000000) {
+		while (c->n_spare > CACHE_SPARE_IDLE)
+			drop[n++] = c->spare[--c->n_spare];
+		while (c->n_spare_long > 0)	/* 16 MiB each: none kept idle */
+			drop[n++] = c->spare_long[--c->n_spare_long];
+	}
 	pthread_mutex_unlock(&c->qlock);
 	while (n > 0)
 		free(drop[--n]);
@@ -380,7 +384,7 @@ static void cache_file_queue(struct cache_file *f, uint64_t b0, uint64_t b1)
  */
 static void cache_file_readahead(struct cache_file *f, uint64_t off, uint64_t end)
 {
-	uint64_t from, to, queued;
+	uint64_t piece = f->run_blocks, round, from, to, queued;
 
 	pthread_mutex_lock(&f->lock);
 	if (f->next_off && off + CACHE_SEQ_SLACK >= f->next_off &&
@@ -399,10 +403,16 @@ static void cache_file_readahead(struct cache_file *f, uint64_t off, uint64_t en
 		from = queued;
 	to = end + f->window < f->size ? end + f->window : f->size;
 	to = (to + CACHE_BLOCK - 1) / CACHE_BLOCK;
-	if (to < f->nblocks)		/* whole chunks only: few large fetches */
-		to = to / CACHE_RA_CHUNK * CACHE_RA_CHUNK;
-	for (uint64_t b = from; b < to; b = (b / CACHE_RA_CHUNK + 1) * CACHE_RA_CHUNK) {
-		uint64_t e = (b / CACHE_RA_CHUNK + 1) * CACHE_RA_CHUNK;
+	/*
+	 * Whole chunks only: few large fetches.  A file of long fetches queues
+	 * runs of run_blocks once its window holds one, and the usual chunks
+	 * before, so its first reads do not wait for a 16 MiB window.
+	 */
+	round = f->window >= (uint64_t)piece * CACHE_BLOCK ? piece : CACHE_RA_CHUNK;
+	if (to < f->nblocks)
+		to = to / round * round;
+	for (uint64_t b = from; b < to; b = (b / piece + 1) * piece) {
+		uint64_t e = (b / piece + 1) * piece;
 
 		cache_file_queue(f, b, e < to ? e : to);
 	}
@@ -515,6 +525,8 @@ void cache_destroy(struct cache *c)
 		munmap(c->usage, sizeof(uint64_t));
 	while (c->n_spare > 0)
 		free(c->spare[--c->n_spare]);
+	while (c->n_spare_long > 0)
+		free(c->spare_long[--c->n_spare_long]);
 	pthread_cond_destroy(&c->qcond);
 	pthread_cond_destroy(&c->wcond);
 	pthread_mutex_destroy(&c->qlock);
@@ -546,6 +558,7 @@ static struct cache_file *cache_file_new(struct cache *c, const char *key, uint6
 		.c = c, .stats = stats, .fetch = fetch, .arg = arg, .size = size,
 		.nblocks = (size + CACHE_BLOCK - 1) / CACHE_BLOCK, .hdr_len = cache_hdr_len(key),
 		.map_fd = -1, .data_fd = -1, .dio_fd = -1, .ro_fd = -1, .window = CACHE_RA_MIN,
+		.run_blocks = CACHE_RUN_MAX,
 	};
 	atomic_init(&f->closing, false);
 	atomic_init(&f->write_failed, false);
@@ -555,6 +568,14 @@ static struct cache_file *cache_file_new(struct cache *c, const char *key, uint6
 	cache_hash(key, f->hash);
 	f->shard = (int)strtol((char[3]){ f->hash[0], f->hash[1], '\0' }, NULL, 16);
 	return f;
+}
+
+void cache_file_long_fetches(struct cache_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	if (!f->runs && f->pending == 0 && f->readers == 0 && f->next_off == 0)
+		f->run_blocks = CACHE_RUN_LONG;	/* nothing fetched yet: no buffer of the old size */
+	pthread_mutex_unlock(&f->lock);
 }
 
 int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,

@@ -35,7 +35,7 @@
 void cache_run_free(struct cache_file *f, struct cache_run *r)
 {
 	atomic_fetch_sub(&f->c->hot_bytes, r->len);
-	cache_buf_put(f->c, r->buf);
+	cache_buf_put(f->c, r->buf, f->run_blocks);
 	free(r);
 }
 
@@ -103,7 +103,8 @@ static struct cache_run *cache_run_begin(struct cache_file *f, uint64_t b0, uint
 	r = calloc(1, sizeof(*r));
 	if (r)
 		*r = (struct cache_run){ .b0 = b0, .b1 = b1, .len = len,
-					 .buf = cache_buf_get(c), .state = CACHE_RUN_FETCHING };
+					 .buf = cache_buf_get(c, f->run_blocks),
+					 .state = CACHE_RUN_FETCHING };
 	if (!r || !r->buf) {
 		free(r);
 		atomic_fetch_sub(&c->hot_bytes, len);
@@ -348,7 +349,7 @@ static bool cache_write_queue(struct cache_file *f, struct cache_run *r, int fd)
 }
 
 /*
- * Fetches blocks [b0, b1) (at most CACHE_RUN_MAX), whose OFD locks the
+ * Fetches blocks [b0, b1) (at most f->run_blocks), whose OFD locks the
  * caller holds on @fd and which it found missing, writes them and marks
  * them present.  For a file read sequentially the fetched bytes become a
  * hot run while there is room for one: this process's readers are answered
@@ -368,7 +369,7 @@ static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b
 	if ((uint64_t)off + len > f->size)
 		len = (size_t)(f->size - (uint64_t)off);
 	r = cache_file_streaming(f) ? cache_run_begin(f, b0, b1, len) : NULL;
-	buf = r ? r->buf : cache_buf_get(f->c);
+	buf = r ? r->buf : cache_buf_get(f->c, f->run_blocks);
 	if (!buf)
 		return -ENOMEM;
 	n = cache_fetch_all(f, buf, len, off);
@@ -390,7 +391,7 @@ static int cache_fetch_run(struct cache_file *f, int fd, uint64_t b0, uint64_t b
 	if (r)
 		cache_run_written(f, r);
 	else
-		cache_buf_put(f->c, buf);
+		cache_buf_put(f->c, buf, f->run_blocks);
 	return n < 0 ? (int)n : 0;
 }
 
@@ -500,7 +501,7 @@ int cache_file_fill(struct cache_file *f, uint64_t b0, uint64_t b1, bool wait)
 	if (fd < 0)
 		return -errno;
 	for (uint64_t b = b0; b < b1 && ret >= 0; b++) {
-		if (run != b1 && b - run == CACHE_RUN_MAX) {
+		if (run != b1 && b - run == f->run_blocks) {
 			ret = cache_file_flush(f, fd, run, b, &bytes);
 			run = b1;
 		}

@@ -20,6 +20,8 @@
 #define CACHE_RA_CHUNK		4			/* blocks per background fetch */
 #define CACHE_SEQ_SLACK		(1u << 20)		/* reordered reads still count as sequential */
 #define CACHE_RUN_MAX		4			/* blocks per fetch call at most */
+#define CACHE_RUN_LONG		16			/* ... for a backend that pays per request */
+#define CACHE_SPARE_LONG	4			/* long fetch buffers kept for reuse */
 #define CACHE_SPARE_BUFS	24			/* fetch buffers kept for reuse while reading */
 #define CACHE_SPARE_IDLE	2			/* ... and once none was taken for a second */
 #define CACHE_THREADS		4			/* background fetchers per struct cache */
@@ -93,6 +95,8 @@ struct cache {
 	int n_syncs;				/* guarded by qlock */
 	void *spare[CACHE_SPARE_BUFS];		/* guarded by qlock: fetch buffers to reuse */
 	int n_spare;
+	void *spare_long[CACHE_SPARE_LONG];	/* guarded by qlock: the same, CACHE_RUN_LONG */
+	int n_spare_long;
 	int64_t spare_taken;			/* guarded by qlock: mono_ns of the last take */
 	atomic_uint_fast64_t hot_bytes;		/* held by hot runs, all files */
 	uint64_t hot_budget;			/* the most hot_bytes may be */
@@ -124,6 +128,8 @@ struct cache_file {
 	cache_fetch_fn *fetch;
 	void *arg;
 	uint64_t size, nblocks;
+	unsigned int run_blocks;		/* blocks a fetch asks for at most: CACHE_RUN_MAX,
+						 * or CACHE_RUN_LONG (cache_file_long_fetches) */
 	bool bypass;
 	int shard;				/* the object's folder, 0..255 */
 	char hash[CACHE_HASH_LEN + 1];
@@ -173,13 +179,14 @@ void cache_usage_add(struct cache *c, uint64_t bytes);
 ssize_t cache_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 
 /*
- * A buffer of CACHE_RUN_MAX blocks for one fetch.  Kept for reuse: a fresh
- * multi-megabyte malloc is a fresh mmap, whose page faults and zeroing
- * cost as much CPU as the copy of the data itself.
+ * A buffer of @blocks blocks (CACHE_RUN_MAX or CACHE_RUN_LONG) for one
+ * fetch.  Kept for reuse: a fresh multi-megabyte malloc is a fresh mmap,
+ * whose page faults and zeroing cost as much CPU as the copy of the data
+ * itself.
  */
-void *cache_buf_get(struct cache *c);
-/* Gives a buffer of cache_buf_get back for reuse. */
-void cache_buf_put(struct cache *c, void *buf);
+void *cache_buf_get(struct cache *c, unsigned int blocks);
+/* Gives a buffer of cache_buf_get(@blocks) back for reuse. */
+void cache_buf_put(struct cache *c, void *buf, unsigned int blocks);
 
 /* Calls @fetch until @len bytes or the end of the object.  Returns bytes or -errno. */
 ssize_t cache_fetch_all(struct cache_file *f, void *buf, size_t len, off_t off);

@@ -73,6 +73,8 @@ static int fs_open_cached(struct fs *fs, struct fs_file *f)
 	if (ret >= 0)
 		ret = cache_file_open(fs->cache, &f->cf, key, (uint64_t)st.st_size,
 				      &be->stats.cache, fs_cache_fetch, f->bf);
+	if (ret >= 0 && (be->ops->caps & BE_CAP_LONG_FETCH))
+		cache_file_long_fetches(f->cf);
 	if (ret < 0)
 		backend_release(f->bf);
 	return ret;

@@ -106,6 +106,8 @@ int fs_fetch_file(struct fs *fs, struct backend *be, const char *path, uint64_t 
 	if (ret >= 0)
 		ret = cache_file_open(fs->cache, &cf, key, (uint64_t)st.st_size, &be->stats.cache,
 				      fs_fetch_pread, bf);
+	if (ret >= 0 && (be->ops->caps & BE_CAP_LONG_FETCH))
+		cache_file_long_fetches(cf);
 	for (off_t off = 0; ret >= 0 && off < st.st_size; off += n) {
 		n = cache_file_read_iov(cf, FS_FETCH_CHUNK, off, fs_fetch_ignore, NULL);
 		if (n == -ENOTSUP) {	/* too big for the cache: nothing to keep */

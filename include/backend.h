@@ -42,6 +42,14 @@
 #define BE_CAP_STREAM_LIST (1u << 3)
 
 /*
+ * Each request costs the server (or the protocol) much beside its bytes:
+ * a login per ranged FTP RETR, Azurite's ~20 ms: the shared cache fetches
+ * 16 MiB at a time from it instead of 4 (cache_file_long_fetches;
+ * docs/benchmarks.md measures why).
+ */
+#define BE_CAP_LONG_FETCH (1u << 4)
+
+/*
  * An open flag of mlfs's own, beside the O_* flags passed to open: the file
  * is opened under a read-only source tree (datasets/, checkpoints/, models/),
  * where what the backend already knows of it (from a listing or an earlier

@@ -90,6 +90,12 @@ void cache_release_idle(struct cache *c);
 int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,
 		    struct cache_stats *stats, cache_fetch_fn *fetch, void *arg);
 /*
+ * Makes @f's fetches and read-ahead chunks 16 MiB instead of 4, for a
+ * backend that pays for each request (backend.h BE_CAP_LONG_FETCH: Azure,
+ * FTP).  Only before the first read; a no-op after.
+ */
+void cache_file_long_fetches(struct cache_file *f);
+/*
  * Returns the bytes read (short only at the end of the object, 0 at or past
  * it) or a negated errno: a fetch's error is returned unchanged, and nothing
  * of a failed fetch is kept, so a later read tries again.  When the local

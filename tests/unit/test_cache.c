@@ -743,6 +743,43 @@ static void test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it(void 
 	cache_destroy(c);
 }
 
+/* Reads all of a 64 MiB object through a new cache file, @long fetches or not: the fetches made. */
+static unsigned int long_read(struct cache *c, const char *key, bool long_fetches)
+{
+	struct fake fk = { .seed = 71, .size = 64 * MiB };
+	struct cache_stats st = { 0 };
+	struct cache_file *f;
+
+	counts_reset();
+	assert_int_equal(cache_file_open(c, &f, key, fk.size, &st, fake_fetch, &fk), 0);
+	if (long_fetches)
+		cache_file_long_fetches(f);
+	assert_int_equal(read_all(f, &fk, 1024 * 1024, 0), 0);
+	cache_file_long_fetches(f);	/* after the first read: a no-op */
+	cache_file_close(f);		/* waits for read-ahead */
+	/* every byte once, none twice */
+	assert_int_equal(atomic_load(&cnt->bytes), 64 * MiB);
+	for (unsigned int b = 0; b < 64; b++)
+		assert_int_equal(atomic_load(&cnt->block[b]), 1);
+	return (unsigned int)atomic_load(&cnt->calls);
+}
+
+/* A backend that pays per request (BE_CAP_LONG_FETCH): the same bytes in runs of 16 MiB. */
+static void test_cache_long_fetches_ask_fewer(void **state)
+{
+	unsigned int usual, longer;
+	struct cache *c;
+
+	(void)state;
+	assert_int_equal(cache_create(&c, dir, 1024 * MiB), 0);
+	usual = long_read(c, "s\nusual\nv1", false);
+	longer = long_read(c, "s\nlong\nv1", true);
+	/* the reader's own first blocks either way, then runs of 4 or 16 blocks */
+	assert_true(usual >= 16);
+	assert_true(longer * 3 <= usual * 2);
+	cache_destroy(c);
+}
+
 static void test_cache_fetch_error_is_returned_and_retry_succeeds(void **state)
 {
 	struct fake fk = { .seed = 80, .size = 4 * MiB };
@@ -855,6 +892,7 @@ int main(void)
 		T(test_cache_random_reads_hold_no_memory),
 		T(test_cache_reads_past_the_memory_budget_are_the_same),
 		T(test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it),
+		T(test_cache_long_fetches_ask_fewer),
 		T(test_cache_fetch_error_is_returned_and_retry_succeeds),
 		T(test_cache_map_with_garbage_is_ignored),
 #undef T
