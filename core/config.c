@@ -594,23 +594,6 @@ static int config_environment_key(struct config_parser *p, int line, const char 
 	return config_set(p, line, &config_environment_keys[i], env, value);
 }
 
-/* "s3, http, https or smb": every scheme a form reads, for a message. */
-static void config_known_schemes(const struct mlfs_config *cfg, char *buf, size_t size)
-{
-	size_t len = 0, n = 0, i = 0;
-
-	buf[0] = '\0';
-	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
-		for (const char *const *s = (*f)->schemes; s && *s; s++)
-			n++;
-	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
-		for (const char *const *s = (*f)->schemes; s && *s; s++, i++)
-			if (len < size)
-				len += (size_t)snprintf(buf + len, size - len, "%s%s",
-							i == 0 ? "" : i + 1 == n ? " or " : ", ",
-							*s);
-}
-
 /* "scheme://rest": keeps the scheme, lowercased, when a form reads it. */
 static int config_source_url(struct config_parser *p, struct source_config *src, size_t slen)
 {

@@ -79,6 +79,9 @@ int config_finish(struct mlfs_config *cfg);
 const struct config_form *config_form_of_url(const struct mlfs_config *cfg, const char *url,
 					     const char *scheme);
 
+/* "nfs, smb, s3 or http": every scheme a form reads, into @buf, for a message. */
+void config_known_schemes(const struct mlfs_config *cfg, char *buf, size_t size);
+
 /*
  * Gives @src, a job's absolute local path, a datastore of the type whose
  * form takes paths, rooted at the path or for an archive at its folder.

@@ -164,6 +164,23 @@ const struct config_form *config_form_of_url(const struct mlfs_config *cfg, cons
 	return NULL;
 }
 
+/* "s3, http, https or smb": every scheme a form reads, for a message. */
+void config_known_schemes(const struct mlfs_config *cfg, char *buf, size_t size)
+{
+	size_t len = 0, n = 0, i = 0;
+
+	buf[0] = '\0';
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		for (const char *const *s = (*f)->schemes; s && *s; s++)
+			n++;
+	for (const struct config_form *const *f = cfg->forms; f && *f; f++)
+		for (const char *const *s = (*f)->schemes; s && *s; s++, i++)
+			if (len < size)
+				len += (size_t)snprintf(buf + len, size - len, "%s%s",
+							i == 0 ? "" : i + 1 == n ? " or " : ", ",
+							*s);
+}
+
 /* The form that local paths name, or NULL. */
 static const struct config_form *config_form_of_paths(const struct mlfs_config *cfg)
 {
