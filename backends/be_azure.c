@@ -1,11 +1,13 @@
 /*
  * be_azure.c - a datastore that is an Azure Blob container (or a prefix of
- * it), read-only for now, through remote.h (DESIGN §8).
+ * it), through remote.h (DESIGN §8); what writes is be_azure_write.c.
  *
  *   - a folder is a name prefix ending in '/': listed with List Blobs and a
  *     delimiter, page by page (NextMarker), each page parsed with libxml2
- *     (be_azure_xml.c);
- *   - stat from what a listing or a HEAD (Get Blob Properties) said
+ *     (be_azure_xml.c); an empty folder made here is a zero-length marker
+ *     blob named "folder/", as rclone's directory markers;
+ *   - stat of a file open for writing from its staged copy (remote_stage.h),
+ *     else from what a listing or a HEAD (Get Blob Properties) said
  *     (remote_memo.h), fresh for REMOTE_MEMO_TTL seconds and for the
  *     mount's lifetime under the read-only trees (BE_O_TRUST,
  *     getattr_known); a path without a blob is
@@ -17,50 +19,32 @@
  * Every request carries x-ms-version; with a Shared Key each attempt is
  * signed (remote_opts.sign: x-ms-date and Authorization, made per attempt
  * so a retried or resumed range is signed as sent); with a SAS the token is
- * the URL's query; with neither, requests are anonymous.  Errors are
+ * the URL's query; with neither, requests are anonymous (and files show
+ * read-only).  Errors are
  * remote.c's map (403 EACCES, 404 ENOENT, 412 ESTALE); a refused credential
  * is logged once with Azure's own code and message.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libxml/parser.h>
 
-#include "be_azure.h"
+#include "be_azure_int.h"
 #include "log.h"
-#include "remote.h"
-#include "remote_memo.h"
 
-#define BE_AZURE_NAME_MAX	255
 #define BE_AZURE_MARKER_MAX	2048
-
-struct be_azure {
-	struct backend base;
-	struct remote *remote;
-	struct be_azure_addr addr;
-	time_t created;
-	atomic_bool told_denied;	/* a refused credential logged once */
-	struct remote_memo memo;
-};
-
-static struct be_azure *be_azure(struct backend *be)
-{
-	return (struct be_azure *)be;
-}
 
 /* ---- URLs and requests ---- */
 
-/*
- * The URL of blob @path ("" or "a/b", under the root; encoded, '/' kept),
- * or with @query the container's URL and that query; the SAS after either.
- */
-static char *be_azure_url(const struct be_azure *az, const char *path, const char *query)
+char *be_azure_url(const struct be_azure *az, const char *path, const char *query)
 {
 	char *epath = remote_escape(path, true), *eroot = remote_escape(az->addr.root, true);
 	const char *sas = az->addr.sas;
@@ -122,8 +106,7 @@ static int be_azure_sign(void *arg, const char *method, const char *url,
 	return 2;
 }
 
-/* Logs a failed request: a refused credential once, with Azure's words; else each time. */
-static void be_azure_fail(struct be_azure *az, const char *what, const char *path, int ret,
+void be_azure_fail(struct be_azure *az, const char *what, const char *path, int ret,
 			  const struct remote_resp *resp)
 {
 	char why[512] = "";
@@ -139,14 +122,16 @@ static void be_azure_fail(struct be_azure *az, const char *what, const char *pat
 		ret == -EACCES ? "; check the key, SAS or connection string" : "");
 }
 
-/* A request of @method at @url with x-ms-version and @extra (NULL-terminated or NULL). */
-static int be_azure_do(struct be_azure *az, struct remote_req *req, const char *extra,
-		       struct remote_resp *resp)
+int be_azure_do(struct be_azure *az, struct remote_req *req, const char *const *extra,
+		struct remote_resp *resp)
 {
-	const char *headers[] = { "x-ms-version: " BE_AZURE_VERSION, extra, NULL };
+	const char *headers[8] = { "x-ms-version: " BE_AZURE_VERSION };
+	size_t n = 1;
 
+	for (; extra && *extra && n < 7; extra++)
+		headers[n++] = *extra;
+	headers[n] = NULL;
 	req->headers = headers;
-	req->body_fd = -1;
 	return remote_do(az->remote, req, resp);
 }
 
@@ -154,13 +139,29 @@ static int be_azure_do(struct be_azure *az, struct remote_req *req, const char *
 
 /* ---- listing ---- */
 
+/* Whether this datastore signs in, so may write: its files 0644, folders 0755. */
+static bool be_azure_writable(const struct be_azure *az)
+{
+	return az->addr.key_len || az->addr.sas;
+}
+
+static void be_azure_stat(const struct be_azure *az, const struct remote_meta *m,
+			  const char *path, struct stat *st)
+{
+	remote_meta_stat(m, path, az->created, st);
+	if (be_azure_writable(az))
+		st->st_mode |= S_IWUSR;
+}
+
 struct be_azure_walk {
 	struct be_azure *az;
 	const char *dir;	/* "" or "a/b" */
 	size_t skip;		/* bytes of the listed prefix in each name */
-	backend_fill_fn *fill;	/* NULL: only whether anything is there */
+	backend_fill_fn *fill;	/* NULL: only count, up to enough entries, markers too */
 	void *payload;
 	size_t n;
+	size_t enough;		/* without fill: entries to count (0: 1) */
+	bool marker;		/* the folder's own marker blob was seen */
 	int stopped;
 };
 
@@ -173,8 +174,15 @@ static int be_azure_entry(void *arg, const struct be_azure_entry *e)
 	struct stat st;
 	int ret;
 
-	if (strlen(e->name) <= w->skip)
-		return 0;	/* the folder's own marker */
+	if (strlen(e->name) <= w->skip) {
+		/* the folder's own marker: it says the folder is there */
+		if (e->is_dir)
+			return 0;
+		w->marker = true;
+		if (w->fill)
+			return 0;
+		return ++w->n >= (w->enough ? w->enough : 1) ? -ECANCELED : 0;
+	}
 	if (e->is_dir)
 		nlen--;		/* a prefix ends in '/' */
 	if (nlen == 0 || nlen > BE_AZURE_NAME_MAX || memchr(e->name + w->skip, '/', nlen))
@@ -185,12 +193,12 @@ static int be_azure_entry(void *arg, const struct be_azure_entry *e)
 		return 0;
 	w->n++;
 	if (!w->fill)
-		return -ECANCELED;	/* one is enough */
+		return w->n >= (w->enough ? w->enough : 1) ? -ECANCELED : 0;
 	be_azure_etag(m.etag, sizeof(m.etag), e->etag);
 	if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", name) < 0)
 		return -ENOMEM;
 	remote_memo_put(&w->az->memo, path, &m);
-	remote_meta_stat(&m, path, w->az->created, &st);
+	be_azure_stat(w->az, &m, path, &st);
 	free(path);
 	ret = w->fill(w->payload, name, &st);
 	if (ret != 0) {
@@ -212,7 +220,8 @@ static int be_azure_list(struct be_azure *az, const char *path, struct be_azure_
 	w->skip = strlen(prefix);
 	eprefix = remote_escape(prefix, false);
 	do {
-		struct remote_req req = { .method = REMOTE_GET, .max_body = 64u << 20 };
+		struct remote_req req = { .method = REMOTE_GET, .max_body = 64u << 20,
+					  .body_fd = -1 };
 		struct remote_resp resp;
 
 		emarker = remote_escape(marker, false);
@@ -253,7 +262,7 @@ static int be_azure_readdir(struct backend *be, const char *path, backend_fill_f
 
 	if (ret == -ECANCELED && w.stopped)
 		return w.stopped;
-	if (ret == 0 && w.n == 0 && path[0]) {
+	if (ret == 0 && w.n == 0 && !w.marker && path[0]) {
 		/* nothing under it: a blob (ENOTDIR), or nothing at all */
 		if (remote_memo_get(&az->memo, path, &m, false) == 0 && !m.is_dir)
 			return -ENOTDIR;
@@ -262,13 +271,24 @@ static int be_azure_readdir(struct backend *be, const char *path, backend_fill_f
 	return ret;
 }
 
+int be_azure_count_beneath(struct be_azure *az, const char *path, unsigned int *n,
+			   bool *marker)
+{
+	struct be_azure_walk w = { .az = az, .dir = path, .enough = 2 };
+	int ret = be_azure_list(az, path, &w, 2);
+
+	*n = (unsigned int)w.n;
+	*marker = w.marker;
+	return ret == -ECANCELED ? 0 : ret;
+}
+
 /* ---- attributes ---- */
 
-/* HEAD of blob @path: 0 and what it said, or -errno. */
-static int be_azure_head(struct be_azure *az, const char *path, struct remote_meta *m)
+
+int be_azure_head(struct be_azure *az, const char *path, struct remote_meta *m)
 {
 	char *url = be_azure_url(az, path, NULL);
-	struct remote_req req = { .method = REMOTE_HEAD, .url = url };
+	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1 };
 	struct remote_resp resp;
 	int ret = url ? be_azure_do(az, &req, NULL, &resp) : -ENOMEM;
 
@@ -305,8 +325,7 @@ static int be_azure_ask(struct be_azure *az, const char *path, struct remote_met
 	return ret;
 }
 
-static int be_azure_meta(struct be_azure *az, const char *path, struct remote_meta *m,
-			 bool trust)
+int be_azure_meta(struct be_azure *az, const char *path, struct remote_meta *m, bool trust)
 {
 	if (!path[0]) {
 		*m = (struct remote_meta){ .is_dir = true, .mtime = -1 };
@@ -319,45 +338,115 @@ static int be_azure_meta(struct be_azure *az, const char *path, struct remote_me
 
 static int be_azure_getattr(struct backend *be, const char *path, struct stat *st)
 {
+	struct be_azure *az = be_azure(be);
 	struct remote_meta m;
-	int ret = be_azure_meta(be_azure(be), path, &m, false);
+	int ret;
 
+	if (path[0] && remote_writers_stat(&az->writers, path, st) == 0)
+		return 0;
+	ret = be_azure_meta(az, path, &m, false);
 	if (ret == 0)
-		remote_meta_stat(&m, path, be_azure(be)->created, st);
+		be_azure_stat(az, &m, path, st);
 	return ret;
 }
 
 static int be_azure_getattr_known(struct backend *be, const char *path, struct stat *st)
 {
-	return remote_memo_stat(&be_azure(be)->memo, path, be_azure(be)->created, st);
+	struct be_azure *az = be_azure(be);
+	int ret = remote_memo_stat(&az->memo, path, az->created, st);
+
+	if (ret == 0 && be_azure_writable(az))
+		st->st_mode |= S_IWUSR;
+	return ret;
 }
 
-/* ---- reading ---- */
+/* ---- files ---- */
+
+int be_azure_file_new(struct be_azure_file **out, struct be_azure *az, const char *path,
+		      char *url, const struct remote_meta *meta)
+{
+	struct be_azure_file *f = calloc(1, sizeof(*f));
+
+	if (f)
+		f->r.path = strdup(path);
+	if (!f || !f->r.path || !url) {
+		if (f)
+			free(f->r.path);
+		free(f);
+		free(url);
+		return -ENOMEM;
+	}
+	f->r.base.be = &az->base;
+	f->r.url = url;
+	f->r.m = *meta;
+	f->st.fd = -1;
+	*out = f;
+	return 0;
+}
+
+void be_azure_file_free(struct be_azure_file *f)
+{
+	remote_stage_close(&f->st);
+	free(f->r.url);
+	free(f->r.path);
+	free(f);
+}
 
 static int be_azure_open(struct backend_file **out, struct backend *be, const char *path,
 			 int flags)
 {
 	struct be_azure *az = be_azure(be);
-	struct remote_meta m;
-	int ret = be_azure_meta(az, path, &m, flags & BE_O_TRUST);
+	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+	struct remote_meta m = { .mtime = -1 };
+	struct be_azure_file *f;
+	int ret = write && (flags & O_TRUNC) ? 0 : be_azure_meta(az, path, &m, flags & BE_O_TRUST);
 
 	if (ret < 0)
 		return ret;
 	if (m.is_dir)
 		return -EISDIR;
-	return remote_file_new(out, be, path, be_azure_url(az, path, NULL), &m);
+	ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
+	if (ret < 0)
+		return ret;
+	if (write)
+		ret = be_azure_open_write(f, flags);
+	if (ret < 0) {
+		be_azure_file_free(f);
+		return ret;
+	}
+	*out = &f->r.base;
+	return 0;
+}
+
+static void be_azure_release(struct backend_file *bf)
+{
+	struct be_azure_file *f = be_azure_file(bf);
+	unsigned int gen;
+
+	if (f->st.fd >= 0) {
+		remote_writers_remove(&be_azure(bf->be)->writers, &f->st);
+		if (remote_stage_dirty(&f->st, &gen))
+			log_warn("datastore %s: %s: changes after its last close were not uploaded",
+				 bf->be->name, f->r.path);
+	}
+	be_azure_file_free(f);
 }
 
 static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
 {
-	struct remote_file *f = (struct remote_file *)bf;
+	struct remote_file *f = &be_azure_file(bf)->r;
 	struct be_azure *az = be_azure(bf->be);
 	struct remote_req req = { .method = REMOTE_GET, .url = f->url, .range_off = off,
-				  .buf = buf };
+				  .buf = buf, .body_fd = -1 };
 	char if_match[REMOTE_META_ETAG_MAX + 16];
+	const char *extra[] = { if_match, NULL };
 	struct remote_resp resp;
 	ssize_t ret;
 
+	if (be_azure_file(bf)->st.fd >= 0) {
+		ret = pread(be_azure_file(bf)->st.fd, buf, len, off);
+		return ret < 0 ? -errno : ret;
+	}
 	if (off < 0)
 		return -EINVAL;
 	if (off >= f->m.size)
@@ -368,7 +457,7 @@ static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, of
 		return 0;
 	req.range_len = req.buf_size = len;
 	snprintf(if_match, sizeof(if_match), "If-Match: %s", f->m.etag);
-	ret = be_azure_do(az, &req, f->m.etag[0] ? if_match : NULL, &resp);
+	ret = be_azure_do(az, &req, f->m.etag[0] ? extra : NULL, &resp);
 	if (ret == 0)
 		ret = (ssize_t)resp.received;
 	else if (ret == -ERANGE)
@@ -378,29 +467,31 @@ static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, of
 			az->base.name, f->path);
 	else
 		be_azure_fail(az, "GET", f->path, (int)ret, &resp);
+	if (ret == -ESTALE)
+		be_azure_changed(az, f->path);
 	remote_resp_free(&resp);
 	return ret;
 }
 
 static int be_azure_fgetattr(struct backend_file *bf, struct stat *st)
 {
-	struct remote_file *f = (struct remote_file *)bf;
+	struct be_azure_file *f = be_azure_file(bf);
 
-	remote_meta_stat(&f->m, f->path, be_azure(bf->be)->created, st);
-	return 0;
+	be_azure_stat(be_azure(bf->be), &f->r.m, f->r.path, st);
+	return f->st.fd >= 0 ? remote_stage_fstat(&f->st, st) : 0;
 }
 
 static int be_azure_cache_key(struct backend_file *bf, char *buf, size_t size)
 {
-	struct remote_file *f = (struct remote_file *)bf;
+	struct be_azure_file *f = be_azure_file(bf);
 	struct be_azure *az = be_azure(bf->be);
 	int n;
 
-	if (!f->m.etag[0])
-		return -ENOTSUP;	/* nothing names the version */
+	if (!f->r.m.etag[0] || f->st.fd >= 0)
+		return -ENOTSUP;	/* nothing names the version, or a staged copy */
 	/* the blob's place, without the SAS (which changes), and its ETag */
 	n = snprintf(buf, size, "azure %s/%s\n%s%s\n%s", az->addr.endpoint, az->addr.container,
-		     az->addr.root, f->path, f->m.etag);
+		     az->addr.root, f->r.path, f->r.m.etag);
 	if (n < 0)
 		return -EIO;
 	return (size_t)n >= size ? -ENAMETOOLONG : n;
@@ -408,9 +499,14 @@ static int be_azure_cache_key(struct backend_file *bf, char *buf, size_t size)
 
 static int be_azure_statfs(struct backend *be, const char *path, struct statvfs *sv)
 {
-	(void)be;
 	(void)path;
 	remote_statfs_readonly(sv, BE_AZURE_NAME_MAX);
+	if (be_azure_writable(be_azure(be))) {
+		/* a container has no size: all of the made-up size is free */
+		sv->f_flag = 0;
+		sv->f_bfree = sv->f_bavail = sv->f_blocks;
+		sv->f_ffree = sv->f_favail = sv->f_files;
+	}
 	return 0;
 }
 
@@ -421,6 +517,8 @@ static void be_azure_free(struct be_azure *az)
 	remote_destroy(az->remote);
 	be_azure_addr_free(&az->addr);
 	remote_memo_destroy(&az->memo);
+	remote_writers_destroy(&az->writers);
+	free(az->staging);
 	free(az);
 }
 
@@ -435,8 +533,14 @@ static int be_azure_create(struct backend **out, const struct datastore_config *
 		return -ENOMEM;
 	xmlInitParser();
 	remote_memo_init(&az->memo);
+	remote_writers_init(&az->writers);
 	az->created = time(NULL);
 	ret = be_azure_addr_init(&az->addr, cfg);
+	if (ret == 0 && asprintf(&az->staging, "%s/staging",
+				 cfg->state_dir ? cfg->state_dir : "/var/lib/mlfs") < 0) {
+		az->staging = NULL;
+		ret = -ENOMEM;
+	}
 	opts.requests = &az->base.stats.requests;
 	if (az->addr.key_len) {
 		opts.sign = be_azure_sign;
@@ -464,7 +568,7 @@ static void be_azure_destroy(struct backend *be)
 const struct backend_ops be_azure_ops = {
 	.version = BACKEND_OPS_VERSION,
 	.scheme = "azure",
-	.caps = BE_CAP_REMOTE | BE_CAP_LONG_FETCH,
+	.caps = BE_CAP_WRITE | BE_CAP_REMOTE | BE_CAP_LONG_FETCH,
 	.validate = be_azure_validate,
 	.create = be_azure_create,
 	.destroy = be_azure_destroy,
@@ -472,9 +576,19 @@ const struct backend_ops be_azure_ops = {
 	.readdir = be_azure_readdir,
 	.open = be_azure_open,
 	.pread = be_azure_pread,
-	.release = remote_file_release,
+	.release = be_azure_release,
 	.statfs = be_azure_statfs,
 	.fgetattr = be_azure_fgetattr,
 	.cache_key = be_azure_cache_key,
 	.getattr_known = be_azure_getattr_known,
+	.pwrite = be_azure_pwrite,
+	.flush = be_azure_flush,
+	.fsync = be_azure_fsync,
+	.create_file = be_azure_create_file,
+	.mkdir = be_azure_mkdir,
+	.unlink = be_azure_unlink,
+	.rmdir = be_azure_rmdir,
+	.rename = be_azure_rename,
+	.setattr = be_azure_setattr,
+	.upload = be_azure_upload_fd,
 };

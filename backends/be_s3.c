@@ -33,9 +33,9 @@
  * written.
  *
  * S3 has no owners, modes or times to set: chmod and utimes are accepted and
- * do nothing, chown is refused.  Credentials come from the config, the
- * environment or the credentials file (be_s3_creds_find) and are never
- * logged.  Key names S3's XML 1.0 cannot carry are not supported.
+ * do nothing, a chown to another owner than the one shown is refused.
+ * Credentials come from the config, the environment or the credentials
+ * file (be_s3_creds_find) and are never logged.  Key names S3's XML 1.0 cannot carry are not supported.
  *
  * Threading: the remote handle is thread-safe; the metadata cache and the
  * list of files open for writing each have a mutex, never held across a
@@ -223,7 +223,7 @@ static void be_s3_free(struct be_s3 *s3)
 	be_s3_creds_free(&s3->creds);
 	path_map_clear(&s3->meta);
 	pthread_mutex_destroy(&s3->meta_lock);
-	pthread_mutex_destroy(&s3->writers_lock);
+	remote_writers_destroy(&s3->writers);
 	free(s3->sigv4);
 	free(s3->staging);
 	free(s3);
@@ -257,7 +257,7 @@ static int be_s3_create(struct backend **out, const struct datastore_config *cfg
 	xmlInitParser();
 	pthread_mutex_init(&s3->meta_lock, NULL);
 	path_map_init(&s3->meta, offsetof(struct be_s3_memo, names));
-	pthread_mutex_init(&s3->writers_lock, NULL);
+	remote_writers_init(&s3->writers);
 	s3->created = time(NULL);
 	ret = be_s3_addr_init(&s3->addr, cfg);
 	if (ret == 0)
@@ -289,26 +289,6 @@ static void be_s3_destroy(struct backend *be)
 }
 
 /* ---- metadata ---- */
-
-/* The staged size of @path when a writer has it open: 0, or -ENOENT. */
-static int be_s3_staged(struct be_s3 *s3, const char *path, struct stat *st)
-{
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&s3->writers_lock);
-	for (struct be_s3_file *f = s3->writers; f && ret < 0; f = f->next)
-		if (strcmp(f->path, path) == 0 && fstat(f->fd, st) == 0)
-			ret = 0;
-	pthread_mutex_unlock(&s3->writers_lock);
-	if (ret == 0) {
-		st->st_ino = remote_path_ino(path);
-		st->st_uid = getuid();
-		st->st_gid = getgid();
-		st->st_mode = S_IFREG | 0644;
-		st->st_nlink = 1;
-	}
-	return ret;
-}
 
 /* What @path is, from the cache when fresh, else a HEAD, else a one-key listing. */
 static int be_s3_lookup(struct be_s3 *s3, const char *path, struct be_s3_meta *m)
@@ -343,7 +323,7 @@ static int be_s3_getattr(struct backend *be, const char *path, struct stat *st)
 		be_s3_stat(s3, path, &(struct be_s3_obj){ .is_dir = true }, st);
 		return 0;
 	}
-	if (be_s3_staged(s3, path, st) == 0)
+	if (remote_writers_stat(&s3->writers, path, st) == 0)
 		return 0;
 	ret = be_s3_lookup(s3, path, &m);
 	if (ret < 0)
@@ -359,7 +339,7 @@ static int be_s3_getattr_known(struct backend *be, const char *path, struct stat
 	struct be_s3 *s3 = be_s3(be);
 	struct be_s3_meta m;
 
-	if (!*path || be_s3_staged(s3, path, st) == 0)
+	if (!*path || remote_writers_stat(&s3->writers, path, st) == 0)
 		return *path ? 0 : -EAGAIN;
 	if (be_s3_meta_get(s3, path, -1, &m) < 0)
 		return -EAGAIN;
@@ -430,7 +410,7 @@ static int be_s3_file_new(struct be_s3_file **out, struct backend *be, const cha
 	if (!f)
 		return -ENOMEM;
 	f->base.be = be;
-	f->fd = -1;
+	f->st.fd = -1;
 	f->path = strdup(path);
 	f->key = be_s3_key(be_s3(be), path, false);
 	if (!f->path || !f->key) {
@@ -445,8 +425,7 @@ static int be_s3_file_new(struct be_s3_file **out, struct backend *be, const cha
 
 static void be_s3_file_free(struct be_s3_file *f)
 {
-	if (f->fd >= 0)
-		close(f->fd);
+	remote_stage_close(&f->st);
 	free(f->path);
 	free(f->key);
 	free(f);
@@ -538,8 +517,8 @@ static ssize_t be_s3_pread(struct backend_file *bf, void *buf, size_t len, off_t
 	struct be_s3_file *f = be_s3_file(bf);
 	ssize_t n;
 
-	if (f->fd >= 0) {
-		n = pread(f->fd, buf, len, off);
+	if (f->st.fd >= 0) {
+		n = pread(f->st.fd, buf, len, off);
 		return n < 0 ? -errno : n;
 	}
 	if (off < 0)
@@ -557,16 +536,7 @@ static int be_s3_fgetattr(struct backend_file *bf, struct stat *st)
 	struct be_s3_obj o = { .size = f->size, .mtime = f->mtime };
 
 	be_s3_stat(be_s3(bf->be), f->path, &o, st);
-	if (f->fd >= 0) {
-		struct stat staged;
-
-		if (fstat(f->fd, &staged) < 0)
-			return -errno;
-		st->st_size = staged.st_size;
-		st->st_blocks = staged.st_blocks;
-		st->st_mtim = st->st_ctim = staged.st_mtim;
-	}
-	return 0;
+	return f->st.fd >= 0 ? remote_stage_fstat(&f->st, st) : 0;
 }
 
 static int be_s3_cache_key(struct backend_file *bf, char *buf, size_t size)
@@ -575,7 +545,7 @@ static int be_s3_cache_key(struct backend_file *bf, char *buf, size_t size)
 	struct be_s3 *s3 = be_s3(bf->be);
 	int n;
 
-	if (f->fd >= 0)
+	if (f->st.fd >= 0)
 		return -ENOTSUP;	/* a staged file is not the object */
 	if (f->etag[0])
 		n = snprintf(buf, size, "s3 %s/%s\n%s\n%s", s3->addr.endpoint, s3->addr.bucket,
@@ -605,9 +575,11 @@ static void be_s3_release(struct backend_file *bf)
 {
 	struct be_s3_file *f = be_s3_file(bf);
 
-	if (f->fd >= 0) {
-		be_s3_writer_remove(f);
-		if (atomic_load(&f->gen) != atomic_load(&f->uploaded))
+	unsigned int gen;
+
+	if (f->st.fd >= 0) {
+		remote_writers_remove(&be_s3(bf->be)->writers, &f->st);
+		if (remote_stage_dirty(&f->st, &gen))
 			log_warn("datastore %s: %s: changes after its last close were not uploaded",
 				 bf->be->name, f->key);
 	}
@@ -616,16 +588,7 @@ static void be_s3_release(struct backend_file *bf)
 
 static ssize_t be_s3_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off)
 {
-	struct be_s3_file *f = be_s3_file(bf);
-	ssize_t n;
-
-	if (f->fd < 0)
-		return -EBADF;
-	n = pwrite(f->fd, buf, len, off);
-	if (n < 0)
-		return -errno;
-	atomic_fetch_add(&f->gen, 1);
-	return n;
+	return remote_stage_pwrite(&be_s3_file(bf)->st, buf, len, off);
 }
 
 /*
@@ -675,36 +638,25 @@ static int be_s3_truncate_path(struct backend *be, const char *path, off_t size)
 	if (ret < 0)
 		return ret;
 	ret = be_s3_open_write(f, O_RDWR);
-	if (ret == 0 && ftruncate(f->fd, size) < 0)
-		ret = -errno;
-	if (ret == 0) {
-		atomic_fetch_add(&f->gen, 1);
+	if (ret == 0)
+		ret = remote_stage_truncate(&f->st, size);
+	if (ret == 0)
 		ret = be_s3_upload(f);
-	}
-	if (f->fd >= 0)
-		be_s3_writer_remove(f);
+	if (f->st.fd >= 0)
+		remote_writers_remove(&be_s3(be)->writers, &f->st);
 	be_s3_file_free(f);
 	return ret;
 }
 
-/* S3 keeps no owner, mode or times: chmod and utimes do nothing, chown is refused. */
+/* S3 keeps no owner, mode or times: remote_stage_setattr says what is done. */
 static int be_s3_setattr(struct backend *be, const char *path, struct backend_file *bf,
 			 const struct stat *st, unsigned int to_set)
 {
 	struct be_s3_file *f = bf ? be_s3_file(bf) : NULL;
+	int ret = remote_stage_setattr(f ? &f->st : NULL, st, to_set);
 
-	if (to_set & (BE_SET_UID | BE_SET_GID))
-		return -EPERM;
-	if (!(to_set & BE_SET_SIZE))
-		return 0;
-	if (st->st_size < 0)
-		return -EINVAL;
-	if (f && f->fd >= 0) {
-		if (ftruncate(f->fd, st->st_size) < 0)
-			return -errno;
-		atomic_fetch_add(&f->gen, 1);
-		return 0;
-	}
+	if (ret != 1)
+		return ret;
 	return be_s3_truncate_path(be, f ? f->path : path, st->st_size);
 }
 

@@ -24,6 +24,7 @@
 #include "be_s3.h"
 #include "path_map.h"
 #include "remote.h"
+#include "remote_stage.h"
 
 /* What the backend knows of one path, as its metadata cache hands it out. */
 struct be_s3_meta {
@@ -48,21 +49,17 @@ struct be_s3 {
 	atomic_bool bucket_logged;	/* NoSuchBucket was logged */
 	pthread_mutex_t meta_lock;
 	struct path_map meta;		/* meta_lock: of struct be_s3_memo (be_s3.c) */
-	pthread_mutex_t writers_lock;
-	struct be_s3_file *writers;			/* writers_lock: files open for writing */
+	struct remote_writers writers;	/* files open for writing */
 };
 
 struct be_s3_file {
 	struct backend_file base;
-	struct be_s3_file *next;	/* in s3->writers */
 	char *path;
 	char *key;
 	int64_t size;			/* at open; reads stop there */
 	time_t mtime;
 	char etag[BE_S3_ETAG_MAX];
-	int fd;				/* the staging file, or -1 when read-only */
-	atomic_uint gen;		/* bumped by every change to the staging file */
-	atomic_uint uploaded;		/* the gen that was last uploaded */
+	struct remote_stage st;		/* st.fd: the staging file, or -1 when read-only */
 };
 
 static inline struct be_s3 *be_s3(struct backend *be)
@@ -160,12 +157,9 @@ char *be_s3_mpu_body(char (*etags)[BE_S3_ETAG_MAX], unsigned int n_parts, size_t
 
 /*
  * Opens @f for writing: a staging file, empty and dirty with O_TRUNC, else a
- * copy of the object; @f joins the writers.  Undo with be_s3_writer_remove.
+ * copy of the object; @f joins the writers.  Undo with remote_writers_remove.
  */
 int be_s3_open_write(struct be_s3_file *f, int flags);
-
-/* Takes @f off the datastore's writers list. */
-void be_s3_writer_remove(struct be_s3_file *f);
 
 /* Uploads @f's staging file when it changed since the last upload. 0 or -errno. */
 int be_s3_upload(struct be_s3_file *f);

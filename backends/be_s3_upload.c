@@ -28,7 +28,7 @@
  * Threading: the writers list has its own mutex, never held across I/O.
  * One upload runs on the calling thread plus up to BE_S3_PART_THREADS
  * part threads, which share the upload's atomics (the next part, the
- * first error) and, under its save_lock, the parts' ETag slots and the
+ * first error) and, under its saver's lock, the parts' ETag slots and the
  * calls to save (which write the caller's disk, never the network).
  */
 #define _GNU_SOURCE
@@ -62,90 +62,18 @@
 
 /* ---- files opened for writing: staging ---- */
 
-/* An anonymous file in state_dir/staging, gone when closed. */
-static int be_s3_staging_fd(struct be_s3 *s3)
-{
-	char *tmpl = strdup(s3->staging);
-	int fd;
-
-	if (!tmpl)
-		return -ENOMEM;
-	for (char *p = tmpl + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(tmpl, 0700);
-		*p = '/';
-	}
-	mkdir(tmpl, 0700);
-	free(tmpl);
-	fd = open(s3->staging, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
-		return fd >= 0 ? fd : -errno;
-	if (asprintf(&tmpl, "%s/upload.XXXXXX", s3->staging) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmpl, O_CLOEXEC);
-	if (fd >= 0)
-		unlink(tmpl);
-	free(tmpl);
-	return fd >= 0 ? fd : -errno;
-}
-
-struct be_s3_to_fd {
-	int fd;
-	off_t off;
-};
-
-static int be_s3_sink_fd(void *arg, const void *data, size_t len)
-{
-	struct be_s3_to_fd *t = arg;
-
-	while (len > 0) {
-		ssize_t n = pwrite(t->fd, data, len, t->off);
-
-		if (n < 0)
-			return errno == EINTR ? 0 : -errno;
-		data = (const char *)data + n;
-		len -= (size_t)n;
-		t->off += n;
-	}
-	return 0;
-}
-
 /* Copies the whole object into the staging file, streamed. */
 static int be_s3_download(struct be_s3_file *f)
 {
-	struct be_s3_to_fd t = { .fd = f->fd };
+	struct remote_to_fd t = { .fd = f->st.fd };
 	ssize_t n;
 
 	if (f->size == 0)
 		return 0;
-	n = be_s3_get(f, NULL, (size_t)f->size, 0, be_s3_sink_fd, &t);
+	n = be_s3_get(f, NULL, (size_t)f->size, 0, remote_sink_fd, &t);
 	if (n < 0)
 		return (int)n;
 	return t.off == f->size ? 0 : -EIO;
-}
-
-static void be_s3_writer_add(struct be_s3_file *f)
-{
-	struct be_s3 *s3 = be_s3(f->base.be);
-
-	pthread_mutex_lock(&s3->writers_lock);
-	f->next = s3->writers;
-	s3->writers = f;
-	pthread_mutex_unlock(&s3->writers_lock);
-}
-
-void be_s3_writer_remove(struct be_s3_file *f)
-{
-	struct be_s3 *s3 = be_s3(f->base.be);
-
-	pthread_mutex_lock(&s3->writers_lock);
-	for (struct be_s3_file **pp = &s3->writers; *pp; pp = &(*pp)->next) {
-		if (*pp == f) {
-			*pp = f->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&s3->writers_lock);
 }
 
 /*
@@ -154,19 +82,18 @@ void be_s3_writer_remove(struct be_s3_file *f)
  */
 int be_s3_open_write(struct be_s3_file *f, int flags)
 {
+	struct be_s3 *s3 = be_s3(f->base.be);
 	int ret = 0;
 
 	if (!(flags & O_TRUNC))
 		ret = be_s3_file_meta(f, false);
 	if (ret == 0)
-		ret = f->fd = be_s3_staging_fd(be_s3(f->base.be));
-	if (ret >= 0 && !(flags & O_TRUNC))
+		ret = remote_stage_open(&f->st, s3->staging, f->path, flags & O_TRUNC);
+	if (ret == 0 && !(flags & O_TRUNC))
 		ret = be_s3_download(f);
 	if (ret < 0)
 		return ret;
-	if (flags & O_TRUNC)
-		atomic_store(&f->gen, 1);
-	be_s3_writer_add(f);
+	remote_writers_add(&s3->writers, &f->st);
 	return 0;
 }
 
@@ -334,58 +261,44 @@ struct be_s3_mpu {
 	struct be_s3 *s3;
 	const char *key;
 	int fd;
-	const struct backend_upload *up;	/* where progress is saved; NULL: nowhere */
-	pthread_mutex_t save_lock;
+	struct remote_saver save;	/* where progress is saved */
 	struct be_s3_token t;		/* the id and sizes, fixed while parts go up;
-					 * save_lock: the ETag slots, and calls to up->save */
-	int save_error;			/* save_lock: a save failed; no more are made */
+					 * save.lock: the ETag slots */
 	unsigned int *todo;		/* the parts to send (indexes into t.etags) */
-	unsigned int n_todo;
-	atomic_uint next;		/* the next index into todo */
-	atomic_int error;		/* the first failure */
 };
 
 static void be_s3_mpu_init(struct be_s3_mpu *u, struct be_s3 *s3, const char *key, int fd,
 			   const struct backend_upload *up)
 {
-	*u = (struct be_s3_mpu){ .s3 = s3, .key = key, .fd = fd, .up = up };
-	pthread_mutex_init(&u->save_lock, NULL);
+	*u = (struct be_s3_mpu){ .s3 = s3, .key = key, .fd = fd };
+	remote_saver_init(&u->save, up);
 }
 
 static void be_s3_mpu_fini(struct be_s3_mpu *u)
 {
 	be_s3_token_free(&u->t);
 	free(u->todo);
-	pthread_mutex_destroy(&u->save_lock);
+	remote_saver_fini(&u->save);
 }
 
-/*
- * Records part @i's ETag and, for a resumable upload, saves the token that
- * lists it, unless a save failed already (parts still in flight then land
- * unsaved: the caller is told of one failure, and a later resume sends
- * them again).
- */
-static int be_s3_mpu_landed(struct be_s3_mpu *u, unsigned int i, const char *etag)
-{
-	char *token = NULL;
-	uint64_t done;
-	int ret = 0;
+/* A part that landed: its multipart upload and ETag. */
+struct be_s3_landed {
+	struct be_s3_mpu *u;
+	const char *etag;
+};
 
-	pthread_mutex_lock(&u->save_lock);
-	snprintf(u->t.etags[i], sizeof(u->t.etags[i]), "%s", etag);
-	if (u->up && u->up->save && u->save_error == 0) {
-		ret = be_s3_token_print(&u->t, &token, &done);
-		if (ret == 0)
-			ret = u->up->save(u->up->arg, token, done);
-		u->save_error = ret;
-	}
-	pthread_mutex_unlock(&u->save_lock);
-	free(token);
-	return ret;
+/* Records part @i's ETag (remote_landed_fn), and prints the token that lists it. */
+static int be_s3_mpu_landed(void *arg, unsigned int i, char **token, uint64_t *done)
+{
+	struct be_s3_landed *l = arg;
+
+	snprintf(l->u->t.etags[i], sizeof(l->u->t.etags[i]), "%s", l->etag);
+	return token ? be_s3_token_print(&l->u->t, token, done) : 0;
 }
 
-static int be_s3_mpu_part(struct be_s3_mpu *u, unsigned int i)
+static int be_s3_mpu_part(void *arg, unsigned int i)
 {
+	struct be_s3_mpu *u = arg;
 	char num[16];
 	const char *q[] = { "partNumber", num, "uploadId", u->t.upload_id, NULL };
 	struct remote_req req = { .method = REMOTE_PUT, .body_fd = u->fd,
@@ -401,24 +314,10 @@ static int be_s3_mpu_part(struct be_s3_mpu *u, unsigned int i)
 	else if (!resp.etag[0])
 		ret = -EIO;
 	else
-		ret = be_s3_mpu_landed(u, i, resp.etag);
+		ret = remote_saver_landed(&u->save, be_s3_mpu_landed,
+					  &(struct be_s3_landed){ .u = u, .etag = resp.etag }, i);
 	remote_resp_free(&resp);
 	return ret;
-}
-
-static void *be_s3_mpu_worker(void *arg)
-{
-	struct be_s3_mpu *u = arg;
-	unsigned int k;
-
-	while (atomic_load(&u->error) == 0 && (k = atomic_fetch_add(&u->next, 1)) < u->n_todo) {
-		int ret = be_s3_mpu_part(u, u->todo[k]);
-		int none = 0;
-
-		if (ret < 0)
-			atomic_compare_exchange_strong(&u->error, &none, ret);
-	}
-	return NULL;
 }
 
 /* POST ?uploads: the upload's id into @u. */
@@ -478,26 +377,16 @@ static void be_s3_mpu_abort(struct be_s3_mpu *u)
 /* Sends the parts that have no ETag yet, from this thread and a few more. */
 static int be_s3_mpu_send(struct be_s3_mpu *u)
 {
-	pthread_t threads[BE_S3_PART_THREADS];
-	size_t n = 0;
+	unsigned int n_todo = 0;
 
 	free(u->todo);
 	u->todo = calloc(u->t.n_parts, sizeof(*u->todo));
 	if (!u->todo)
 		return -ENOMEM;
-	u->n_todo = 0;
 	for (unsigned int i = 0; i < u->t.n_parts; i++)
 		if (!u->t.etags[i][0])
-			u->todo[u->n_todo++] = i;
-	atomic_store(&u->next, 0);
-	atomic_store(&u->error, 0);
-	while (n < BE_S3_PART_THREADS && n + 1 < u->n_todo &&
-	       pthread_create(&threads[n], NULL, be_s3_mpu_worker, u) == 0)
-		n++;
-	be_s3_mpu_worker(u);
-	while (n > 0)
-		pthread_join(threads[--n], NULL);
-	return atomic_load(&u->error);
+			u->todo[n_todo++] = i;
+	return remote_parts_run(u->todo, n_todo, BE_S3_PART_THREADS + 1, be_s3_mpu_part, u);
 }
 
 /* Whether @key is already an object of @size bytes (a "done" token: saved, then a crash). */
@@ -576,7 +465,7 @@ static int be_s3_mpu_resume(struct be_s3_mpu *u, const char *resume, uint64_t si
  */
 static bool be_s3_mpu_gone(const struct be_s3_mpu *u, int ret, bool resumed)
 {
-	return u->t.upload_id[0] && u->save_error == 0 &&
+	return u->t.upload_id[0] && u->save.error == 0 &&
 	       (ret == -ENOENT || (resumed && ret == -EINVAL));
 }
 
@@ -619,21 +508,21 @@ static int be_s3_mpu_upload(struct be_s3 *s3, const char *key, int fd, uint64_t 
 int be_s3_upload(struct be_s3_file *f)
 {
 	struct be_s3 *s3 = be_s3(f->base.be);
-	unsigned int gen = atomic_load(&f->gen);
+	unsigned int gen;
 	struct stat st;
 	int ret;
 
-	if (f->fd < 0 || gen == atomic_load(&f->uploaded))
+	if (!remote_stage_dirty(&f->st, &gen))
 		return 0;
-	if (fstat(f->fd, &st) < 0)
+	if (fstat(f->st.fd, &st) < 0)
 		return -errno;
 	if ((size_t)st.st_size < BE_S3_SMALL_PUT)
-		ret = be_s3_put(s3, f->key, f->fd, (size_t)st.st_size);
+		ret = be_s3_put(s3, f->key, f->st.fd, (size_t)st.st_size);
 	else
-		ret = be_s3_mpu_upload(s3, f->key, f->fd, (uint64_t)st.st_size, NULL);
+		ret = be_s3_mpu_upload(s3, f->key, f->st.fd, (uint64_t)st.st_size, NULL);
 	be_s3_meta_changed(s3, f->path);
 	if (ret == 0)
-		atomic_store(&f->uploaded, gen);
+		remote_stage_uploaded(&f->st, gen);
 	else
 		log_err("datastore %s: upload of %s failed: %s", s3->base.name, f->key,
 			strerror(-ret));

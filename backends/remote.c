@@ -521,6 +521,7 @@ static void remote_new_response(struct remote_resp *resp, long status)
 	resp->status = status;
 	resp->etag[0] = '\0';
 	resp->content_type[0] = '\0';
+	resp->header[0] = '\0';
 	resp->content_length = -1;
 	resp->total_size = -1;
 	resp->last_modified = -1;
@@ -575,6 +576,9 @@ static size_t remote_header_cb(char *data, size_t size, size_t nmemb, void *arg)
 		return size * nmemb;
 	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
 		;
+	if (x->req->want_header && strlen(x->req->want_header) == (size_t)(colon - line) &&
+	    strncasecmp(line, x->req->want_header, (size_t)(colon - line)) == 0)
+		snprintf(x->resp->header, sizeof(x->resp->header), "%s", v);
 	remote_header(x->resp, line, (size_t)(colon - line), v);
 	return size * nmemb;
 }

@@ -117,6 +117,8 @@ struct remote_req {
 	 * listing that delivered entries is not tried again. */
 	remote_entry_fn *list;
 	void *list_arg;
+	/* Added for azure: the value of this response header goes to resp->header. */
+	const char *want_header;
 };
 
 struct remote_resp {
@@ -135,6 +137,7 @@ struct remote_resp {
 	 * range_len bytes were kept (and the request succeeded); from any other
 	 * offset the request failed with -EIO. */
 	bool range_ignored;
+	char header[128];		/* req->want_header's value, or "" */
 };
 
 /*

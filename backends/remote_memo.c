@@ -81,6 +81,25 @@ void remote_memo_put(struct remote_memo *m, const char *path, const struct remot
 	free(old);
 }
 
+void remote_memo_forget(struct remote_memo *m, const char *path)
+{
+	char *p = strdup(path), *slash;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		free(path_map_take(&m->map, p));
+		slash = strrchr(p, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+	free(path_map_take(&m->map, ""));
+	pthread_mutex_unlock(&m->lock);
+	free(p);
+}
+
 void remote_meta_stat(const struct remote_meta *meta, const char *path, time_t created,
 		      struct stat *st)
 {

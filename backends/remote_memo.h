@@ -1,7 +1,7 @@
 /*
- * remote_memo.h - what a read-only remote backend (ftp, azure) learned of
- * its paths in this mount: type, size, date and version (an ETag), from a
- * listing or a HEAD.  A record is fresh for REMOTE_MEMO_TTL seconds, which
+ * remote_memo.h - what a remote backend without a cache of its own (ftp,
+ * azure) learned of its paths in this mount: type, size, date and version
+ * (an ETag), from a listing or a HEAD; a write forgets what it changed.  A record is fresh for REMOTE_MEMO_TTL seconds, which
  * is how long a stat under datastores/ may trust it; under the read-only
  * trees (BE_O_TRUST, getattr_known) any record is trusted for the mount's
  * lifetime.  Bounded: past REMOTE_MEMO_MAX records it is emptied and fills
@@ -45,6 +45,9 @@ int remote_memo_get(struct remote_memo *m, const char *path, struct remote_meta 
 
 /* Records @meta for @path, fresh from now. */
 void remote_memo_put(struct remote_memo *m, const char *path, const struct remote_meta *meta);
+
+/* Forgets @path and every folder above it (a write changed what they are). */
+void remote_memo_forget(struct remote_memo *m, const char *path);
 
 /*
  * @st of @path from @meta, read-only (0555 folders, 0444 files, remote_stat);

@@ -76,6 +76,7 @@ static const struct spec_output_kind spec_output_kinds[] = {
 	{ .type = "none", .kept = true },
 	{ .type = "s3", .as_written = true, .zips = true },
 	{ .type = "gcp", .as_written = true, .zips = true },	/* gs://: the gcs backend */
+	{ .type = "azure", .as_written = true, .zips = true },	/* a blob URL: azure */
 	{ .type = "datastore", .as_written = true },
 	{ .type = "local", .as_written = true, .zips = true, .makes_folder = true },
 	{ .type = "dataset", .registered = true },

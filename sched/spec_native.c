@@ -258,6 +258,7 @@ struct spec_native_kind {
 static const struct spec_native_kind spec_native_outputs[] = {
 	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
 	{ .type = "gcp", .rule = SPEC_URL, .prefixes = { "gs://" } },
+	{ .type = "azure", .rule = SPEC_URL, .prefixes = { "https://" } },
 	{ .type = "datastore", .rule = SPEC_DATASTORE },
 	{ .type = "local", .rule = SPEC_ABSOLUTE },
 	{ .type = "dataset", .rule = SPEC_NAME },

@@ -7,6 +7,9 @@
 //   node azure-blob.js get CONTAINER BLOB          writes BLOB to stdout
 //   node azure-blob.js ls CONTAINER [PREFIX]       prints "NAME SIZE" per blob, flat
 //   node azure-blob.js sas CONTAINER               prints a read/list SAS for the container
+//   node azure-blob.js blocks CONTAINER BLOB KIND  prints "ID SIZE" per block of the blob's
+//                                                  block list, KIND committed or uncommitted,
+//                                                  each id base64-decoded
 //
 // The account comes from AZ_ENDPOINT (e.g. http://127.0.0.1:PORT/devstoreaccount1),
 // AZ_ACCOUNT and AZ_KEY.
@@ -46,6 +49,13 @@ async function main(argv) {
 			expiresOn: new Date(Date.now() + 3600 * 1000),
 		}, cred);
 		console.log(sas.toString());
+		break;
+	}
+	case 'blocks': {
+		const list = await c.getBlockBlobClient(a).getBlockList(b);
+		const blocks = b === 'committed' ? list.committedBlocks : list.uncommittedBlocks;
+		for (const blk of blocks || [])
+			console.log(`${Buffer.from(blk.name, 'base64').toString()} ${blk.size}`);
 		break;
 	}
 	default:

@@ -605,14 +605,8 @@ if view_up h1 huge.json 1; then
 	same "nothing is uploaded by fusermount3 -u" "" "$(aws s3 ls --recursive s3://outbkt/huge/ 2>/dev/null)"
 	"$MLFS" sync "$CONF" >sync1.log 2>&1 &
 	SYNC_PID=$!
-	for _ in $(seq 1 1500); do
-		[ -s "$staged/resume.json" ] && break
-		kill -0 "$SYNC_PID" 2>/dev/null || break
-		sleep 0.02
-	done
-	kill -KILL "$SYNC_PID" 2>/dev/null
-	wait "$SYNC_PID" 2>/dev/null
-	st=$?
+	st=0
+	kill_once_saved "$SYNC_PID" "$staged/resume.json" || st=$?
 	SYNC_PID=
 	same "the first mlfs sync was killed midway" 137 "$st"
 	check "... after saving resume.json" test -s "$staged/resume.json"

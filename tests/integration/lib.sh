@@ -241,3 +241,16 @@ t_finish() {
 	echo "$T_NAME: $T_PASS passed, $T_FAIL failed"
 	[ "$T_FAIL" -eq 0 ]
 }
+
+# kill_once_saved PID FILE: waits (30 s at most) until FILE is not empty or
+# the child PID ended, then kills PID with SIGKILL and reaps it; returns its
+# exit status (137 when the kill ended it).
+kill_once_saved() {
+	for _ in $(seq 1 1500); do
+		[ -s "$2" ] && break
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.02
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}

@@ -1083,9 +1083,9 @@ static void test_spec_bad_output_path_for_each_type_is_refused(void **state)
 static void test_spec_output_type_must_be_known_and_fields_present(void **state)
 {
 	(void)state;
-	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"azure\", \"path\": \"https://x\", \"archive\": \"no\"}},\n"),
-		      "x.json:2:31: data.output.type: must be one of s3, gcp, datastore, local, dataset, checkpoint, model, got \"azure\"",
-		      "x.json:2:72: data.output.archive: must be true or false, got string");
+	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"output\": {\"type\": \"wasabi\", \"path\": \"https://x\", \"archive\": \"no\"}},\n"),
+		      "x.json:2:31: data.output.type: must be one of s3, gcp, azure, datastore, local, dataset, checkpoint, model, got \"wasabi\"",
+		      "x.json:2:73: data.output.archive: must be true or false, got string");
 	EXPECT_ERRORS(WITH_WORKER("  \"data\": {\"output\": {}},\n"),
 		      "x.json:2:22: data.output.type: missing",
 		      "x.json:2:22: data.output.path: missing");

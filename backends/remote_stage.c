@@ -1,0 +1,278 @@
+/*
+ * remote_stage.c - staging files, writers lists and parallel parts for the
+ * object-store backends (remote_stage.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "remote.h"
+#include "remote_stage.h"
+
+#define REMOTE_PARTS_THREADS_MAX	16
+
+/* An anonymous file in @dir (made with its parents), gone when closed. */
+static int remote_staging_fd(const char *dir)
+{
+	char *tmpl = strdup(dir);
+	int fd;
+
+	if (!tmpl)
+		return -ENOMEM;
+	for (char *p = tmpl + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(tmpl, 0700);
+		*p = '/';
+	}
+	mkdir(tmpl, 0700);
+	free(tmpl);
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd >= 0 ? fd : -errno;
+	if (asprintf(&tmpl, "%s/upload.XXXXXX", dir) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd >= 0)
+		unlink(tmpl);
+	free(tmpl);
+	return fd >= 0 ? fd : -errno;
+}
+
+int remote_stage_open(struct remote_stage *s, const char *dir, const char *path, bool dirty)
+{
+	int fd = remote_staging_fd(dir);
+
+	if (fd < 0)
+		return fd;
+	s->fd = fd;
+	s->path = path;
+	s->next = NULL;
+	atomic_store(&s->gen, dirty ? 1 : 0);
+	atomic_store(&s->uploaded, 0);
+	return 0;
+}
+
+void remote_stage_close(struct remote_stage *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+void remote_writers_init(struct remote_writers *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	w->head = NULL;
+}
+
+void remote_writers_destroy(struct remote_writers *w)
+{
+	pthread_mutex_destroy(&w->lock);
+}
+
+void remote_writers_add(struct remote_writers *w, struct remote_stage *s)
+{
+	pthread_mutex_lock(&w->lock);
+	s->next = w->head;
+	w->head = s;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void remote_writers_remove(struct remote_writers *w, struct remote_stage *s)
+{
+	pthread_mutex_lock(&w->lock);
+	for (struct remote_stage **pp = &w->head; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+int remote_writers_stat(struct remote_writers *w, const char *path, struct stat *st)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct remote_stage *s = w->head; s && ret < 0; s = s->next)
+		if (strcmp(s->path, path) == 0 && fstat(s->fd, st) == 0)
+			ret = 0;
+	pthread_mutex_unlock(&w->lock);
+	if (ret == 0) {
+		st->st_ino = remote_path_ino(path);
+		st->st_uid = getuid();
+		st->st_gid = getgid();
+		st->st_mode = S_IFREG | 0644;
+		st->st_nlink = 1;
+	}
+	return ret;
+}
+
+ssize_t remote_stage_pwrite(struct remote_stage *s, const void *buf, size_t len, off_t off)
+{
+	ssize_t n;
+
+	if (s->fd < 0)
+		return -EBADF;
+	n = pwrite(s->fd, buf, len, off);
+	if (n < 0)
+		return -errno;
+	atomic_fetch_add(&s->gen, 1);
+	return n;
+}
+
+int remote_stage_truncate(struct remote_stage *s, off_t size)
+{
+	if (s->fd < 0)
+		return -EBADF;
+	if (ftruncate(s->fd, size) < 0)
+		return -errno;
+	atomic_fetch_add(&s->gen, 1);
+	return 0;
+}
+
+int remote_stage_fstat(struct remote_stage *s, struct stat *st)
+{
+	struct stat staged;
+
+	if (fstat(s->fd, &staged) < 0)
+		return -errno;
+	st->st_size = staged.st_size;
+	st->st_blocks = staged.st_blocks;
+	st->st_mtim = st->st_ctim = staged.st_mtim;
+	return 0;
+}
+
+bool remote_stage_dirty(struct remote_stage *s, unsigned int *gen)
+{
+	*gen = atomic_load(&s->gen);
+	return s->fd >= 0 && *gen != atomic_load(&s->uploaded);
+}
+
+void remote_stage_uploaded(struct remote_stage *s, unsigned int gen)
+{
+	atomic_store(&s->uploaded, gen);
+}
+
+int remote_chown_check(const struct stat *st, unsigned int to_set)
+{
+	if ((to_set & BE_SET_UID) && st->st_uid != 0 && st->st_uid != getuid())
+		return -EPERM;
+	if ((to_set & BE_SET_GID) && st->st_gid != 0 && st->st_gid != getgid())
+		return -EPERM;
+	return 0;
+}
+
+int remote_stage_setattr(struct remote_stage *s, const struct stat *st, unsigned int to_set)
+{
+	if (remote_chown_check(st, to_set) < 0)
+		return -EPERM;
+	if (!(to_set & BE_SET_SIZE))
+		return 0;
+	if (st->st_size < 0)
+		return -EINVAL;
+	if (s && s->fd >= 0)
+		return remote_stage_truncate(s, st->st_size);
+	return 1;
+}
+
+void remote_saver_init(struct remote_saver *s, const struct backend_upload *up)
+{
+	s->up = up;
+	s->error = 0;
+	pthread_mutex_init(&s->lock, NULL);
+}
+
+void remote_saver_fini(struct remote_saver *s)
+{
+	pthread_mutex_destroy(&s->lock);
+}
+
+int remote_saver_landed(struct remote_saver *s, remote_landed_fn *fn, void *arg, unsigned int i)
+{
+	char *token = NULL;
+	uint64_t done = 0;
+	bool saving;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	saving = s->up && s->up->save && s->error == 0;
+	ret = fn(arg, i, saving ? &token : NULL, &done);
+	if (saving) {
+		if (ret == 0)
+			ret = s->up->save(s->up->arg, token, done);
+		s->error = ret;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(token);
+	return ret;
+}
+
+int remote_sink_fd(void *arg, const void *data, size_t len)
+{
+	struct remote_to_fd *t = arg;
+
+	while (len > 0) {
+		ssize_t n = pwrite(t->fd, data, len, t->off);
+
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		data = (const char *)data + n;
+		len -= (size_t)n;
+		t->off += n;
+	}
+	return 0;
+}
+
+/* ---- parts from several threads ---- */
+
+struct remote_parts {
+	const unsigned int *todo;
+	unsigned int n_todo;
+	remote_part_fn *part;
+	void *arg;
+	atomic_uint next;	/* the next index into todo */
+	atomic_int error;	/* the first failure */
+};
+
+static void *remote_parts_worker(void *arg)
+{
+	struct remote_parts *p = arg;
+	unsigned int k;
+
+	while (atomic_load(&p->error) == 0 && (k = atomic_fetch_add(&p->next, 1)) < p->n_todo) {
+		int ret = p->part(p->arg, p->todo[k]);
+		int none = 0;
+
+		if (ret < 0)
+			atomic_compare_exchange_strong(&p->error, &none, ret);
+	}
+	return NULL;
+}
+
+int remote_parts_run(const unsigned int *todo, unsigned int n_todo, unsigned int threads,
+		     remote_part_fn *part, void *arg)
+{
+	struct remote_parts p = { .todo = todo, .n_todo = n_todo, .part = part, .arg = arg };
+	pthread_t tid[REMOTE_PARTS_THREADS_MAX];
+	unsigned int n = 0;
+
+	if (threads > REMOTE_PARTS_THREADS_MAX)
+		threads = REMOTE_PARTS_THREADS_MAX;
+	while (n + 1 < threads && n + 1 < n_todo &&
+	       pthread_create(&tid[n], NULL, remote_parts_worker, &p) == 0)
+		n++;
+	remote_parts_worker(&p);
+	while (n > 0)
+		pthread_join(tid[--n], NULL);
+	return atomic_load(&p.error);
+}

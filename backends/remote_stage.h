@@ -1,0 +1,135 @@
+/*
+ * remote_stage.h - what the object-store backends (s3, azure) share to
+ * write: a file opened for writing is staged in an anonymous local file
+ * and uploaded whole when it changed (flush, fsync); the datastore's open
+ * writers are listed so a stat of the path sees the staged size; a big
+ * upload's parts go up from a few threads at once.
+ *
+ * Threading: a writers list has its own mutex, never held across I/O; a
+ * stage's counters are atomics; remote_parts_run's part function is called
+ * from several threads at once.
+ */
+#ifndef MLFS_REMOTE_STAGE_H
+#define MLFS_REMOTE_STAGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "backend.h"
+
+/* A staged copy of one open file. */
+struct remote_stage {
+	int fd;			/* the staging file; -1 when the file is read-only */
+	const char *path;	/* the datastore path (the open file's, borrowed) */
+	atomic_uint gen;	/* bumped by every change to the staging file */
+	atomic_uint uploaded;	/* the gen that was last uploaded */
+	struct remote_stage *next;	/* in the writers list */
+};
+
+/* The stages of a datastore's files open for writing. */
+struct remote_writers {
+	pthread_mutex_t lock;
+	struct remote_stage *head;	/* guarded by lock */
+};
+
+void remote_writers_init(struct remote_writers *w);
+void remote_writers_destroy(struct remote_writers *w);
+
+/*
+ * Opens @s (for @path, borrowed for its lifetime) on a new anonymous file
+ * under @dir (made when missing; O_TMPFILE, else an unlinked mkostemp file,
+ * so a crash leaves nothing behind): empty, and dirty with @dirty (a new or
+ * truncated file must reach the server even unwritten).  0 or -errno.
+ */
+int remote_stage_open(struct remote_stage *s, const char *dir, const char *path, bool dirty);
+
+/* Closes @s's file (after remote_writers_remove when it was added). */
+void remote_stage_close(struct remote_stage *s);
+
+void remote_writers_add(struct remote_writers *w, struct remote_stage *s);
+void remote_writers_remove(struct remote_writers *w, struct remote_stage *s);
+
+/*
+ * When a writer has @path open: its staged attributes (size, blocks,
+ * times) into @st as a 0644 file of the mount's owner, and 0; else -ENOENT.
+ */
+int remote_writers_stat(struct remote_writers *w, const char *path, struct stat *st);
+
+/* pwrite(2) and ftruncate(2) of the staged file, marking it changed. */
+ssize_t remote_stage_pwrite(struct remote_stage *s, const void *buf, size_t len, off_t off);
+int remote_stage_truncate(struct remote_stage *s, off_t size);
+
+/* The staged file's size and blocks and mtime into @st (a writer's fgetattr). */
+int remote_stage_fstat(struct remote_stage *s, struct stat *st);
+
+/*
+ * Whether @s changed since its last upload: true and the generation to
+ * pass to remote_stage_uploaded once that upload succeeded.
+ */
+bool remote_stage_dirty(struct remote_stage *s, unsigned int *gen);
+void remote_stage_uploaded(struct remote_stage *s, unsigned int gen);
+
+/*
+ * The setattr of a server that keeps no owners, modes or times, for an
+ * open file's stage @s (NULL, or read-only: the caller's path): chmod and
+ * utimes change nothing, chown is remote_chown_check's, a size truncates
+ * @s.  0 when done, 1 when the caller must truncate the path itself to
+ * @st->st_size, or -errno.
+ */
+int remote_stage_setattr(struct remote_stage *s, const struct stat *st, unsigned int to_set);
+
+/*
+ * A server that keeps no owners: a chown to the owner every file shows
+ * (root, or the daemon's user) changes nothing and is 0, as cp -p and mv
+ * across file systems ask for; any other is -EPERM.  @to_set: BE_SET_*.
+ */
+int remote_chown_check(const struct stat *st, unsigned int to_set);
+
+/* A remote_sink_fn writing at @off of @fd, moving @off on. */
+struct remote_to_fd {
+	int fd;
+	off_t off;
+};
+int remote_sink_fd(void *arg, const void *data, size_t len);
+
+/*
+ * Where a resumable upload's progress goes (struct backend_upload), for
+ * parts landing from several threads: @up NULL or without save, nowhere.
+ */
+struct remote_saver {
+	const struct backend_upload *up;
+	pthread_mutex_t lock;
+	int error;		/* lock: a save failed; no more are made */
+};
+
+/*
+ * Records part @i as landed in the caller's plan and, when @token is not
+ * NULL, prints the plan's token (malloc'd) and the bytes it holds as safe.
+ */
+typedef int remote_landed_fn(void *arg, unsigned int i, char **token, uint64_t *done);
+
+void remote_saver_init(struct remote_saver *s, const struct backend_upload *up);
+void remote_saver_fini(struct remote_saver *s);
+
+/*
+ * Part @i landed: @fn records it, under the saver's lock, and the token is
+ * saved unless an earlier save failed (parts still in flight then land
+ * unsaved: the caller hears of one failure, and a resume sends them again).
+ * 0, or the error of @fn or of the save.
+ */
+int remote_saver_landed(struct remote_saver *s, remote_landed_fn *fn, void *arg, unsigned int i);
+
+/*
+ * Calls @part(@arg, @todo[k]) for every k < @n_todo, from this thread and
+ * up to @threads - 1 more, until one fails: its error (the first), or 0.
+ */
+typedef int remote_part_fn(void *arg, unsigned int i);
+int remote_parts_run(const unsigned int *todo, unsigned int n_todo, unsigned int threads,
+		     remote_part_fn *part, void *arg);
+
+#endif
