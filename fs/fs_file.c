@@ -23,6 +23,8 @@
 #include "mono.h"
 #include "path.h"
 
+#define FS_FMODE_EXEC	0x20	/* the kernel's __FMODE_EXEC, set in an execve's open */
+
 /* Whether the kernel may keep the pages it has of @n, given its attributes now. */
 static bool fs_keep_cache(struct fs *fs, struct node *n, const struct stat *st)
 {
@@ -92,8 +94,9 @@ int fs_open_backend(struct fs *fs, struct node *n, struct fs_file *f, struct fus
 	ret = fs_node_path(fs, n, NULL, &path);
 	if (ret < 0)
 		return ret;
+	/* the kernel's __FMODE_EXEC (an execve's open) is no open(2) flag: openat2 refuses it */
 	ret = backend_open(&f->bf, n->view->be, path,
-			   fi->flags | (n->view->readonly ? BE_O_TRUST : 0));
+			   (fi->flags & ~FS_FMODE_EXEC) | (n->view->readonly ? BE_O_TRUST : 0));
 	free(path);
 	if (ret < 0)
 		return ret;

@@ -123,6 +123,9 @@ check "chown as root" chown 65534:65534 "$S/orig"
 same "chown reached the folder" "65534:65534" "$(stat -c %u:%g data/store/orig)"
 check "touch -d sets mtime" touch -d "2001-02-03 04:05:06" "$S/orig"
 same "mtime reached the folder" "$(date -d '2001-02-03 04:05:06' +%s)" "$(stat -c %Y data/store/orig)"
+printf '#!/bin/sh\necho ran "$@"\n' >data/store/run.sh && chmod 755 data/store/run.sh
+same "a script runs from the mount (an execve's open)" "ran 1" "$("$S/run.sh" 1 2>&1)"
+rm -f data/store/run.sh
 check "df on the mount" df "$M"
 same "df on a datastore shows its disk" "$(df --output=size data/store | tail -1)" "$(df --output=size "$S" | tail -1)"
 echo "changed behind the mount, longer" >data/store/public.new
