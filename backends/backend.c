@@ -7,8 +7,8 @@
  * build without NFS gets "nfs backend not compiled in", never "unknown
  * type".  The table has one line per type; a type's ops pointer is NULL
  * when its code is not built (CMake options: MLFS_WITH_NFS, MLFS_WITH_SMB,
- * MLFS_WITH_CURL for s3, gcs, azure, http and ftp; `mlfs --version` lists what a build has).  The forms
- * are what config_load is given (backend_config_forms).  Tests add fakes
+ * MLFS_WITH_CURL for s3, gcs, azure, http and ftp, MLFS_WITH_GIT; `mlfs
+ * --version` lists what a build has).  The forms are what config_load is given (backend_config_forms).  Tests add fakes
  * with backend_register(), behind the same contract as the real ones.
  *
  * The registry is filled before any thread starts and only read after.
@@ -26,6 +26,7 @@
 #include "be_archive.h"
 #include "be_azure.h"
 #include "be_ftp.h"
+#include "be_git.h"
 #include "be_http.h"
 #include "be_local.h"
 #include "be_s3.h"
@@ -41,6 +42,11 @@
 #define BE_HTTP_OPS	NULL
 #define BE_FTP_OPS	NULL
 #define BE_AZURE_OPS	NULL
+#endif
+#ifdef MLFS_WITH_GIT
+#define BE_GIT_OPS	(&be_git_ops)
+#else
+#define BE_GIT_OPS	NULL	/* -DMLFS_WITH_GIT=OFF */
 #endif
 #ifdef MLFS_WITH_NFS
 #define BE_NFS_OPS	(&be_nfs_ops)
@@ -69,6 +75,7 @@ static const struct backend_scheme backend_builtin[] = {
 	{ &be_azure_form, BE_AZURE_OPS },
 	{ &be_http_form, BE_HTTP_OPS },
 	{ &be_ftp_form, BE_FTP_OPS },
+	{ &be_git_form, BE_GIT_OPS },
 	{ &archive_form, &be_archive_ops },
 };
 

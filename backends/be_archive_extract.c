@@ -27,6 +27,7 @@
 
 #include "be_archive_int.h"
 #include "log.h"
+#include "path.h"
 
 /* Sets ab->dir to cache_dir/archives/<sha256 of inner name, path, size, mtime>. */
 int be_archive_set_dir(struct be_archive *ab)
@@ -71,19 +72,10 @@ static int be_archive_mkdirs(struct be_archive *ab)
 	return ret;
 }
 
-static int be_archive_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 /* Removes the tree at @path (our own temp folders only; never follows a symlink). */
 void be_archive_rm_tree(const char *path)
 {
-	nftw(path, be_archive_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	path_remove_tree(path);
 }
 
 /* Writes the current member's data into @fd, @size bytes in all. */

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <ftw.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <limits.h>
@@ -157,4 +158,18 @@ char *path_key_prefix(const char *root)
 	if (root[len - 1] == '/')
 		return strdup(root);
 	return asprintf(&out, "%s/", root) < 0 ? NULL : out;
+}
+
+static int path_remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void path_remove_tree(const char *path)
+{
+	nftw(path, path_remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }

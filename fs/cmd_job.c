@@ -213,11 +213,19 @@ static long job_location(struct job_ctx *c, enum source_kind kind,
 			 const struct spec_location *loc, const char *name, const char *field)
 {
 	const char *t = loc->type;
+	char *git = NULL;
+	long src;
 
 	if (strcmp(t, "model") == 0 || strcmp(t, "dataset") == 0 || strcmp(t, "checkpoint") == 0)
 		return job_named(c, kind, loc->path, field);
-	/* datastore (NAME:/path), local (/path), s3, wasabi, web, azure, http (URLs) */
-	return job_add(c, kind, name, loc->path, field);
+	/* a git repository whatever its URL looks like: "git+" says so (git+https://...) */
+	if (strcmp(t, "git") == 0 && strncasecmp(loc->path, "git", 3) != 0 &&
+	    asprintf(&git, "git+%s", loc->path) < 0)
+		return -ENOMEM;
+	/* datastore (NAME:/path), local (/path), s3, wasabi, web, azure, http, git (URLs) */
+	src = job_add(c, kind, name, git ? git : loc->path, field);
+	free(git);
+	return src;
 }
 
 static int job_resolve(struct job_ctx *c, const struct spec *s, const char *output_files)

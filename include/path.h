@@ -46,6 +46,13 @@ int path_is_archive(const char *path);
  */
 char *path_key_prefix(const char *root);
 
+/*
+ * rm -rf of a folder of this machine that is our own (a temporary folder,
+ * staged files): never follows a symlink nor crosses a mount; what cannot
+ * be removed stays, silently.
+ */
+void path_remove_tree(const char *path);
+
 /* mkdir -p of a path of this machine (not a backend path): 0 or a negated errno. */
 int path_mkdirs(const char *path, mode_t mode);
 

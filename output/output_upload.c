@@ -724,22 +724,13 @@ static bool out_retryable(int err)
 	}
 }
 
-static int out_nftw_remove(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 /* Once everything is safe: the staged copies go, the record stays. */
 static void out_cleanup(struct output *o)
 {
 	char *files = output_files(o), name[NAME_MAX + 1], *zip = NULL;
 
 	if (files)
-		nftw(files, out_nftw_remove, 16, FTW_DEPTH | FTW_PHYS);
+		path_remove_tree(files);
 	if (output_zip_name(o, name, sizeof(name)) == 0 &&
 	    asprintf(&zip, "%s/%s", o->dir, name) >= 0)
 		unlink(zip);

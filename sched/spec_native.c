@@ -31,10 +31,9 @@
  *   data.datasets or checkpoints is an error (the view could not show
  *   both); each lists at most 1024 names, as workers.
  *   data.input is for inference jobs only (checked at the end, as "type"
- *   may come later in the file).  Types proxiML takes but mlfs cannot fetch
- *   (model git) are refused here, at submit, with a way out, rather than
- *   failing the job while it stages.
- *   data.output.archive applies to s3, gcp and local outputs (default
+ *   may come later in the file).  A model of type git is a repository
+ *   (https://, git://, git+...: the git backend), "#REF" naming its commit.
+ *   data.output.archive applies to s3, gcp, azure and local outputs (default
  *   true); given for another type it is listed as ignored, and
  *   data.output.archive is false, which is what happens.
  * - environment.image (or proxiML's SDK name custom_image) is every
@@ -243,16 +242,11 @@ static void spec_native_res_finish(struct spec_native *n)
 
 enum spec_native_rule { SPEC_URL, SPEC_ABSOLUTE, SPEC_DATASTORE, SPEC_NAME };
 
-/*
- * A location type and what its path must look like.  @refused: proxiML
- * takes it but mlfs cannot fetch it; the message names a way out, and is
- * reported at .type (the path does not matter: the type must change).
- */
+/* A location type and what its path must look like. */
 struct spec_native_kind {
 	const char *type;
 	enum spec_native_rule rule;
 	const char *prefixes[4];	/* SPEC_URL: any of these, then more */
-	const char *refused;
 };
 
 static const struct spec_native_kind spec_native_outputs[] = {
@@ -283,8 +277,7 @@ static const struct spec_native_kind spec_native_models[] = {
 	{ .type = "datastore", .rule = SPEC_DATASTORE },
 	{ .type = "s3", .rule = SPEC_URL, .prefixes = { "s3://" } },
 	{ .type = "http", .rule = SPEC_URL, .prefixes = { "http://", "https://" } },
-	{ .type = "git", .rule = SPEC_URL, .prefixes = { "https://", "http://", "ssh://", "git@" },
-	  .refused = "mlfs does not clone git repositories; clone into a datastore and use \"type\": \"datastore\"" },
+	{ .type = "git", .rule = SPEC_URL, .prefixes = { "https://", "http://", "git://", "git+" } },
 	{ .type = "local", .rule = SPEC_ABSOLUTE },
 	{ .type = "model", .rule = SPEC_NAME },
 	{ .type = NULL },
@@ -415,10 +408,6 @@ static const struct spec_native_kind *spec_native_location(struct spec_ctx *c, j
 		spec_error(c, spec_path(field, at, "path"), "missing");
 	if (has_type > 0)
 		k = spec_native_kind(c, at, kinds, type);
-	if (k && k->refused) {
-		spec_error(c, spec_path(field, at, "type"), "%s", k->refused);
-		return NULL;	/* the path does not matter: the type must change */
-	}
 	if (!k || has_path <= 0 || !spec_native_path_check(c, at, k, path))
 		return k;
 	loc->type = spec_strdup(c, type);

@@ -54,17 +54,17 @@ without_optional() {
 	local dir=$out/gcc-without-optional start=$SECONDS
 	rm -rf "$dir"
 	if cmake -S . -B "$dir" -DMLFS_WERROR=ON -DMLFS_WITH_NFS=OFF -DMLFS_WITH_SMB=OFF \
-		-DMLFS_WITH_CURL=OFF >"$dir.log" 2>&1 &&
+		-DMLFS_WITH_CURL=OFF -DMLFS_WITH_GIT=OFF >"$dir.log" 2>&1 &&
 		cmake --build "$dir" -j "$(nproc)" >>"$dir.log" 2>&1 &&
-		"$dir/mlfs" --version | tee -a "$dir.log" | grep -qx 'not built: nfs smb s3 gcs azure http ftp' &&
+		"$dir/mlfs" --version | tee -a "$dir.log" | grep -qx 'not built: nfs smb s3 gcs azure http ftp git' &&
 		ctest --test-dir "$dir" -E '^(integration_|posix_)' >>"$dir.log" 2>&1; then
 		passed=$((passed + 1))
-		echo "ok - gcc without nfs, smb and the libcurl backends builds, says so and passes its unit tests" \
+		echo "ok - gcc without nfs, smb, git and the libcurl backends builds, says so and passes its unit tests" \
 			"($((SECONDS - start)) s)"
 		rm -rf "$dir"
 	else
 		failed=$((failed + 1))
-		echo "not ok - gcc without nfs, smb and the libcurl backends: see $dir.log"
+		echo "not ok - gcc without nfs, smb, git and the libcurl backends: see $dir.log"
 		grep -E 'error:|warning:|Failed|FAILED' "$dir.log" | head -10 | sed 's/^/#   /'
 	fi
 }

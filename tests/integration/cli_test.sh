@@ -23,7 +23,7 @@ M=$T_DIR/mnt
 nothing_mounted() { ! grep -q " $M " /proc/self/mounts; }
 
 same "--version" "mlfs 0.1.0" "$("$MLFS" --version | head -1)"
-same "--version lists the backends built" "backends: local nfs smb s3 gcs azure http ftp archive" \
+same "--version lists the backends built" "backends: local nfs smb s3 gcs azure http ftp git archive" \
 	"$("$MLFS" --version | sed -n 2p)"
 check "--help names every command" sh -c "'$MLFS' --help | grep -q 'mlfs umount' && '$MLFS' --help | grep -q 'mlfs check'"
 fails "no arguments is a usage error" "usage:" "$MLFS"

@@ -1098,7 +1098,7 @@ static void test_config_rejects_bad_sources(void **state)
 		      "[dataset f]\nsource = missing:/x\n"
 		      "[dataset g]\nsource = bad name:/x\n",
 		      "x.conf:4: [dataset a] source: unknown URL scheme 'sftp' "
-		      "(use nfs, smb, s3, gs, http, https, ftp or ftps)",
+		      "(use nfs, smb, s3, gs, http, https, ftp, ftps, git, git+https or git+http)",
 		      "x.conf:6: [dataset b] source: nothing after 's3://'",
 		      "x.conf:8: [dataset c] source: 'just-a-name' is neither "
 		      "DATASTORE:/path nor a URL",

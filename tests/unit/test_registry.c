@@ -37,14 +37,14 @@ static int setup_group(void **state)
 static void test_registry_knows_every_scheme_of_the_design(void **state)
 {
 	const char *want[] = { "local", "nfs", "smb", "s3", "gcs", "azure", "http", "ftp",
-			       "archive" };
+			       "git", "archive" };
 	const char *const *names = backend_schemes();
 	size_t n = 0;
 
 	(void)state;
 	for (; names[n]; n++)
 		assert_string_equal(names[n], want[n]);
-	assert_int_equal(n, 9);
+	assert_int_equal(n, 10);
 }
 
 static void test_registry_tells_not_compiled_in_from_unknown(void **state)
@@ -139,7 +139,7 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 	assert_string_equal(d.msgs[0], "reg.conf:2: [datastore lab] type: archive is not a datastore "
 			    "type: name an archive as a source (DATASTORE:/path/x.zip)");
 	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'sftp' "
-			    "(known: local, nfs, smb, s3, gcs, azure, http, ftp)");
+			    "(known: local, nfs, smb, s3, gcs, azure, http, ftp, git)");
 	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
 	/* An archive at a URL is fine: its folder is the datastore, the archive a path in it. */
 #ifndef MLFS_WITH_CURL
@@ -153,8 +153,8 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 }
 
 /*
- * nfs, smb, s3 and http are build options (MLFS_WITH_NFS, MLFS_WITH_SMB,
- * MLFS_WITH_CURL): a build that left one out knows its name and keys, and a datastore of that type is
+ * nfs, smb, s3 and http, git are build options (MLFS_WITH_NFS, MLFS_WITH_SMB,
+ * MLFS_WITH_CURL, MLFS_WITH_GIT): a build that left one out knows its name and keys, and a datastore of that type is
  * told it is not compiled in, never that the type is unknown.  The build
  * matrix (scripts/build_matrix.sh) runs this in a build without both.
  */
@@ -173,7 +173,9 @@ static void test_registry_optional_backends_as_built(void **state)
 		"[model m]\n"				/* 10 */
 		"source = nfs://127.0.0.1/export/m\n"	/* 11 */
 		"[dataset s]\n"				/* 12 */
-		"source = smb://127.0.0.1/data/s\n";	/* 13 */
+		"source = smb://127.0.0.1/data/s\n"	/* 13 */
+		"[model g]\n"				/* 14 */
+		"source = https://h/r.git#v1\n";	/* 15 */
 	const struct backend_ops *ops = NULL;
 	struct diag d;
 	struct mlfs_config *cfg = parse(text, &d);
@@ -197,6 +199,11 @@ static void test_registry_optional_backends_as_built(void **state)
 	assert_int_equal(backend_lookup(&ops, "s3"), -ENOTSUP);
 	assert_int_equal(backend_lookup(&ops, "http"), -ENOTSUP);
 #endif
+#ifdef MLFS_WITH_GIT
+	assert_int_equal(backend_lookup(&ops, "git"), 0);
+#else
+	assert_int_equal(backend_lookup(&ops, "git"), -ENOTSUP);
+#endif
 	backend_check_config(cfg, &d);
 #ifndef MLFS_WITH_NFS
 	assert_true(i < d.n);
@@ -215,7 +222,13 @@ static void test_registry_optional_backends_as_built(void **state)
 	assert_true(i < d.n);
 	assert_string_equal(d.msgs[i++], "reg.conf:13: [dataset s] source: smb backend not compiled in");
 #endif
+#ifndef MLFS_WITH_GIT
+	assert_true(i < d.n);
+	assert_string_equal(d.msgs[i++], "reg.conf:15: [model g] source: git backend not compiled in");
+#endif
 	assert_int_equal(d.n, i);
+	/* an https:// URL of a repository (".git") is git's, never http's */
+	assert_string_equal(config_find_datastore(cfg, "model:g")->type, "git");
 	/* either way the URL made a datastore of the form's type, borrowing the configured one */
 	assert_string_equal(config_find_datastore(cfg, "model:m")->type, "nfs");
 	assert_string_equal(config_get(config_find_datastore(cfg, "model:m"), "root", NULL), "/m");

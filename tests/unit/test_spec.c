@@ -1156,7 +1156,7 @@ static void test_spec_input_on_a_training_job_is_refused(void **state)
 		      "x.json:2:11: type: must be \"training\" or \"inference\", got \"serve\"");
 }
 
-static void test_spec_types_mlfs_cannot_fetch_are_refused_with_a_way_out(void **state)
+static void test_spec_paths_of_the_newer_types_are_checked(void **state)
 {
 	(void)state;
 	/* gcp is read now (the gcs backend): a gs:// path is its one form */
@@ -1167,8 +1167,9 @@ static void test_spec_types_mlfs_cannot_fetch_are_refused_with_a_way_out(void **
 	EXPECT_ERRORS(WITH_WORKER("  \"type\": \"inference\",\n"
 				  "  \"data\": {\"input\": {\"type\": \"web\", \"path\": \"sftp://h/d/\"}},\n"),
 		      "x.json:3:45: data.input.path: a web path must start with http:// or https:// or ftp:// or ftps://, got \"sftp://h/d/\"");
-	EXPECT_ERRORS(WITH_WORKER("  \"model\": {\"type\": \"git\", \"path\": \"https://github.com/a/b.git\"},\n"),
-		      "x.json:2:21: model.type: mlfs does not clone git repositories; clone into a datastore and use \"type\": \"datastore\"");
+	/* git is read now (the git backend): ssh is not among its forms */
+	EXPECT_ERRORS(WITH_WORKER("  \"model\": {\"type\": \"git\", \"path\": \"ssh://github.com/a/b.git\"},\n"),
+		      "x.json:2:36: model.path: a git path must start with https:// or http:// or git:// or git+, got \"ssh://github.com/a/b.git\"");
 }
 
 /* ---- json_pos ---- */
@@ -1364,7 +1365,7 @@ int main(void)
 		cmocka_unit_test(test_spec_a_name_listed_twice_is_refused_at_its_later_index),
 		cmocka_unit_test(test_spec_more_than_1024_names_are_refused),
 		cmocka_unit_test(test_spec_input_on_a_training_job_is_refused),
-		cmocka_unit_test(test_spec_types_mlfs_cannot_fetch_are_refused_with_a_way_out),
+		cmocka_unit_test(test_spec_paths_of_the_newer_types_are_checked),
 		cmocka_unit_test(test_json_pos_finds_values_in_nested_arrays_and_objects),
 		cmocka_unit_test(test_json_pos_nearest_gives_the_enclosing_object_of_a_missing_field),
 		cmocka_unit_test(test_json_pos_skips_escapes_in_strings_and_unescapes_keys),

@@ -1,0 +1,34 @@
+/*
+ * be_git.h - the git backend (be_git.c): one commit of a git repository,
+ * fetched with libgit2 into the shared cache and shown read-only; and the
+ * pieces of it that need no server, exposed for tests/unit/test_git.c.
+ */
+#ifndef MLFS_BE_GIT_H
+#define MLFS_BE_GIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+
+extern const struct backend_ops be_git_ops;
+extern const struct config_form be_git_form;	/* its keys and URLs: config.h */
+
+/*
+ * Splits a git source as a spec or config writes it: "git+https://HOST/R",
+ * "git://HOST/R.git", "https://HOST/R.git" (a path ending in ".git"), each
+ * with an optional "#REF" (a branch, a tag or a commit).  The URL libgit2
+ * is given (no "git+", no fragment) into @url, the ref (or "") into @ref,
+ * both malloc'd.  0, -EINVAL when @src is not a git URL or its ref is not
+ * one git allows (empty, "..", a control character, a space, "~^:?*[\",
+ * a leading '-' or '/', a trailing '/' or ".lock"), -ENOMEM.
+ */
+int be_git_split(const char *src, char **url, char **ref);
+
+/* Whether @src names a git repository by its form (be_git_split's). */
+bool be_git_claims(const char *src);
+
+/* Whether @ref is a full commit id: 40 lowercase hex digits. */
+bool be_git_is_commit(const char *ref);
+
+#endif

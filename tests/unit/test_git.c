@@ -1,0 +1,137 @@
+/*
+ * test_git.c - the git backend's offline pieces: which sources name a
+ * repository, how one splits into the URL libgit2 is given and its ref,
+ * which refs git allows (the fuzzed input: a spec's "#REF"), the checks of
+ * a datastore section, and a git source borrowing a configured datastore's
+ * credentials.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "be_git.h"
+#include "cfg_check.h"
+
+static void check_split(const char *src, const char *url, const char *ref)
+{
+	char *u = NULL, *r = NULL;
+
+	assert_int_equal(be_git_split(src, &u, &r), 0);
+	assert_string_equal(u, url);
+	assert_string_equal(r, ref);
+	free(u);
+	free(r);
+}
+
+static void check_refused(const char *src)
+{
+	char *u = (char *)"x", *r = (char *)"x";
+
+	assert_int_equal(be_git_split(src, &u, &r), -EINVAL);
+	assert_null(u);
+	assert_null(r);
+}
+
+static void test_git_sources_split_into_url_and_ref(void **state)
+{
+	(void)state;
+	check_split("https://github.com/a/b.git", "https://github.com/a/b.git", "");
+	check_split("https://github.com/a/b.git#v1.2", "https://github.com/a/b.git", "v1.2");
+	check_split("git+https://gitlab.example/a/b#feature/x", "https://gitlab.example/a/b",
+		    "feature/x");
+	check_split("GIT+HTTP://h:8080/r#0123456789abcdef0123456789abcdef01234567",
+		    "HTTP://h:8080/r", "0123456789abcdef0123456789abcdef01234567");
+	check_split("git://127.0.0.1:9418/r.git#main", "git://127.0.0.1:9418/r.git", "main");
+	check_split("https://h/r.git/", "https://h/r.git/", "");
+	/* not a repository by its form, or not a URL of a host */
+	check_refused("https://h/file.tar.gz");
+	check_refused("s3://b/r.git");
+	check_refused("git+https://");
+	check_refused("git:///r.git");
+	assert_true(be_git_claims("https://h/r.git#x"));
+	assert_true(be_git_claims("git+ssh://h/r"));
+	assert_false(be_git_claims("https://h/r.github.io/"));
+	assert_false(be_git_claims("ftp://h/r.git"));
+}
+
+static void test_git_refs_are_what_git_allows(void **state)
+{
+	static const char *const bad[] = {
+		"", "a..b", "-x", "/x", "x/", "x.", "x.lock", "a b", "a~1", "a^", "a:b", "a?",
+		"a*", "a[", "a\\b", "a@{1}", "a//b", "a\x01", "a\x7f",
+	};
+	char src[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(src, sizeof(src), "git://h/r.git#%s", bad[i]);
+		check_refused(src);
+	}
+	check_split("git://h/r.git#release/2024.1-rc_2", "git://h/r.git", "release/2024.1-rc_2");
+	assert_true(be_git_is_commit("0123456789abcdef0123456789abcdef01234567"));
+	assert_false(be_git_is_commit("0123456789ABCDEF0123456789abcdef01234567"));
+	assert_false(be_git_is_commit("0123456"));
+}
+
+static void test_git_datastore_sections_are_checked_with_lines(void **state)
+{
+	static const char *const want[] = {
+		"/etc/mlfs.conf:4: [datastore d] ref: given twice (url has #main)",
+		NULL
+	};
+	static const char *const want2[] = {
+		"/etc/mlfs.conf:1: [datastore d] url: missing (a repository: "
+		"https://HOST/REPO.git, git://HOST/REPO.git)",
+		"/etc/mlfs.conf:3: [datastore d] ref: 'x..y' is not a branch, tag or commit name "
+		"git allows",
+		NULL
+	};
+	static const char *const none[] = { NULL };
+
+	(void)state;
+	cfg_check_validate(&be_git_ops, "[datastore d]\ntype = git\nurl = https://h/r.git#main\n"
+			   "ref = dev\n", want);
+	cfg_check_validate(&be_git_ops, "[datastore d]\ntype = git\nref = x..y\n", want2);
+	/* a URL without ".git" is a repository in a git datastore */
+	cfg_check_validate(&be_git_ops, "[datastore d]\ntype = git\nurl = https://h/team/r\n"
+			   "ref = v1\nusername = u\npassword = t\n", none);
+}
+
+static void test_git_source_borrows_its_repositorys_credentials(void **state)
+{
+	struct mlfs_config *cfg = cfg_check_load(
+		"[datastore code]\ntype = git\nurl = https://git.lab/team/r.git\nusername = u\n"
+		"password = t\n"
+		"[model m]\nsource = https://git.lab/team/r.git#v2\n"
+		"[model other]\nsource = git+https://git.lab/team/s#main\n");
+	const struct datastore_config *ds = cfg_check_ds(cfg, "model:m");
+
+	(void)state;
+	assert_string_equal(ds->type, "git");
+	assert_string_equal(config_get(ds, "url", NULL), "https://git.lab/team/r.git");
+	assert_string_equal(config_get(ds, "ref", NULL), "v2");
+	assert_string_equal(config_get(ds, "username", NULL), "u");
+	ds = cfg_check_ds(cfg, "model:other");
+	assert_string_equal(ds->type, "git");
+	assert_string_equal(config_get(ds, "url", NULL), "https://git.lab/team/s");
+	assert_null(config_get(ds, "username", NULL));
+	config_free(cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_git_sources_split_into_url_and_ref),
+		cmocka_unit_test(test_git_refs_are_what_git_allows),
+		cmocka_unit_test(test_git_datastore_sections_are_checked_with_lines),
+		cmocka_unit_test(test_git_source_borrows_its_repositorys_credentials),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
