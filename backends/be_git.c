@@ -17,7 +17,7 @@
  * shallow.  A ref the server does not have fails with ENOENT and a log line
  * naming it and the URL.
  *
- * When: a datastore made for a job's source (implicit) fetches in create,
+ * When: a datastore made for a job's source (staged) fetches in create,
  * so a bad URL or ref fails the job's view at staging, named; a configured
  * one fetches at its first use, so the mount does not wait, and a failure
  * is tried again at most every BE_GIT_RETRY_S seconds.  Then every call goes
@@ -642,7 +642,7 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 		free(file);
 	}
 	/* a job's source is fetched now: a bad URL or ref fails its view at staging */
-	if (ret == 0 && cfg->implicit) {
+	if (ret == 0 && cfg->staged) {
 		struct backend *t;
 
 		ret = be_git_ready(g, &t);

@@ -818,6 +818,10 @@ int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const 
 		ret = -EINVAL;
 	if (ret == 0)
 		ret = config_finish(cfg);
+	for (size_t i = 0; ret == 0 && src->datastore && i < cfg->n_datastores; i++)
+		if (cfg->datastores[i].implicit &&
+		    strcmp(cfg->datastores[i].name, src->datastore) == 0)
+			cfg->datastores[i].staged = true;
 	config_flush_errors(&p, d);
 out:
 	config_parser_free(&p);

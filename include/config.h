@@ -43,6 +43,9 @@ struct datastore_config {
 	long retries;		/* -1 when not set */
 	/* Made by mlfs for a URL source (named "dataset:NAME" etc.), not shown in datastores/. */
 	bool implicit;
+	/* Made for a job's spec (config_add_job_source): its data is wanted before the worker
+	 * starts, so a backend that fetches a whole source (git) does it at create. */
+	bool staged;
 	/* Borrowed from struct mlfs_config, for backends that stage or cache. */
 	const char *state_dir;
 	const char *cache_dir;

@@ -67,7 +67,7 @@ git_start() {
 	[ -s "$dir/token" ] || head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token"
 	htpasswd -bc "$dir/htpasswd" mlfs "$(cat "$dir/token")" >/dev/null 2>&1
 	chmod 644 "$dir/htpasswd"
-	setsid git daemon --reuseaddr --base-path="$dir/repos" --export-all \
+	setsid git daemon --verbose --reuseaddr --base-path="$dir/repos" --export-all \
 		--listen=127.0.0.1 --port="$port" "$dir/repos" </dev/null >"$dir/daemon.log" 2>&1 &
 	echo $! >"$dir/daemon.pid"
 	rm -f "$dir/fcgiwrap.sock"
