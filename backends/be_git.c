@@ -510,6 +510,21 @@ static int be_git_local_fd(struct backend_file *f)
 	return f->be->ops->local_fd ? f->be->ops->local_fd(f) : -ENOTSUP;
 }
 
+/* The commit served, once resolved. */
+static int be_git_describe(struct backend *be, char *buf, size_t size)
+{
+	struct be_git *g = be_git(be);
+	int ret = -EAGAIN;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->tree) {
+		snprintf(buf, size, "%s", g->commit);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return ret;
+}
+
 /* ---- setup ---- */
 
 /* Whether @src (a url key, "git+" added when its form does not say git) splits: 0, or -errno. */
@@ -676,4 +691,5 @@ const struct backend_ops be_git_ops = {
 	.fgetattr = be_git_fgetattr,
 	.readlink = be_git_readlink,
 	.local_fd = be_git_local_fd,
+	.describe = be_git_describe,
 };

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@ static const char job_usage[] =
 	"  input/, checkpoint/, models/ and output/, which `mlfs umount` uploads\n"
 	"  --owner UID:GID   (root) the worker's user, who owns what it writes\n"
 	"  --output-id ID    the name of the output's staging folder (executors)\n"
+	"  --sources FILE    writes there which version each source resolved to, as\n"
+	"                    NAME=VERSION words (a git model's commit: executors)\n"
 	"  -f       stay in the foreground\n"
 	"  -d       print every FUSE request (implies -f)\n"
 	"  -o OPTS  FUSE mount options (allow_other, ...), and nopassthrough\n";
@@ -43,6 +46,7 @@ static const char job_usage[] =
 struct job_opts {
 	unsigned int worker;
 	const char *output_id;	/* --output-id: the executor names the output folder */
+	const char *sources;	/* --sources: where the sources' versions are written */
 	bool owned;		/* --owner UID:GID given */
 	uid_t uid;
 	gid_t gid;
@@ -60,7 +64,7 @@ static const char *job_opt(int argc, char **argv, int *i, const char *name)
 	return NULL;
 }
 
-/* Takes --worker, --owner and --output-id out of @argv. 0, or 2 after a message. */
+/* Takes --worker, --owner, --output-id and --sources out of @argv. 0, or 2 after a message. */
 static int job_take_opts(int *argc, char **argv, struct job_opts *o)
 {
 	const char *worker = NULL, *owner = NULL, *v;
@@ -73,6 +77,8 @@ static int job_take_opts(int *argc, char **argv, struct job_opts *o)
 			owner = v;
 		else if ((v = job_opt(*argc, argv, &i, "--output-id")))
 			o->output_id = v;
+		else if ((v = job_opt(*argc, argv, &i, "--sources")))
+			o->sources = v;
 		else
 			argv[out++] = argv[i];
 	}
@@ -400,6 +406,47 @@ static int job_view(struct fs **fs, struct job_ctx *c, struct mlfs_config *cfg,
 	return 0;
 }
 
+/*
+ * --sources FILE: "NAME=VERSION" for each source of the view whose backend
+ * pinned a version (backend_describe: a git commit), space-separated on
+ * one line, NAME the source's as the view shows it ("model:model"); written
+ * to FILE.tmp, then renamed.  Nothing to say is an empty line.  0 or -1
+ * (said on stderr).
+ */
+static int job_write_sources(const struct fs *fs, const char *file)
+{
+	const struct mlfs_config *cfg = fs->cfg;
+	char *tmp = NULL, version[128];
+	FILE *f;
+	int fd, ret = 0;
+
+	if (asprintf(&tmp, "%s.tmp", file) < 0)
+		return -1;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	for (size_t i = 0; f && i < cfg->n_sources; i++) {
+		const struct source_config *src = &cfg->sources[i];
+
+		for (size_t b = 0; src->datastore && b < fs->nbackends; b++)
+			if (strcmp(cfg->datastores[b].name, src->datastore) == 0 &&
+			    backend_describe(fs->backends[b], version, sizeof(version)) == 0)
+				fprintf(f, "%s%s:%s=%s", ret++ ? " " : "",
+					config_source_word(src->kind), src->shown, version);
+	}
+	if (f)
+		fputc('\n', f);
+	if (!f || fclose(f) != 0 || rename(tmp, file) < 0) {
+		fprintf(stderr, "mlfs job: --sources %s: %s\n", file, strerror(errno));
+		if (fd >= 0 && !f)
+			close(fd);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	struct mount_args a = { .spec_wanted = true };
@@ -436,6 +483,8 @@ int cmd_job(int argc, char **argv)
 	if (job_view(&fs, &c, cfg, s, &a, &opts, files, info) < 0)
 		goto out_unstage;
 	cfg = NULL;		/* fs owns it now */
+	if (opts.sources && job_write_sources(fs, opts.sources) < 0)
+		goto out_unstage;
 	status = mount_serve(fs, &a);
 	if (status != 0)
 		goto out_unstage;

@@ -28,7 +28,7 @@
 #include "config.h"
 #include "diag.h"
 
-#define BACKEND_OPS_VERSION 5
+#define BACKEND_OPS_VERSION 6
 
 /* Capabilities, in backend_ops.caps. */
 #define BE_CAP_WRITE	(1u << 0)	/* pwrite, create, mkdir, unlink, ... */
@@ -226,6 +226,13 @@ struct backend_ops {
 	 * (backend_getattr_trusted).  Optional.
 	 */
 	int (*getattr_known)(struct backend *be, const char *path, struct stat *st);
+	/* v6 */
+	/*
+	 * Which version of its source this backend serves, when it pinned one
+	 * (git: the commit id a ref resolved to), as text for status.json into
+	 * @buf: 0, or -EAGAIN when it has not resolved it yet.  Optional.
+	 */
+	int (*describe)(struct backend *be, char *buf, size_t size);
 	/* append only; bump BACKEND_OPS_VERSION */
 };
 
@@ -423,6 +430,14 @@ static inline int backend_cache_key(struct backend_file *f, char *buf, size_t si
 	if (f->be->ops->version < 2 || !f->be->ops->cache_key)
 		return -ENOTSUP;
 	return f->be->ops->cache_key(f, buf, size);
+}
+
+/* What version of its source @be serves (backend_ops.describe); -ENOTSUP when it says none. */
+static inline int backend_describe(struct backend *be, char *buf, size_t size)
+{
+	if (be->ops->version < 6 || !be->ops->describe)
+		return -ENOTSUP;
+	return be->ops->describe(be, buf, size);
 }
 
 /* -ENOTSUP when @be has no upload of its own. */

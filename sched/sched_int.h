@@ -64,6 +64,7 @@ struct sched_worker {
 	bool pending;			/* submitted, waiting in the cluster's queue (run is live) */
 	char wait_why[256];		/* the cluster's words for why it waits */
 	char pull[160];			/* its image pull's last words, while staging in */
+	char sources[512];		/* its view's workers/N/sources: "NAME=VERSION ..." */
 	char cluster_id[64];		/* the last attempt's id in the cluster, kept after it ends */
 	char end_why[256];		/* the executor's words for how the last attempt ended */
 };

@@ -189,7 +189,8 @@ struct sched_launch {
 	char ml[4096], models[4200], log[4096], jlog[4096], exitp[4096];
 	/* the view: mlfs job ... and mlfs umount ... */
 	char view[4096], spec[4200], phase[4096], uplog[4096], wnum[16], owner[32], jdir[4096];
-	char *view_argv[14], *unview_argv[4];
+	char sources[4200];
+	char *view_argv[16], *unview_argv[4];
 	/* its container, when it has an image and the node runs them */
 	struct container_run crun;
 	int gpu_minor[SCHED_MAX_GPUS];	/* crun's GPUs: the device minors of w->gpus */
@@ -229,6 +230,8 @@ static void sched_view_prepare(struct sched *s, struct sched_launch *l)
 	snprintf(l->spec, sizeof(l->spec), "%s/spec/%s", j->dir, j->file ? j->file : j->name);
 	snprintf(l->phase, sizeof(l->phase), "%s/workers/%u/phase", j->dir, w->n);
 	snprintf(l->uplog, sizeof(l->uplog), "%s/workers/%u/upload.log", j->dir, w->n);
+	snprintf(l->sources, sizeof(l->sources), "%s/workers/%u/sources", j->dir, w->n);
+	w->sources[0] = '\0';		/* this attempt's view says again */
 	snprintf(l->wnum, sizeof(l->wnum), "%u", w->n);
 	snprintf(l->owner, sizeof(l->owner), "%u:%u", (unsigned int)j->uid, (unsigned int)j->gid);
 	snprintf(w->output_id, sizeof(w->output_id), "%s.%u.a%u.%lld", j->name, w->n,
@@ -246,6 +249,8 @@ static void sched_view_prepare(struct sched *s, struct sched_launch *l)
 	a[n++] = l->view;
 	a[n++] = "--worker";
 	a[n++] = l->wnum;
+	a[n++] = "--sources";
+	a[n++] = l->sources;
 	a[n] = NULL;
 	l->unview_argv[0] = s->mlfs_bin;
 	l->unview_argv[1] = "umount";

@@ -159,6 +159,25 @@ static unsigned int sched_max_attempts(const struct sched_job *j)
 	return 1 + (unsigned int)(r < 0 ? 0 : r);
 }
 
+/* The first line of workers/N/@name into @buf; false when it cannot be read. */
+static bool sched_read_line(const struct sched_job *j, const struct sched_worker *w,
+			    const char *name, char *buf, size_t len)
+{
+	char path[4200];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/workers/%u/%s", j->dir, w->n, name);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
 /* Records how an attempt of @w ended and decides what comes next. */
 static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sched_worker *w,
 			       const struct exec_result *res)
@@ -180,6 +199,8 @@ static void sched_worker_ended(struct sched *s, struct sched_job *j, struct sche
 		     : res->how == EXEC_SIGNALED ? 128 + res->code
 		     : res->how == EXEC_OOM ? 128 + SIGKILL : -1;
 	w->phase = SCHED_PHASE_NONE;
+	if (!w->sources[0] && w->output_id[0])	/* a view that came and went between two polls */
+		sched_read_line(j, w, "sources", w->sources, sizeof(w->sources));
 	w->staging_in_failed = res->staging_in_failed;
 	w->upload_failed = res->upload > 0;
 	if (res->staging_in_failed)
@@ -527,25 +548,6 @@ void sched_run_update(struct sched *s, struct sched_job *j)
 
 #define SCHED_PHASE_POLL_NS 500000000LL	/* how often a view's phase file is read */
 
-/* The first line of workers/N/@name into @buf; false when it cannot be read. */
-static bool sched_read_line(const struct sched_job *j, const struct sched_worker *w,
-			    const char *name, char *buf, size_t len)
-{
-	char path[4200];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/workers/%u/%s", j->dir, w->n, name);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return true;
-}
-
 /* Reads workers/N/pull, the image pull's progress: true when it changed. */
 static bool sched_read_pull(const struct sched_job *j, struct sched_worker *w)
 {
@@ -674,6 +676,9 @@ static bool sched_watch_job(struct sched *s, struct sched_job *j, long long now,
 		}
 		if (w->output_id[0] || image) {
 			if (sched_read_phase(j, w)) {
+				/* the view wrote its sources' versions before it mounted */
+				if (w->phase != SCHED_PHASE_STAGING_IN && !w->sources[0])
+					sched_read_line(j, w, "sources", w->sources, sizeof(w->sources));
 				sched_event(j, "worker %u: %s%s", w->n,
 					    w->phase == SCHED_PHASE_RUNNING ? image ? "running in " :
 					    "view mounted at /opt/ml; running"

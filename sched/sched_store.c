@@ -159,6 +159,40 @@ static json_t *sched_time_json(long long ns)
 	return json_string(buf);
 }
 
+/* "NAME=VERSION ..." as {"NAME": "VERSION", ...}. */
+static json_t *sched_sources_json(const char *words)
+{
+	json_t *o = json_object();
+	char *copy = strdup(words), *save = NULL;
+
+	for (char *w = copy ? strtok_r(copy, " ", &save) : NULL; w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strrchr(w, '=');
+
+		if (eq) {
+			*eq = '\0';
+			json_object_set_new(o, w, json_string(eq + 1));
+		}
+	}
+	free(copy);
+	return o;
+}
+
+/* The reverse of sched_sources_json, into @out. */
+static void sched_load_sources(json_t *o, char *out, size_t size)
+{
+	const char *name;
+	json_t *v;
+	size_t used = 0;
+
+	out[0] = '\0';
+	json_object_foreach(o, name, v)
+		if (json_is_string(v) && used < size)
+			used += (size_t)snprintf(out + used, size - used, "%s%s=%s", used ? " " : "",
+						 name, json_string_value(v));
+	if (used >= size)
+		out[0] = '\0';	/* cut short: better none than a wrong one */
+}
+
 static json_t *sched_worker_json(const struct sched_worker *w)
 {
 	json_t *o = json_object(), *att = json_array(), *gpus = json_array();
@@ -190,6 +224,8 @@ static json_t *sched_worker_json(const struct sched_worker *w)
 	}
 	if (w->cluster_id[0])
 		json_object_set_new(o, "slurm_job_id", json_string(w->cluster_id));
+	if (w->sources[0])
+		json_object_set_new(o, "sources", sched_sources_json(w->sources));
 	if (w->running && w->pending && w->wait_why[0])
 		json_object_set_new(o, "waiting", json_string(w->wait_why));
 	if (w->running)
@@ -347,6 +383,7 @@ static void sched_load_worker(struct sched_job *j, struct sched_worker *w, json_
 		snprintf(w->output_id, sizeof(w->output_id), "%s",
 			 json_string_value(json_object_get(o, "output")));
 	sched_load_attempts(w, json_object_get(o, "attempts"));
+	sched_load_sources(json_object_get(o, "sources"), w->sources, sizeof(w->sources));
 	if (json_string_value(json_object_get(o, "slurm_job_id")))
 		snprintf(w->cluster_id, sizeof(w->cluster_id), "%s",
 			 json_string_value(json_object_get(o, "slurm_job_id")));

@@ -64,6 +64,9 @@ state_dir = state
 cache_dir = cache
 timeout = 5
 
+[node]
+cpus = 8
+
 [datastore tag]
 type = git
 url = git://127.0.0.1:$PORT/r.git
@@ -173,15 +176,17 @@ unmount_fg "$M"
 
 # --- a proxiML job's git model; a ref that does not exist is refused at staging
 cat >job.json <<JSON
-{"name": "gitjob", "workers": [{"command": "true"}],
+{"name": "gitjob", "workers": [{"command": "true"}], "resources": {"gpu_count": 0},
  "model": {"type": "git", "path": "http://127.0.0.1:$HPORT/git/r.git#dev"}}
 JSON
 mkdir -p view
-"$MLFS" job -f mlfs.conf job.json "$T_DIR/view" --worker 1 2>view.log &
+"$MLFS" job -f mlfs.conf job.json "$T_DIR/view" --worker 1 --sources sources.txt 2>view.log &
 VIEW_PID=$!
 for _ in $(seq 1 200); do is_mounted "$T_DIR/view" && break; sleep 0.05; done
 same "a job's git model shows at models/ in its view" "$(git_tree dev)" \
 	"$(tree_of "$T_DIR/view/models")"
+same "... and --sources names the commit it resolved" "model:model=$(g rev-parse dev)" \
+	"$(cat sources.txt 2>&1)"
 "$MLFS" umount "$T_DIR/view" 2>/dev/null
 wait "$VIEW_PID"
 VIEW_PID=
@@ -191,4 +196,14 @@ timeout 60 "$MLFS" job -f mlfs.conf nope.json "$T_DIR/view" --worker 1 2>nope.lo
 check "a ref the server does not have fails the view" test "$st" -ne 0
 check "... saying which ref and where" grep -q "r.git has no branch or tag 'nope'" nope.log
 check "... and mounts nothing" bash -c "! grep -q ' $T_DIR/view ' /proc/self/mounts"
+
+# --- the same job through jobs/: status.json records the commit
+mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up for jobs"; t_finish; exit 1; }
+check "cp of the job into jobs/" cp job.json "$M/jobs/"
+JOB_WAIT_TENTHS=600 job_state_in "$M/jobs" gitjob SUCCEEDED FAILED
+same "the job with a git model succeeds" SUCCEEDED "$(cat "$M/jobs/gitjob/state")"
+[ "$(cat "$M/jobs/gitjob/state")" = SUCCEEDED ] || sed 's/^/#   /' "$M/jobs/gitjob/reason"
+same "... and status.json records the commit its ref resolved to" "$(g rev-parse dev)" \
+	"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["workers"][0]["sources"]["model:model"])' "$M/jobs/gitjob/status.json" 2>&1)"
+unmount_fg "$M"
 t_finish
