@@ -39,7 +39,9 @@ struct be_azure_addr {
  * AZURE_STORAGE_CONNECTION_STRING, then AZURE_STORAGE_ACCOUNT with
  * AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, as the Azure CLI reads them.
  * No credentials at all is anonymous access (a public container).
- * Returns 0, -EINVAL for what be_azure validate would reject, -ENOMEM.
+ * Returns 0, -EBADMSG for an account key (of a connection string or
+ * AZURE_STORAGE_KEY) that is not base64, -EINVAL for what else be_azure
+ * validate would reject, -ENOMEM.
  * Free with be_azure_addr_free (which wipes the key).
  */
 int be_azure_addr_init(struct be_azure_addr *a, const struct datastore_config *cfg);

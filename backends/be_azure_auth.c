@@ -139,12 +139,15 @@ static char *be_azure_account_of(const char *endpoint)
 	return strndup(host, (size_t)(dot - host));
 }
 
+/* The secrets of @s into @a: 0, -EBADMSG for an account key that is not base64, -ENOMEM. */
 static int be_azure_secrets(struct be_azure_addr *a, const struct be_azure_src *s)
 {
-	if (s->cs)
-		return be_azure_from_cs(a, s->cs);
-	if (s->key)
-		return be_azure_set_key(a, s->key);
+	int ret;
+
+	if (s->cs || s->key) {
+		ret = s->cs ? be_azure_from_cs(a, s->cs) : be_azure_set_key(a, s->key);
+		return ret == -EINVAL ? -EBADMSG : ret;
+	}
 	if (s->sas && !(a->sas = strdup(s->sas[0] == '?' ? s->sas + 1 : s->sas)))
 		return -ENOMEM;
 	return 0;
@@ -236,15 +239,26 @@ int be_azure_validate(const struct datastore_config *cfg, struct diag *d)
 			 cfg->name, v);
 	if (d->n > before)
 		return -EINVAL;
-	if ((v = config_get(cfg, "key", &kline)) && be_azure_set_key(&a, v) < 0)
+	if ((v = config_get(cfg, "key", &kline)) && be_azure_set_key(&a, v) < 0) {
 		diag_add(d, cfg->file, kline, "[datastore %s] key: not a base64 account key",
 			 cfg->name);
-	else if (be_azure_addr_init(&a, cfg) == -EINVAL)
-		diag_add(d, cfg->file, cfg->line, "[datastore %s]: no account: set account, an "
-			 "endpoint https://ACCOUNT.blob.core.windows.net, a connection_string or "
-			 "AZURE_STORAGE_ACCOUNT", cfg->name);
-	else
-		be_azure_addr_free(&a);
+	} else {
+		struct be_azure_src src;
+		int ret = be_azure_addr_init(&a, cfg);
+
+		be_azure_find_src(cfg, &src);
+		if (ret == -EBADMSG)
+			diag_add(d, cfg->file, cfg->line, "[datastore %s]: the AccountKey of %s is "
+				 "not a base64 account key", cfg->name,
+				 !src.cs ? "AZURE_STORAGE_KEY" : strcmp(src.from, "config") == 0 ?
+				 "connection_string" : "AZURE_STORAGE_CONNECTION_STRING");
+		else if (ret == -EINVAL)
+			diag_add(d, cfg->file, cfg->line, "[datastore %s]: no account: set account, "
+				 "an endpoint https://ACCOUNT.blob.core.windows.net, a "
+				 "connection_string or AZURE_STORAGE_ACCOUNT", cfg->name);
+		else if (ret == 0)
+			be_azure_addr_free(&a);
+	}
 	explicit_bzero(&a, sizeof(a));
 	return d->n > before ? -EINVAL : 0;
 }

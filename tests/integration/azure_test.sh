@@ -7,7 +7,7 @@
 # (EACCES with Azure's words in the log), an https://ACCOUNT.blob.core.
 # windows.net source borrowing a configured datastore's endpoint and key,
 # epochs of a dataset (the second and the next job's ask nothing), a blob
-# replaced behind the mount; writes through datastores/ (Put Blob, a block
+# replaced behind the mount (while open too: ESTALE); writes through datastores/ (Put Blob, a block
 # blob, append, truncate, touch, mkdir, rmdir, mv of a file and a folder,
 # rm, a read-only SAS refused at close), a job's output to an Azure URL
 # uploaded at mlfs umount, mlfs sync killed -9 midway through a 120 MiB
@@ -130,6 +130,28 @@ n=$(ls "$A/sets/many" | wc -l)
 same "a folder of 5,050 blobs lists completely (past one page of 5,000)" 5050 "$n"
 same "... every one of them, by name" "$(ls seed/many | sort | sha256sum)" \
 	"$(ls "$A/sets/many" | sort | sha256sum)"
+
+# --- a blob replaced while open: a read past what was fetched fails ESTALE, never mixes versions
+head -c $((128 << 20)) /dev/urandom >seed/open.bin
+head -c $((128 << 20)) /dev/urandom >seed/open2.bin
+blob put data sets/open.bin seed/open.bin
+got=$(python3 - "$A/sets/open.bin" "$TOP/scripts/azure-blob.js" <<'PY'
+import errno, subprocess, sys
+f = open(sys.argv[1], "rb", buffering=0)
+f.read(1 << 20)
+subprocess.run(["node", sys.argv[2], "put", "data", "sets/open.bin", "seed/open2.bin"], check=True)
+f.seek(100 << 20)	# past the read-ahead (32 MiB at most): fetched now, If-Match the old ETag
+try:
+    f.read(1 << 20)
+    print("read")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+)
+same "a blob replaced while open fails the next fetch with ESTALE (no mix of versions)" ESTALE "$got"
+same "... and the next open reads the new blob" "$(sha seed/open2.bin)" "$(sha "$A/sets/open.bin")"
+blob put data sets/open.bin seed/a.txt
+rm -f seed/open.bin seed/open2.bin
 
 # --- writes: Put Blob, blocks, folders, rename, delete; the client checks each
 W=$A/w

@@ -153,12 +153,27 @@ static void test_azure_sections_are_checked_with_lines(void **state)
 		"https://ACCOUNT.blob.core.windows.net, a connection_string or AZURE_STORAGE_ACCOUNT",
 		NULL
 	};
+	static const char *const want4[] = {
+		"/etc/mlfs.conf:1: [datastore d]: the AccountKey of connection_string is not a "
+		"base64 account key", NULL
+	};
+	static const char *const want5[] = {
+		"/etc/mlfs.conf:1: [datastore d]: the AccountKey of AZURE_STORAGE_KEY is not a "
+		"base64 account key", NULL
+	};
 	static const char *const none[] = { NULL };
 
 	(void)state;
 	clear_env();
 	cfg_check_validate(&be_azure_ops, "[datastore d]\ntype = azure\nkey = " KEY "\n"
 			   "sas = x\nendpoint = ftp://x\n", want);
+	/* a bad key is named as such wherever it came from, never "no account" */
+	cfg_check_validate(&be_azure_ops, "[datastore d]\ntype = azure\ncontainer = c\n"
+			   "connection_string = AccountName=a;AccountKey=not*base64\n", want4);
+	setenv("AZURE_STORAGE_ACCOUNT", "a", 1);
+	setenv("AZURE_STORAGE_KEY", "%%%%", 1);
+	cfg_check_validate(&be_azure_ops, "[datastore d]\ntype = azure\ncontainer = c\n", want5);
+	clear_env();
 	cfg_check_validate(&be_azure_ops, "[datastore d]\ntype = azure\ncontainer = c\n"
 			   "key = not*base64\naccount = a\n", want2);
 	cfg_check_validate(&be_azure_ops, "[datastore d]\ntype = azure\ncontainer = c\n", want3);
