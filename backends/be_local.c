@@ -221,6 +221,7 @@ static const char *const be_local_source_section[] = {
 	[SOURCE_DATASET] = "dataset",
 	[SOURCE_CHECKPOINT] = "checkpoint",
 	[SOURCE_MODEL] = "model",
+	[SOURCE_SOURCE] = "source",
 };
 
 /*

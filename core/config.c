@@ -76,9 +76,7 @@ void config_error(struct config_parser *p, int line, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* An error about @key of the current section: "[section] key: ...". */
-__attribute__((format(printf, 4, 5)))
-static void config_key_error(struct config_parser *p, int line, const char *key,
+void config_key_error(struct config_parser *p, int line, const char *key,
 			     const char *fmt, ...)
 {
 	va_list ap;
@@ -132,8 +130,7 @@ static int config_is_name_char(char c)
 	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
-/* A datastore name: 1 to 64 of [A-Za-z0-9._-], and not "." or "..". */
-static int config_datastore_name_ok(const char *name, size_t len)
+int config_datastore_name_ok(const char *name, size_t len)
 {
 	if (len == 0 || len > CONFIG_NAME_MAX)
 		return 0;
@@ -259,6 +256,7 @@ static const struct config_section_type {
 	{ "dataset", CS_SOURCE, SOURCE_DATASET, 1 },
 	{ "checkpoint", CS_SOURCE, SOURCE_CHECKPOINT, 1 },
 	{ "model", CS_SOURCE, SOURCE_MODEL, 1 },
+	{ "source", CS_SOURCE, SOURCE_SOURCE, 1 },
 	{ "environment", CS_ENVIRONMENT, SOURCE_DATASET, 1 },
 };
 
@@ -266,6 +264,7 @@ const char *const config_source_words[] = {
 	[SOURCE_DATASET] = "dataset",
 	[SOURCE_CHECKPOINT] = "checkpoint",
 	[SOURCE_MODEL] = "model",
+	[SOURCE_SOURCE] = "source",
 };
 
 const char *config_source_word(enum source_kind kind)
@@ -478,7 +477,8 @@ static int config_on_section(struct config_parser *p, int line, const char *text
 	p->label = NULL;
 	if (!t) {
 		config_error(p, line, "unknown section [%s] (use mlfs, node, slurm, "
-			     "containers, datastore, dataset, checkpoint, model or environment)",
+			     "containers, datastore, dataset, checkpoint, model, source or "
+			     "environment)",
 			     text);
 		return 0;
 	}
@@ -500,8 +500,7 @@ static int config_on_section(struct config_parser *p, int line, const char *text
 
 /* ---- keys ---- */
 
-/* Reports an empty value; true when there is one. */
-static int config_empty(struct config_parser *p, int line, const char *key, const char *value)
+int config_empty(struct config_parser *p, int line, const char *key, const char *value)
 {
 	if (*value)
 		return 0;
@@ -592,88 +591,6 @@ static int config_environment_key(struct config_parser *p, int line, const char 
 		return 0;
 	}
 	return config_set(p, line, &config_environment_keys[i], env, value);
-}
-
-/* "scheme://rest": keeps the scheme, lowercased, when a form reads it. */
-static int config_source_url(struct config_parser *p, struct source_config *src, size_t slen)
-{
-	char *scheme = strndup(src->source, slen);
-	char known[160];
-
-	if (!scheme)
-		return -ENOMEM;
-	for (char *c = scheme; *c; c++)
-		*c = (char)tolower((unsigned char)*c);
-	if (!config_form_of_url(p->cfg, src->source, scheme)) {
-		config_known_schemes(p->cfg, known, sizeof(known));
-		config_key_error(p, src->source_line, "source", "unknown URL scheme '%s' "
-				 "(use %s)", scheme, known[0] ? known : "a datastore");
-	} else if (src->source[slen + 3] == '\0') {
-		config_key_error(p, src->source_line, "source", "nothing after '%s://'",
-				 scheme);
-	} else {
-		src->url_scheme = scheme;
-	}
-	if (!src->url_scheme)
-		free(scheme);
-	return 0;
-}
-
-/* "DATASTORE:path", @nlen the length of DATASTORE. */
-static int config_source_store_path(struct config_parser *p, struct source_config *src,
-				    size_t nlen)
-{
-	int ret = path_canon(&src->path, src->source + nlen + 1);
-
-	if (ret == -EINVAL)
-		config_key_error(p, src->source_line, "source",
-				 "'..' is not allowed in '%s'", src->source);
-	else if (ret == -ENAMETOOLONG)
-		config_key_error(p, src->source_line, "source",
-				 "a name in '%s' is longer than 255 bytes", src->source);
-	if (ret)
-		return ret == -ENOMEM ? ret : 0;
-	src->datastore = strndup(src->source, nlen);
-	return src->datastore ? 0 : -ENOMEM;
-}
-
-static int config_source_parse(struct config_parser *p, struct source_config *src)
-{
-	const char *v = src->source;
-	const char *sep = strstr(v, "://");
-	const char *colon = strchr(v, ':');
-
-	if (sep)
-		return config_source_url(p, src, (size_t)(sep - v));
-	if (!colon || !config_datastore_name_ok(v, (size_t)(colon - v))) {
-		config_key_error(p, src->source_line, "source",
-				 "'%s' is neither DATASTORE:/path nor a URL", v);
-		return 0;
-	}
-	return config_source_store_path(p, src, (size_t)(colon - v));
-}
-
-static int config_source_key(struct config_parser *p, int line, const char *key,
-			     const char *value)
-{
-	struct source_config *src = &p->cfg->sources[p->cur];
-
-	if (strcmp(key, "source") != 0) {
-		config_error(p, line, "%s: unknown key '%s'", p->label, key);
-		return 0;
-	}
-	if (src->source_line) {
-		config_key_error(p, line, key, "duplicate key (first at line %d)",
-				 src->source_line);
-		return 0;
-	}
-	if (config_empty(p, line, key, value))
-		return 0;
-	src->source_line = line;
-	src->source = strdup(value);
-	if (!src->source)
-		return -ENOMEM;
-	return config_source_parse(p, src);
 }
 
 static int config_on_key(struct config_parser *p, int line, const char *key,
@@ -909,6 +826,8 @@ void config_free(struct mlfs_config *cfg)
 		free(src->datastore);
 		free(src->path);
 		free(src->url_scheme);
+		free(src->mount_path);
+		free(src->sub_path);
 	}
 	for (size_t i = 0; i < cfg->n_environments; i++) {
 		struct environment_config *e = &cfg->environments[i];

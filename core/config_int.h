@@ -1,6 +1,7 @@
 /*
- * config_int.h - what config.c (reading the file) and config_whole.c (what
- * is checked, and what follows, once the whole file is read) share.
+ * config_int.h - what config.c (reading the file), config_source.c (the keys
+ * of a source section) and config_whole.c (what is checked, and what
+ * follows, once the whole file is read) share.
  */
 #ifndef MLFS_CONFIG_INT_H
 #define MLFS_CONFIG_INT_H
@@ -59,6 +60,22 @@ extern const struct config_key config_mlfs_keys[];
 /* Records "file:line: message" for the end of the parse. */
 void config_error(struct config_parser *p, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* An error about @key of the current section: "[section] key: ...". */
+void config_key_error(struct config_parser *p, int line, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Reports an empty value; true when there is one. */
+int config_empty(struct config_parser *p, int line, const char *key, const char *value);
+
+/* A datastore name: 1 to 64 of [A-Za-z0-9._-], and not "." or "..". */
+int config_datastore_name_ok(const char *name, size_t len);
+
+/* A key of a [dataset], [checkpoint], [model] or [source] section (config_source.c). */
+int config_source_key(struct config_parser *p, int line, const char *key, const char *value);
+
+/* Reads src->source: a URL of a form's scheme, or DATASTORE:/path (config_source.c). */
+int config_source_parse(struct config_parser *p, struct source_config *src);
 
 /* The index of @key in @keys (NULL-terminated), or -1. */
 int config_key_index(const struct config_key *keys, const char *key);

@@ -32,12 +32,27 @@
 static void config_check_source(struct config_parser *p, const struct source_config *src)
 {
 	const char *word = config_source_words[src->kind];
+	char mine[4200], theirs[4200];
 
 	if (!src->source_line)
 		config_error(p, src->line, "[%s %s]: missing key 'source'", word, src->name);
 	else if (src->datastore && !config_find_datastore(p->cfg, src->datastore))
 		config_error(p, src->source_line, "[%s %s] source: no datastore named '%s'",
 			     word, src->name, src->datastore);
+	if (src->kind != SOURCE_SOURCE)
+		return;
+	/* two sources at one place of a container: one would hide the other */
+	config_mount_path(src, mine, sizeof(mine));
+	for (const struct source_config *o = p->cfg->sources; o < src; o++) {
+		if (o->kind != SOURCE_SOURCE)
+			continue;
+		config_mount_path(o, theirs, sizeof(theirs));
+		if (strcmp(mine, theirs) == 0) {
+			config_error(p, src->line, "[source %s]: mount_path %s is [source %s]'s too "
+				     "(line %d)", src->name, mine, o->name, o->line);
+			break;
+		}
+	}
 }
 
 static bool config_same_text(const char *a, const char *b, bool nocase)
@@ -289,4 +304,12 @@ int config_finish(struct mlfs_config *cfg)
 			ds->retries = cfg->retries;
 	}
 	return 0;
+}
+
+void config_mount_path(const struct source_config *src, char *buf, size_t size)
+{
+	if (src->mount_path)
+		snprintf(buf, size, "%s", src->mount_path);
+	else
+		snprintf(buf, size, "/workspace/%s", src->shown);
 }

@@ -365,6 +365,7 @@ enum {
 	FS_V_MOUNT,
 	FS_V_UPLOADS,
 	FS_V_JOBS,
+	FS_V_SOURCES,		/* in the root only when the config has a [source] */
 	FS_V_COUNT
 };
 
@@ -384,7 +385,17 @@ static const struct {
 	[FS_V_MOUNT] = { "mount", FS_V_MLFS, EPERM },
 	[FS_V_UPLOADS] = { "uploads", FS_V_MLFS, EPERM },
 	[FS_V_JOBS] = { "jobs", FS_V_ROOT, EPERM },
+	[FS_V_SOURCES] = { "sources", FS_V_ROOT, EROFS },
 };
+
+/* Whether the config has a [source]: sources/ is shown then. */
+static bool fs_has_sources(const struct mlfs_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_sources; i++)
+		if (cfg->sources[i].kind == SOURCE_SOURCE)
+			return true;
+	return false;
+}
 
 int fs_vdir_add(struct node *dir, struct node *child)
 {
@@ -412,6 +423,8 @@ static int fs_build_vnodes(struct fs *fs)
 		n->name = strdup(fs_vtable[i].name);
 		if (!n->name)
 			return -ENOMEM;
+		if (i == FS_V_SOURCES && !fs_has_sources(fs->cfg))
+			continue;
 		if (fs_vtable[i].parent >= 0 &&
 		    fs_vdir_add(&fs->vnodes[fs_vtable[i].parent], n) < 0)
 			return -ENOMEM;
@@ -482,8 +495,20 @@ int fs_source_view(struct fs *fs, struct view *v, const struct source_config *sr
 
 		if (ret < 0)
 			return ret;
-		return fs_view_init(v, fs->archives[fs->narchives - 1], name, "", true,
-				    &cfg->datastores[b]);
+		return fs_view_init(v, fs->archives[fs->narchives - 1], name,
+				    src->sub_path ? src->sub_path : "", true, &cfg->datastores[b]);
+	}
+	if (src->sub_path) {
+		/* a [source]'s sub_path: that folder of it is what is shown */
+		char *root = NULL;
+		int ret;
+
+		if (asprintf(&root, "%s%s%s", src->path, src->path[0] ? "/" : "",
+			     src->sub_path) < 0)
+			return -ENOMEM;
+		ret = fs_view_init(v, fs->backends[b], name, root, readonly, &cfg->datastores[b]);
+		free(root);
+		return ret;
 	}
 	return fs_view_init(v, fs->backends[b], name, src->path, readonly, &cfg->datastores[b]);
 }
@@ -505,6 +530,7 @@ static int fs_build_views(struct fs *fs)
 		[SOURCE_DATASET] = FS_V_DATASETS,
 		[SOURCE_CHECKPOINT] = FS_V_CHECKPOINTS,
 		[SOURCE_MODEL] = FS_V_MODELS,
+		[SOURCE_SOURCE] = FS_V_SOURCES,
 	};
 	size_t nshown = 0;
 

@@ -58,6 +58,7 @@ enum source_kind {
 	SOURCE_DATASET,
 	SOURCE_CHECKPOINT,
 	SOURCE_MODEL,
+	SOURCE_SOURCE,		/* [source NAME]: Kibernetika's sources, GPULab's storage */
 };
 
 /* [dataset NAME], [checkpoint NAME], [model NAME] */
@@ -74,6 +75,10 @@ struct source_config {
 	char *datastore;	/* NULL for a URL without an implicit datastore */
 	char *path;		/* canonical backend path ("" = root) for DATASTORE:/path */
 	char *url_scheme;	/* a URL's scheme, lowercased, one a form reads; else NULL */
+	/* [source NAME] only: */
+	char *mount_path;	/* where a container sees it: absolute, canonical; NULL: the
+				 * default, /workspace/SHOWN (config_mount_path) */
+	char *sub_path;		/* the folder of the source shown instead of its top; NULL: none */
 };
 
 struct mlfs_config;
@@ -207,8 +212,11 @@ void config_free(struct mlfs_config *cfg);
 int config_add_job_source(struct mlfs_config *cfg, enum source_kind kind, const char *name,
 			  const char *value, const char *file, const char *field, struct diag *d);
 
-/* "dataset", "checkpoint" or "model". */
+/* "dataset", "checkpoint", "model" or "source". */
 const char *config_source_word(enum source_kind kind);
+
+/* Where a container sees [source] @src: its mount_path, else /workspace/SHOWN, into @buf. */
+void config_mount_path(const struct source_config *src, char *buf, size_t size);
 
 /* The index of the source of @kind named @name (as written or as shown), or -1. */
 long config_find_source(const struct mlfs_config *cfg, enum source_kind kind, const char *name);

@@ -47,6 +47,11 @@ source = store:/ckpt/resnet/
 
 [model detector]
 source = other:/code
+
+[source repo]
+source = other:/
+sub_path = code
+mount_path = /workspace/repo
 CONF
 
 mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
@@ -56,7 +61,9 @@ S=$M/datastores/store
 # --- the tree
 dev=$(awk -v m="$M" '$5 == m {print $3}' /proc/self/mountinfo | tail -1)
 same "the mount's readahead window is 1 MiB" 1024 "$(cat "/sys/class/bdi/$dev/read_ahead_kb")"
-same "ls shows the tree" ".mlfs checkpoints datasets datastores jobs models" "$(ls -A "$M" | tr '\n' ' ' | sed 's/ $//')"
+same "ls shows the tree" ".mlfs checkpoints datasets datastores jobs models sources" "$(ls -A "$M" | tr '\n' ' ' | sed 's/ $//')"
+same "a [source] is shown under sources/, at its sub_path" "train.py" "$(ls "$M/sources/repo")"
+fails "... read-only (EROFS)" "Read-only file system" touch "$M/sources/repo/new.py"
 same "a name with spaces is shown with underscores" "PASCAL_VOC" "$(ls "$M/datasets")"
 same "datastores are listed" "other owned store" "$(ls "$M/datastores" | tr '\n' ' ' | sed 's/ $//')"
 same "cat reads a dataset file" "hello voc" "$(cat "$M/datasets/PASCAL_VOC/a.txt")"

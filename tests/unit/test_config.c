@@ -894,11 +894,11 @@ static void test_config_rejects_unknown_and_malformed_sections(void **state)
 	EXPECT_ERRORS("[foo]\nkey = ignored\n[datastorex y]\n[MLFS]\n[mlfs x]\n"
 		      "[datastore]\n[dataset]\n[node\n[slurm] x\n[]\n",
 		      "x.conf:1: unknown section [foo] (use mlfs, node, slurm, containers, "
-		      "datastore, dataset, checkpoint, model or environment)",
+		      "datastore, dataset, checkpoint, model, source or environment)",
 		      "x.conf:3: unknown section [datastorex y] (use mlfs, node, slurm, "
-		      "containers, datastore, dataset, checkpoint, model or environment)",
+		      "containers, datastore, dataset, checkpoint, model, source or environment)",
 		      "x.conf:4: unknown section [MLFS] (use mlfs, node, slurm, containers, "
-		      "datastore, dataset, checkpoint, model or environment)",
+		      "datastore, dataset, checkpoint, model, source or environment)",
 		      "x.conf:5: [mlfs] takes no name: [mlfs]",
 		      "x.conf:6: [datastore] needs a name: [datastore NAME]",
 		      "x.conf:7: [dataset] needs a name: [dataset NAME]",
@@ -1108,6 +1108,40 @@ static void test_config_rejects_bad_sources(void **state)
 		      "DATASTORE:/path nor a URL");
 }
 
+/* [source NAME]: Kibernetika's sources, GPULab's storage: a source, where a container sees it */
+static void test_config_reads_source_sections(void **state)
+{
+	struct mlfs_config *cfg = parse_ok("[datastore d]\ntype = local\n"
+					   "[source code]\nsource = d:/repo\nsub_path = ./src//\n"
+					   "mount_path = /work/./code/\n"
+					   "[source my data]\nsource = d:/data\n");
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(cfg->n_sources, 2);
+	assert_int_equal(cfg->sources[0].kind, SOURCE_SOURCE);
+	assert_string_equal(cfg->sources[0].path, "repo");
+	assert_string_equal(cfg->sources[0].sub_path, "src");
+	config_mount_path(&cfg->sources[0], buf, sizeof(buf));
+	assert_string_equal(buf, "/work/code");
+	config_mount_path(&cfg->sources[1], buf, sizeof(buf));
+	assert_string_equal(buf, "/workspace/my_data");	/* the name as the tree shows it */
+	assert_string_equal(config_source_word(SOURCE_SOURCE), "source");
+	config_free(cfg);
+	EXPECT_ERRORS("[datastore d]\ntype = local\n"
+		      "[source a]\nsource = d:/a\nmount_path = rel\nsub_path = ../up\n"
+		      "[source b]\nsource = d:/b\nmount_path = /\n"
+		      "[source c]\nsource = d:/c\nmount_path = /workspace/a\n"
+		      "[source e]\nmount_path = /e\n"
+		      "[dataset f]\nsource = d:/f\nmount_path = /f\n",
+		      "x.conf:5: [source a] mount_path: 'rel' is not an absolute path",
+		      "x.conf:6: [source a] sub_path: '..' is not allowed in '../up'",
+		      "x.conf:9: [source b] mount_path: '/' is the container's root",
+		      "x.conf:10: [source c]: mount_path /workspace/a is [source a]'s too (line 3)",
+		      "x.conf:13: [source e]: missing key 'source'",
+		      "x.conf:17: [dataset f]: unknown key 'mount_path'");
+}
+
 static void test_config_rejects_colliding_shown_names_naming_both_lines(void **state)
 {
 	(void)state;
@@ -1142,7 +1176,7 @@ static void test_config_ignores_keys_of_a_rejected_section(void **state)
 	(void)state;
 	EXPECT_ERRORS("[bogus]\na = 1\nb =\n[mlfs]\ntimeout = 5\n[mlfs]\nnot_a_key = 1\n",
 		      "x.conf:1: unknown section [bogus] (use mlfs, node, slurm, containers, "
-		      "datastore, dataset, checkpoint, model or environment)",
+		      "datastore, dataset, checkpoint, model, source or environment)",
 		      "x.conf:6: duplicate [mlfs] (first at line 4)");
 }
 
@@ -1396,6 +1430,7 @@ int main(void)
 		cmocka_unit_test(test_config_rejects_bad_datastore_names),
 		cmocka_unit_test(test_config_rejects_bad_source_names),
 		cmocka_unit_test(test_config_rejects_bad_sources),
+		cmocka_unit_test(test_config_reads_source_sections),
 		cmocka_unit_test(test_config_rejects_colliding_shown_names_naming_both_lines),
 		cmocka_unit_test(test_config_reports_every_error_in_line_order),
 		cmocka_unit_test(test_config_ignores_keys_of_a_rejected_section),
