@@ -126,6 +126,8 @@ struct job_ctx {
 	size_t *inputs, n_inputs;
 	size_t *checkpoints, n_checkpoints;
 	long model;
+	size_t *sources, n_sources;	/* the worker's mapped sources (Kibernetika's) */
+	unsigned int worker;		/* from 1 */
 	size_t output;
 	struct backend *store;	/* the store's backend, made when first needed */
 };
@@ -234,6 +236,42 @@ static long job_location(struct job_ctx *c, enum source_kind kind,
 	return src;
 }
 
+/*
+ * The sources worker c->worker maps (spec_worker_mounts): a task's own
+ * added to the config as [source] NAME, a [source] of the config used as it
+ * is; each shown in sources/NAME at the mapping's sub path.
+ */
+static int job_sources(struct job_ctx *c, const struct spec *s)
+{
+	struct spec_mount *m;
+	size_t n = 0, bad = 0;
+	char field[128];
+	int ret = spec_worker_mounts(s, c->worker - 1, c->cfg, &m, &n, &bad);
+
+	if (ret == -ENOENT)
+		diag_add(&c->d, c->spec_file, 0, "volumes[%zu]: no source named \"%s\"", bad,
+			 s->workers[c->worker - 1].volumes[bad].name);
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		long src = m[i].cfg_src;
+		char *sub;
+
+		snprintf(field, sizeof(field), "sources.%s", m[i].name);
+		if (m[i].task)
+			src = job_add(c, SOURCE_SOURCE, m[i].name, m[i].task->source, field);
+		if (src < 0)
+			continue;	/* job_add said why */
+		sub = m[i].sub_path[0] ? strdup(m[i].sub_path) : NULL;
+		if (m[i].sub_path[0] && !sub)
+			ret = -ENOMEM;
+		free(c->cfg->sources[src].sub_path);
+		c->cfg->sources[src].sub_path = sub;
+		if (ret == 0)
+			ret = job_push(&c->sources, &c->n_sources, src);
+	}
+	free(m);
+	return ret == -ENOENT ? 0 : ret;
+}
+
 static int job_resolve(struct job_ctx *c, const struct spec *s, const char *output_files)
 {
 	const struct spec_data *data = &s->data;
@@ -260,6 +298,8 @@ static int job_resolve(struct job_ctx *c, const struct spec *s, const char *outp
 	}
 	if (data->model.type)
 		c->model = job_location(c, SOURCE_MODEL, &data->model, "model", "model.path");
+	if (job_sources(c, s) < 0)
+		return -ENOMEM;
 	src = job_add(c, SOURCE_DATASET, "job output", output_files, "data.output");
 	c->output = src >= 0 ? (size_t)src : 0;
 	if (c->d.n)
@@ -382,7 +422,8 @@ static int job_view(struct fs **fs, struct job_ctx *c, struct mlfs_config *cfg,
 	}
 	struct fs_job_layout l = { .inputs = c->inputs, .n_inputs = c->n_inputs,
 		.checkpoints = c->checkpoints, .n_checkpoints = c->n_checkpoints,
-		.model = c->model, .output = c->output, .mount_info = info,
+		.model = c->model, .sources = c->sources, .n_sources = c->n_sources,
+		.output = c->output, .mount_info = info,
 		.uid = opts->owned ? opts->uid : getuid(),
 		.gid = opts->owned ? opts->gid : getgid() };
 
@@ -479,6 +520,7 @@ int cmd_job(int argc, char **argv)
 	files = output_files(o);
 	info = job_mount_info(cfg, o, a.spec);
 	c.cfg = cfg;
+	c.worker = opts.worker;
 	c.spec_file = a.spec;
 	if (job_view(&fs, &c, cfg, s, &a, &opts, files, info) < 0)
 		goto out_unstage;
@@ -497,6 +539,7 @@ out:
 	diag_free(&c.d);
 	free(c.inputs);
 	free(c.checkpoints);
+	free(c.sources);
 	backend_destroy(c.store);
 	output_free(o);
 	fs_destroy(fs);

@@ -178,12 +178,14 @@ struct fs_job_layout {
 	const size_t *checkpoints;	/* shown in checkpoint/ */
 	size_t n_checkpoints;
 	long model;			/* shown as models/; < 0: an empty folder */
+	const size_t *sources;		/* shown in sources/ (Kibernetika's), each by its name */
+	size_t n_sources;
 	size_t output;			/* the staging folder, shown read-write as output/ */
 	const char *mount_info;		/* content of .mlfs/mount (copied) */
 	uid_t uid;			/* the worker's user: owns the view's own folders, */
 	gid_t gid;			/* which no one else may enter (0700) */
 };
-/* input/, checkpoint/, models/, output/, .mlfs/{stats,mount} for @cfg and @l. */
+/* input/, checkpoint/, models/, sources/ (when any), output/, .mlfs/{stats,mount} for @cfg and @l. */
 int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l);
 /*
  * Reads every file of view @view (from 0, in layout order: inputs first)

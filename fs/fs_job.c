@@ -4,6 +4,8 @@
  *   input/        one dataset directly, several as folders named after them
  *   checkpoint/   the same rule for checkpoints
  *   models/       the model code, or an empty folder
+ *   sources/      the sources the worker maps (Kibernetika's), each by name;
+ *                 only when it maps any
  *   output/       read-write: the staging folder of the worker's output
  *   .mlfs/stats   the counters of every backend, as in the gateway
  *   .mlfs/mount   what `mlfs umount` needs to find the output (key=value lines)
@@ -31,6 +33,7 @@ enum {
 	FSJ_INPUT,
 	FSJ_CHECKPOINT,
 	FSJ_MODELS,
+	FSJ_SOURCES,
 	FSJ_MLFS,
 	FSJ_STATS,
 	FSJ_MOUNT,
@@ -46,6 +49,7 @@ static const struct {
 	[FSJ_INPUT] = { "input", FSJ_ROOT },
 	[FSJ_CHECKPOINT] = { "checkpoint", FSJ_ROOT },
 	[FSJ_MODELS] = { "models", FSJ_ROOT },
+	[FSJ_SOURCES] = { "sources", FSJ_ROOT },
 	[FSJ_MLFS] = { ".mlfs", FSJ_ROOT },
 	[FSJ_STATS] = { "stats", FSJ_MLFS },
 	[FSJ_MOUNT] = { "mount", FSJ_MLFS },
@@ -194,11 +198,12 @@ int fs_job_fetch_view(struct fs *fs, size_t view)
 
 int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l)
 {
-	size_t nviews = l->n_inputs + l->n_checkpoints + (l->model >= 0) + 1;
+	size_t nviews = l->n_inputs + l->n_checkpoints + (l->model >= 0) + l->n_sources + 1;
 	bool replaced[FSJ_COUNT] = {
 		[FSJ_INPUT] = l->n_inputs == 1,
 		[FSJ_CHECKPOINT] = l->n_checkpoints == 1,
 		[FSJ_MODELS] = l->model >= 0,
+		[FSJ_SOURCES] = l->n_sources == 0,	/* none: no folder at all */
 	};
 	struct fs_job_builder b = { 0 };
 	int ret = fs_alloc(&b.fs, cfg, FSJ_COUNT + nviews, nviews);
@@ -215,6 +220,8 @@ int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_
 		ret = fs_job_show_all(&b, l->checkpoints, l->n_checkpoints, FSJ_CHECKPOINT);
 	if (ret == 0 && l->model >= 0)
 		ret = fs_job_show(&b, (size_t)l->model, FSJ_MODELS, true, true);
+	for (size_t i = 0; ret == 0 && i < l->n_sources; i++)
+		ret = fs_job_show(&b, l->sources[i], FSJ_SOURCES, false, true);
 	if (ret == 0) {
 		/* output/ sits beside the others in the root, named "output". */
 		struct view *v = &b.fs->views[b.view];

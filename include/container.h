@@ -158,6 +158,9 @@ struct container_run {
 	gid_t gid;
 	const char *workdir;		/* inside; NULL: the image's */
 	const char *ml_dir;		/* the host folder bound at /opt/ml; NULL: none */
+	/* More binds, read-only: host folder binds[i][0] at binds[i][1] inside (sources). */
+	const char *const (*binds)[2];
+	size_t n_binds;
 	const char *env_file;		/* the worker's variables, podman's --env-file format;
 					 * NULL: none (the Slurm script adds its own) */
 	uint64_t memory;		/* bytes; 0: none */

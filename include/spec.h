@@ -71,6 +71,25 @@ struct spec_image {
 	long shm_mb;			/* /dev/shm size, OpenPAI shmMB; 0: the runtime's default */
 };
 
+/* A source a Kibernetika task declares (its `sources:`), with a [source] section's fields. */
+struct spec_source {
+	char *name;
+	char *source;			/* as [source] `source` */
+	char *mount_path;		/* NULL: /workspace/NAME */
+	char *sub_path;			/* NULL: the source's top */
+};
+
+/*
+ * One source a worker maps (Kibernetika `volumes`, or every source with
+ * `default_volume_mapping`): by name, a [source] of the config or the
+ * task's own, with its sub_path and mount_path when they differ.
+ */
+struct spec_volume {
+	char *name;
+	char *sub_path;			/* NULL: the source's own */
+	char *mount_path;		/* NULL: the source's own */
+};
+
 struct spec_worker {
 	char *command;			/* run by /bin/sh -c; "" = the image's own (GPULab) */
 	struct spec_image image;
@@ -81,7 +100,11 @@ struct spec_worker {
 	unsigned int role_index;	/* index within its role, from 0 */
 	struct spec_port *ports;
 	size_t n_ports;
-	char *work_dir;			/* Kibernetika workDir; NULL: the default */
+	char *work_dir;			/* Kibernetika workDir, $VARs unresolved; NULL: the default */
+	struct spec_volume *volumes;	/* Kibernetika volumes */
+	size_t n_volumes;
+	bool all_sources;		/* default_volume_mapping: every source, besides volumes */
+	char *default_mount_path;	/* a prefix of every mapped source's mount path; NULL: none */
 };
 
 /*
@@ -162,6 +185,8 @@ struct spec {
 	struct spec_data data;		/* empty for formats without data sections */
 	struct spec_base_env base_env;	/* native only */
 	struct spec_packages packages;	/* native only */
+	struct spec_source *sources;	/* Kibernetika's task sources */
+	size_t n_sources;
 };
 
 /*
@@ -235,6 +260,41 @@ struct spec_output_kind {
 	bool makes_folder;	/* local: the folder is made before the upload */
 	bool kept;		/* none: the staged files stay where they are, for the user */
 };
+
+/*
+ * One source a worker sees (spec_sources.c): a task's own (@task) or a
+ * [source] of the config (@cfg_src), at sources/@name in its view, with
+ * @sub_path ("" for the source's top) and, in a container, at @mount_path;
+ * @var is the variable naming where it is (Kibernetika's <NAME>_DIR).
+ */
+struct spec_mount {
+	char name[80];
+	const struct spec_source *task;
+	long cfg_src;			/* index into cfg->sources, or -1 */
+	char sub_path[2048];
+	char mount_path[2048];
+	char var[96];
+};
+
+/*
+ * The sources worker @w (from 0) of @s maps, given @cfg's [source]
+ * sections (NULL: none): every one with default_volume_mapping (the task's
+ * own before the config's of the same name), then its volumes (one naming
+ * a source already mapped replaces that mapping).  0 and *@out (malloc'd)
+ * and *@n; -ENOENT with *@bad_volume when a volume names no source (*@out
+ * holds the ones before); -ENOMEM.
+ */
+int spec_worker_mounts(const struct spec *s, size_t w, const struct mlfs_config *cfg,
+		       struct spec_mount **out, size_t *n, size_t *bad_volume);
+
+/*
+ * @dir (a workDir) with each $VAR and ${VAR} naming one of @m's variables
+ * replaced by where the worker finds that source: @base/sources/NAME (its
+ * view at @base), or with @base NULL its mount path (in a container).  0,
+ * -ENOENT with the unknown variable's name in @unknown, -ENAMETOOLONG.
+ */
+int spec_resolve_dir(const char *dir, const struct spec_mount *m, size_t n, const char *base,
+		     char *out, size_t size, char *unknown, size_t unknown_size);
 
 /* The kind named @type, or NULL when it is none mlfs knows. */
 const struct spec_output_kind *spec_output_kind(const char *type);

@@ -508,6 +508,8 @@ int container_argv(const struct container_run *r, const char *cgroup_parent, cha
 		container_arg(&a, "--shm-size=%ldm", r->shm_mb);
 	if (r->ml_dir)
 		container_arg(&a, "--volume=%s:/opt/ml", r->ml_dir);
+	for (size_t i = 0; i < r->n_binds; i++)
+		container_arg(&a, "--volume=%s:%s:ro", r->binds[i][0], r->binds[i][1]);
 	if (r->workdir)
 		container_arg(&a, "--workdir=%s", r->workdir);
 	container_gpu_args(&a, r);

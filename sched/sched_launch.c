@@ -191,6 +191,12 @@ struct sched_launch {
 	char view[4096], spec[4200], phase[4096], uplog[4096], wnum[16], owner[32], jdir[4096];
 	char sources[4200];
 	char *view_argv[16], *unview_argv[4];
+	/* the sources it maps (Kibernetika's): spec_worker_mounts, and their container binds */
+	struct spec_mount *mounts;
+	size_t n_mounts;
+	const char *(*binds)[2];
+	char (*bind_host)[4200];
+	char workdir[4096];		/* its workDir with $<NAME>_DIR resolved */
 	/* its container, when it has an image and the node runs them */
 	struct container_run crun;
 	int gpu_minor[SCHED_MAX_GPUS];	/* crun's GPUs: the device minors of w->gpus */
@@ -205,13 +211,97 @@ struct sched_launch {
 	struct sched_launch *next;
 };
 
+/* Whether a worker of @j maps a source (Kibernetika's sources: spec_worker_mounts). */
+static bool sched_maps_sources(const struct sched *s, const struct sched_job *j)
+{
+	bool any = false;
+
+	for (size_t w = 0; !any && w < j->spec->n_workers; w++) {
+		struct spec_mount *m;
+		size_t n, bad;
+
+		if (spec_worker_mounts(j->spec, w, s->cfg, &m, &n, &bad) == 0)
+			any = n > 0;
+		free(m);
+	}
+	return any;
+}
+
 /* Whether @j's workers get a view: the spec names data, and this mlfs can mount one. */
 bool sched_has_view(const struct sched *s, const struct sched_job *j)
 {
 	const struct spec_data *d = &j->spec->data;
 
 	return s->mlfs_bin && (d->output.type || d->input.type || d->model.type ||
-			       d->n_datasets || d->n_checkpoints);
+			       d->n_datasets || d->n_checkpoints || sched_maps_sources(s, j));
+}
+
+/*
+ * The sources worker @l maps: each one's <NAME>_DIR in its variables,
+ * where the worker finds it (@container: its mount path; else @ml's
+ * sources/NAME).  Before the variables are handed out.
+ */
+static void sched_sources_env(struct sched *s, struct sched_launch *l, bool container,
+			      const char *ml)
+{
+	size_t bad = 0;
+
+	/* a volume naming no source was refused at submit (spec_check_data) */
+	if (spec_worker_mounts(l->j->spec, l->w->n - 1, s->cfg, &l->mounts, &l->n_mounts,
+			       &bad) < 0)
+		l->n_mounts = 0;
+	for (size_t i = 0; i < l->n_mounts; i++) {
+		if (container)
+			sched_env_set(&l->env, l->mounts[i].var, l->mounts[i].mount_path);
+		else
+			sched_env_setf(&l->env, l->mounts[i].var, "%s/sources/%s", ml,
+				       l->mounts[i].name);
+	}
+}
+
+/*
+ * Its workDir with $<NAME>_DIR resolved (one naming no source was refused
+ * at submit: then the default folder), and its container's binds of the
+ * sources (none on ENOMEM: the variables then name folders not there).
+ */
+static void sched_sources_finish(struct sched_launch *l, bool container, const char *ml)
+{
+	const char *dir = l->j->spec->workers[l->w->n - 1].work_dir;
+	char unknown[96];
+
+	if (dir && strchr(dir, '$')) {
+		if (spec_resolve_dir(dir, l->mounts, l->n_mounts, container ? NULL : ml, l->workdir,
+				     sizeof(l->workdir), unknown, sizeof(unknown)) == 0) {
+			l->st.dir = l->workdir;
+			l->crun.workdir = l->workdir;
+		} else {
+			l->st.dir = l->models;
+			l->crun.workdir = "/opt/ml/models";
+		}
+	}
+	if (!container || !l->n_mounts)
+		return;
+	l->binds = calloc(l->n_mounts, sizeof(*l->binds));
+	l->bind_host = calloc(l->n_mounts, sizeof(*l->bind_host));
+	if (!l->binds || !l->bind_host)
+		return;
+	for (size_t i = 0; i < l->n_mounts; i++) {
+		snprintf(l->bind_host[i], sizeof(l->bind_host[i]), "%s/sources/%s", l->view,
+			 l->mounts[i].name);
+		l->binds[i][0] = l->bind_host[i];
+		l->binds[i][1] = l->mounts[i].mount_path;
+	}
+	l->crun.binds = (const char *const (*)[2])l->binds;
+	l->crun.n_binds = l->n_mounts;
+}
+
+static void sched_launch_free(struct sched_launch *l)
+{
+	sched_env_free(&l->env);
+	free(l->mounts);
+	free(l->binds);
+	free(l->bind_host);
+	free(l);
 }
 
 /*
@@ -464,6 +554,7 @@ int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_work
 		snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
 		snprintf(l->models, sizeof(l->models), "/opt/ml/models");
 		sched_env_build(&l->env, j, w, "/opt/ml");
+		sched_sources_env(s, l, true, "/opt/ml");
 	} else if (sched_has_view(s, j)) {
 		/* In its mount namespace the worker sees its view at /opt/ml; else where it is. */
 		bool at_opt = geteuid() == 0 || sched_cluster(s);
@@ -471,6 +562,7 @@ int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_work
 		snprintf(l->view, sizeof(l->view), "%s/workers/%u/view", j->dir, w->n);
 		snprintf(l->models, sizeof(l->models), "%s/models", at_opt ? "/opt/ml" : l->view);
 		sched_env_build(&l->env, j, w, at_opt ? "/opt/ml" : l->view);
+		sched_sources_env(s, l, false, at_opt ? "/opt/ml" : l->view);
 	} else {
 		sched_env_build(&l->env, j, w, l->ml);
 	}
@@ -487,6 +579,7 @@ int sched_launch_prepare(struct sched *s, struct sched_job *j, struct sched_work
 		sched_view_prepare(s, l);
 	if (container)
 		sched_container_prepare(s, l, sched_has_view(s, j) ? l->view : l->ml);
+	sched_sources_finish(l, container, geteuid() == 0 || sched_cluster(s) ? "/opt/ml" : l->view);
 	snprintf(l->jdir, sizeof(l->jdir), "%s", j->dir);
 	l->st.spec = j->spec;
 	l->st.spec_file = j->file ? j->file : j->name;
@@ -824,7 +917,6 @@ void sched_run_launch(struct sched *s, struct sched_launch *list)
 		struct sched_launch *l = list;
 
 		list = l->next;
-		sched_env_free(&l->env);
-		free(l);
+		sched_launch_free(l);
 	}
 }

@@ -747,6 +747,13 @@ static void spec_worker_free(struct spec_worker *w)
 	free(w->ports);
 	free(w->work_dir);
 	spec_image_free(&w->image);
+	for (size_t i = 0; i < w->n_volumes; i++) {
+		free(w->volumes[i].name);
+		free(w->volumes[i].sub_path);
+		free(w->volumes[i].mount_path);
+	}
+	free(w->volumes);
+	free(w->default_mount_path);
 }
 
 static void spec_names_free(char **names, size_t n)
@@ -806,6 +813,13 @@ void spec_free(struct spec *s)
 	spec_data_free(&s->data);
 	spec_base_env_free(&s->base_env);
 	spec_packages_free(&s->packages);
+	for (size_t i = 0; i < s->n_sources; i++) {
+		free(s->sources[i].name);
+		free(s->sources[i].source);
+		free(s->sources[i].mount_path);
+		free(s->sources[i].sub_path);
+	}
+	free(s->sources);
 	free(s);
 }
 

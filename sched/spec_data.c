@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -92,6 +93,49 @@ const struct spec_output_kind *spec_output_kind(const char *type)
 	return NULL;
 }
 
+/*
+ * Kibernetika's sources: each volume names a source (the task's or a
+ * [source] of the config), a workDir's $VAR one the resource maps, a
+ * task source's NAME:/path a datastore.
+ */
+static void spec_data_sources(struct spec_data_ctx *c, const struct spec *s)
+{
+	char field[128], unknown[96], dir[4096];
+
+	for (size_t r = 0; r < s->n_roles; r++) {
+		const struct spec_worker *w = &s->workers[s->roles[r].first];
+		struct spec_mount *m;
+		size_t n, bad = 0;
+		int ret = spec_worker_mounts(s, s->roles[r].first, c->cfg, &m, &n, &bad);
+
+		if (ret == -ENOENT) {
+			snprintf(field, sizeof(field), "resources[%zu].volumes[%zu].name", r, bad);
+			spec_data_error(c, field, "no source named \"%s\": neither the task's sources "
+					"nor a [source] of %s", w->volumes[bad].name, c->cfg->file);
+		} else if (ret == 0 && w->work_dir && strchr(w->work_dir, '$') &&
+			   spec_resolve_dir(w->work_dir, m, n, "/opt/ml", dir, sizeof(dir), unknown,
+					    sizeof(unknown)) == -ENOENT) {
+			snprintf(field, sizeof(field), "resources[%zu].workDir", r);
+			spec_data_error(c, field, "$%s names no source this resource maps (map them "
+					"with default_volume_mapping: true, or one by volumes)", unknown);
+		}
+		free(m);
+	}
+	for (size_t i = 0; i < s->n_sources; i++) {
+		const char *src = s->sources[i].source, *colon = strchr(src, ':');
+		char name[256];
+
+		if (strstr(src, "://") || !colon)
+			continue;	/* a URL, or no datastore: the view's config load says */
+		snprintf(name, sizeof(name), "%.*s", (int)(colon - src), src);
+		if (!config_find_datastore(c->cfg, name) ||
+		    config_find_datastore(c->cfg, name)->implicit) {
+			snprintf(field, sizeof(field), "sources[%zu].source", i);
+			spec_data_error(c, field, "no datastore named \"%s\" in %s", name, c->cfg->file);
+		}
+	}
+}
+
 int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const char *file,
 		    const char *text, size_t len, struct diag *d)
 {
@@ -116,6 +160,7 @@ int spec_check_data(const struct spec *s, const struct mlfs_config *cfg, const c
 	spec_data_store(&c, &data->model, "model.path");
 	spec_data_store(&c, &data->input, "data.input.path");
 	spec_data_store(&c, &data->output, "data.output.path");
+	spec_data_sources(&c, s);
 	if (out && out->registered && !cfg->store)
 		spec_data_error(&c, "data.output.type", "a %s output is kept in the datastore "
 				"[mlfs] store names, and %s sets none", data->output.type, cfg->file);

@@ -136,6 +136,15 @@ void spec_image_free(struct spec_image *img);
 /* Copies @from into @to (each worker of a role owns its copy). 0 or -1 (ENOMEM, recorded). */
 int spec_copy_image(struct spec_ctx *c, struct spec_image *to, const struct spec_image *from);
 
+/* Kibernetika's task `sources:` into c->s->sources (spec_sources.c). */
+void spec_kb_task_sources(struct spec_ctx *c, json_t *root);
+
+/* A resource's default_volume_mapping, default_mount_path and volumes into @w. */
+void spec_kb_res_volumes(struct spec_ctx *c, json_t *o, const char *at, struct spec_worker *w);
+
+/* Copies @from's volumes and mapping into @to (a replica's own). 0 or -1 (ENOMEM). */
+int spec_volumes_copy(struct spec_worker *to, const struct spec_worker *from);
+
 /* @s for a message: control characters as '?', cut to about 60 bytes. */
 #define SPEC_SHOW_MAX 72
 const char *spec_show(char *buf, const char *s);

@@ -51,11 +51,12 @@
  *   time to wait for a compute resource") is wait_timeout in seconds.
  * - images: a resource asking for GPUs runs in images.gpu, the others in
  *   images.cpu (either one alone serves both).
- * - Listed as ignored, the job still runs: volumes,
- *   default_volume_mapping, default_mount_path and a workDir naming a
- *   variable ($SRC_DIR: a source's folder, <SOURCE>_DIR) until sources map
- *   onto the worker's view (the worker then runs in its default folder), a
- *   command holding an unfilled template placeholder ({{ .x }}: the simple
+ * - Sources (spec_sources.c): the task's `sources:` and the config's
+ *   [source] sections; a resource maps every one with
+ *   default_volume_mapping (under default_mount_path) and the ones its
+ *   volumes name; each shows in the worker's view at sources/NAME, its
+ *   <NAME>_DIR names where, and workDir may name one ($SRC_DIR).
+ * - Listed as ignored, the job still runs: a command holding an unfilled template placeholder ({{ .x }}: the simple
  *   form's values are not filled; run as written), nodes, is_permanent,
  *   autoscale, labels, env valueFromSecret, a task type other than general,
  *   and every unknown field.
@@ -96,6 +97,7 @@ struct spec_kb_res {
 	struct spec_resources res;
 	bool port;
 	struct spec_image image;	/* images.gpu for a resource with GPUs, else images.cpu */
+	struct spec_worker vol;		/* only its volumes, all_sources, default_mount_path */
 };
 
 struct spec_kb {
@@ -444,11 +446,9 @@ static void spec_kb_res_work_dir(struct spec_kb *k, struct spec_kb_res *r, json_
 	spec_path(path, at, "workDir");
 	if (spec_blank(dir))
 		spec_error(k->c, path, "must not be empty; leave it out for the default folder");
-	else if (strchr(dir, '$'))
-		spec_ignore(k->c, "%s: \"%s\" names a source's folder (<SOURCE>_DIR), which mlfs does not provide yet; the worker runs in its default folder",
-			    path, spec_show(shown, dir));
 	else
-		r->work_dir = dir;
+		r->work_dir = dir;	/* $SRC_DIR and the like: resolved at launch (spec_sources.c) */
+	(void)shown;
 }
 
 static bool spec_kb_var_name_ok(const char *name)
@@ -593,9 +593,6 @@ static void spec_kb_res_ignored(struct spec_kb *k, struct spec_kb_res *r, json_t
 				const char *at)
 {
 	static const struct { const char *key, *why; } fields[] = {
-		{ "volumes", "sources are not mapped onto the worker's view yet" },
-		{ "default_volume_mapping", "sources are not mapped onto the worker's view yet" },
-		{ "default_mount_path", "sources are not mapped onto the worker's view yet" },
 		{ "nodes", "node labels do not apply: workers run on this node" },
 		{ "is_permanent", "the job ends when every worker has exited" },
 		{ "autoscale", "replicas are fixed" },
@@ -611,12 +608,17 @@ static void spec_kb_res_ignored(struct spec_kb *k, struct spec_kb_res *r, json_t
 	}
 }
 
+static void spec_kb_res_vols(struct spec_kb *k, struct spec_kb_res *r, json_t *o, const char *at)
+{
+	spec_kb_res_volumes(k->c, o, at, &r->vol);
+}
+
 typedef void spec_kb_field_fn(struct spec_kb *k, struct spec_kb_res *r, json_t *o, const char *at);
 
 static spec_kb_field_fn *const spec_kb_res_fields[] = {
 	spec_kb_res_name, spec_kb_res_replicas, spec_kb_res_command, spec_kb_res_work_dir,
 	spec_kb_res_env, spec_kb_res_resources, spec_kb_res_restart, spec_kb_res_port,
-	spec_kb_res_images, spec_kb_res_ignored,
+	spec_kb_res_images, spec_kb_res_vols, spec_kb_res_ignored,
 };
 
 static void spec_kb_resource(struct spec_kb *k, size_t i, json_t *o)
@@ -674,7 +676,7 @@ static void spec_kb_resources(struct spec_kb *k, json_t *root)
 static void spec_kb_task(struct spec_kb *k, json_t *root)
 {
 	static const char *const known[] = {
-		"name", "resources", "type", "timeoutMinutes", "version", NULL,
+		"name", "resources", "type", "timeoutMinutes", "version", "sources", NULL,
 	};
 	char shown[SPEC_SHOW_MAX];
 	const char *type;
@@ -725,7 +727,7 @@ static int spec_kb_worker(struct spec_kb *k, const struct spec_kb_res *r, unsign
 	w->work_dir = r->work_dir ? strdup(r->work_dir) : NULL;
 	w->env = calloc(r->n_env + 2, sizeof(*w->env));
 	if (!w->command || !w->role || (r->work_dir && !w->work_dir) || !w->env ||
-	    spec_copy_image(k->c, &w->image, &r->image) < 0)
+	    spec_copy_image(k->c, &w->image, &r->image) < 0 || spec_volumes_copy(w, &r->vol) < 0)
 		return -1;
 	for (size_t i = 0; i < r->n_env; i++)
 		bad |= spec_kb_env_add(w->env, &w->n_env, r->env[i].name, r->env[i].value);
@@ -777,6 +779,13 @@ static void spec_kb_free(struct spec_kb *k)
 		}
 		free(k->res[i].env);
 		spec_image_free(&k->res[i].image);
+		for (size_t j = 0; j < k->res[i].vol.n_volumes; j++) {
+			free(k->res[i].vol.volumes[j].name);
+			free(k->res[i].vol.volumes[j].sub_path);
+			free(k->res[i].vol.volumes[j].mount_path);
+		}
+		free(k->res[i].vol.volumes);
+		free(k->res[i].vol.default_mount_path);
 	}
 	free(k->res);
 }
@@ -791,6 +800,7 @@ static void spec_kibernetika_parse(struct spec_ctx *c, json_t *root)
 	c->s->wait_timeout = -1;
 	c->s->run_timeout = -1;
 	spec_kb_task(&k, root);
+	spec_kb_task_sources(c, root);
 	spec_kb_resources(&k, root);
 	if (!k.name_bad)
 		spec_set_name(c, k.name, "name");

@@ -4,7 +4,8 @@
 # docker-registry) serving images made here from Debian's static busybox
 # (scripts/make-images.sh): each format's example spec with its image
 # pointed at that registry runs in it (a marker only the image holds, the
-# writer's uid, its view at /opt/ml, its output uploaded, its variables);
+# writer's uid, its view at /opt/ml, its output uploaded, its variables;
+# a Kibernetika source bound read-only at its mount_path, its workDir);
 # GPULab's empty command runs the image's own; a bad image name is EINVAL
 # at close; a missing image and a registry that is down end FAILED with
 # the registry's words; two jobs of one new image pull each blob once;
@@ -77,6 +78,9 @@ type = local
 root = $T_DIR/data
 [dataset digits]
 source = d:/digits
+[source code]
+source = d:/digits
+mount_path = /code
 CONF
 M=$T_DIR/mnt
 J=$M/jobs
@@ -220,6 +224,24 @@ YAML
 check "a Kibernetika task with images is accepted" cp kb.yaml "$J/"
 check "it succeeds" wait_state kb SUCCEEDED
 check "both replicas ran in the cpu image" sh -c "[ \$(grep -c 'mlfs-test-image busybox 1' '$J/kb/log') = 2 ]"
+
+# --- Kibernetika's sources in a container: bound at their mount_path, workDir $CODE_DIR
+cat >kbsrc.yaml <<YAML
+name: kbsrc
+resources:
+- name: worker
+  restartPolicy: Never
+  images:
+    cpu: $BB1
+  default_volume_mapping: true
+  workDir: \$CODE_DIR
+  command: echo "pwd=\$(pwd) CODE_DIR=\$CODE_DIR"; cat 7.txt; touch /code/x 2>/dev/null || echo read-only
+YAML
+check "a Kibernetika task mapping a source in its image is accepted" cp kbsrc.yaml "$J/"
+check "it succeeds" wait_state kbsrc SUCCEEDED
+check "... in the source's mount_path, which CODE_DIR names" log_has kbsrc "pwd=/code CODE_DIR=/code"
+check "... reading the source there" log_has kbsrc "^\[1\] seven$"
+check "... read-only" log_has kbsrc "read-only"
 
 # --- a registry that wants a login: GPULab's USER:PASSWORD@ form, OpenPAI's authFile
 cat >glpriv.json <<JSON

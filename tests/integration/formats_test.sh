@@ -4,7 +4,10 @@
 # PAI_* variables, ports, gang start, minFailed/minSucceededTaskCount),
 # GPULab (HelloWorld as printed, GPULAB_* variables), Kibernetika (YAML,
 # REPLICA_INDEX and <RESOURCE>_NODES, the documented template whose command
-# fails ends FAILED), a job whose every task failed, and mlfs check on each.
+# fails ends FAILED, sources: a [source] and a task's own mapped by
+# default_volume_mapping and volumes, workDir $SRC_DIR, <NAME>_DIR, and the
+# refusals of a volume naming no source and of a workDir naming an unmapped
+# one), a job whose every task failed, and mlfs check on each.
 # Usage: formats_test.sh MLFS
 set -u
 MLFS=$1
@@ -12,7 +15,8 @@ SEEDS=$(dirname "$(readlink -f "$0")")/../../../shared/seeds	# beside the checko
 . "$(dirname "$0")/lib.sh"
 t_setup
 cd "$T_DIR" || exit 1
-mkdir -p data mnt
+mkdir -p data/src/code mnt
+echo "print('src')" >data/src/code/train.py
 cat >jobs.conf <<CONF
 [mlfs]
 state_dir = $T_DIR/state
@@ -30,6 +34,10 @@ fallback = host
 [datastore d]
 type = local
 root = $T_DIR/data
+# a project's source, as Kibernetika's SOURCES tab declares one
+[source src]
+source = d:/src
+mount_path = /workspace/src
 CONF
 M=$T_DIR/mnt
 J=$M/jobs
@@ -276,6 +284,44 @@ reason=$(cat "$J/example/reason")
 check "... the reason names the failed replica: $reason" grep -qE \
 	'^resource worker: worker 1 exited [0-9]+ after 1 attempt\(s\); a task fails at its first failed replica' \
 	"$J/example/reason"
+
+# --- Kibernetika's sources: the config's [source src] and the task's own, mapped by
+# default_volume_mapping and volumes; workDir $SRC_DIR, <NAME>_DIR
+cat >kbsrc.yaml <<'SPEC'
+name: kbsrc
+sources:
+- name: extra
+  source: d:/src/code
+resources:
+- name: worker
+  workDir: $SRC_DIR
+  command: echo "pwd=$(pwd) SRC_DIR=$SRC_DIR EXTRA_DIR=$EXTRA_DIR"; ls; ls "$EXTRA_DIR"
+  default_volume_mapping: true
+  volumes:
+  - name: src
+    subPath: code
+    mountPath: /data
+  replicas: 1
+  restartPolicy: Never
+SPEC
+check "a Kibernetika task with sources and volumes is accepted" cp kbsrc.yaml "$J/"
+check "... and succeeds" wait_state kbsrc SUCCEEDED 150
+log=$(cat "$J/kbsrc/log" 2>&1)
+same "workDir \$SRC_DIR is the source's folder in the view; <NAME>_DIR name each source" \
+	"[1] pwd=/opt/ml/sources/src SRC_DIR=/opt/ml/sources/src EXTRA_DIR=/opt/ml/sources/extra" \
+	"$(echo "$log" | grep -m1 'pwd=')"
+same "... the volume's subPath (code) is what src shows; the task's own source shows its folder" \
+	2 "$(grep -c '^\[1\] train.py$' "$J/kbsrc/log")"
+check "nothing of it is listed as ignored" sh -c "! grep -q 'volume\|SRC_DIR' '$J/kbsrc/status.json'"
+printf 'name: kbbad\nresources:\n- name: w\n  command: x\n  workDir: $NOPE_DIR\n  volumes:\n  - name: nope\n' >kb-src-bad.yaml
+fails "a volume naming no source is refused" "Invalid argument" cp kb-src-bad.yaml "$J/"
+check "... naming the volume" grep -q 'resources\[0\].volumes\[0\].name: no source named "nope"' \
+	"$J/kb-src-bad.yaml.error"
+printf 'name: kbbad2\nresources:\n- name: w\n  command: x\n  workDir: $NOPE_DIR\n' >kb-src-bad2.yaml
+fails "a workDir naming a source the resource does not map is refused" "Invalid argument" \
+	cp kb-src-bad2.yaml "$J/"
+check "... naming the variable" grep -q 'resources\[0\].workDir: \$NOPE_DIR names no source' \
+	"$J/kb-src-bad2.yaml.error"
 
 # --- OpenPAI: every task failed, minFailedTaskCount null: FAILED all the same
 cat >"$J/allfail.json" <<'SPEC'

@@ -1188,7 +1188,9 @@ static void test_sched_end_kibernetika_seed_task_whose_command_fails_is_failed(v
 	struct fx *fx = *state;
 
 	/* its images run nowhere under the fake executor: on the node, as fallback = host says */
-	fx_start(fx, NODE_2_A100 "[containers]\nfallback = host\n");
+	fx_start(fx, NODE_2_A100 "[containers]\nfallback = host\n"
+		 /* its workDir: $SRC_DIR names the project's source src */
+		 "[datastore d]\ntype = local\nroot = /tmp\n[source src]\nsource = d:/\n");
 	submit(fx, SEED_KIBERNETIKA_TEMPLATE);
 	end_nth("example", 1, 1);
 	WAIT_UNTIL(state_is(fx, "example", "FAILED"));

@@ -103,7 +103,8 @@ static void test_kibernetika_seed_template_maps_field_by_field(void **state)
 	assert_string_equal(w->command, "python example.py --parameter_name {{ .parameter_value }}");
 	assert_string_equal(w->role, "worker");
 	assert_int_equal(w->role_index, 0);
-	assert_null(w->work_dir);	/* $SRC_DIR: a source, ignored */
+	assert_string_equal(w->work_dir, "$SRC_DIR");	/* resolved at launch: spec_sources.c */
+	assert_true(w->all_sources);			/* default_volume_mapping: true */
 	assert_int_equal(w->res.cpu_count, 1);
 	assert_true(w->res.memory_gb > 7.999 && w->res.memory_gb < 8.001);
 	assert_int_equal(w->res.gpu_count, 0);
@@ -111,13 +112,13 @@ static void test_kibernetika_seed_template_maps_field_by_field(void **state)
 	assert_int_equal(s->wait_timeout, -1);
 	assert_string_equal(wenv(w, "REPLICA_INDEX"), "1");
 	assert_string_equal(wenv(w, "TASK_NAME"), "example");
-	assert_true(has_ignored(s, "resources[0].workDir: \"$SRC_DIR\" names a source's folder"));
+	assert_false(has_ignored(s, "resources[0].workDir"));	/* a source's folder now */
 	assert_true(has_ignored(s, "resources[0].command: "));
 	/* no GPUs asked: the cpu image */
 	assert_string_equal(w->image.ref, "kuberlab/tensorflow:cpu-36-1.7.0-full");
 	assert_string_equal(w->image.ref_field, "resources[0].images.cpu");
-	assert_true(has_ignored(s, "resources[0].default_volume_mapping: "));
-	assert_int_equal(s->n_ignored, 3);
+	assert_false(has_ignored(s, "resources[0].default_volume_mapping"));
+	assert_int_equal(s->n_ignored, 1);	/* only the unfilled {{ .parameter_value }} */
 	spec_free(s);
 }
 
@@ -256,14 +257,52 @@ static void test_kibernetika_each_rule_names_its_field(void **state)
 static void test_kibernetika_always_is_listed_and_run_on_failure(void **state)
 {
 	struct spec *s = parse_ok("resources:\n- name: w\n  command: x\n  restartPolicy: Always\n"
-				  "  maxRestartCount: 2\n  volumes:\n  - name: data\n");
+				  "  maxRestartCount: 2\n");
 
 	(void)state;
 	assert_int_equal(s->retry_count, 2);
 	assert_true(has_ignored(s, "resources[0].restartPolicy: Always: "));
-	assert_true(has_ignored(s, "resources[0].volumes: "));
 	assert_string_equal(s->name, "t");
 	spec_free(s);
+}
+
+/* The task's sources and each resource's volumes, in either spelling the platform writes. */
+static void test_kibernetika_sources_and_volumes(void **state)
+{
+	struct spec *s = parse_ok("sources:\n- name: code\n  source: lab:/repo\n"
+				  "  mountPath: /src/\n  sub_path: ./pkg\n"
+				  "resources:\n- name: w\n  replicas: 2\n  command: x\n"
+				  "  default_mount_path: /mnt\n  volumes:\n"
+				  "  - name: data\n    subPath: train\n    mountPath: /data\n");
+	const struct spec_worker *w;
+
+	(void)state;
+	assert_int_equal(s->n_sources, 1);
+	assert_string_equal(s->sources[0].name, "code");
+	assert_string_equal(s->sources[0].source, "lab:/repo");
+	assert_string_equal(s->sources[0].mount_path, "/src");
+	assert_string_equal(s->sources[0].sub_path, "pkg");
+	for (size_t i = 0; i < 2; i++) {	/* each replica its own copy */
+		w = &s->workers[i];
+		assert_false(w->all_sources);
+		assert_string_equal(w->default_mount_path, "/mnt");
+		assert_int_equal(w->n_volumes, 1);
+		assert_string_equal(w->volumes[0].name, "data");
+		assert_string_equal(w->volumes[0].sub_path, "train");
+		assert_string_equal(w->volumes[0].mount_path, "/data");
+	}
+	assert_false(has_ignored(s, "volumes"));
+	spec_free(s);
+	EXPECT_ERRORS("sources:\n- name: Code\n  source: x\n- name: b\n  mount_path: rel\n"
+		      "resources:\n- name: w\n  command: x\n  volumes:\n  - name: d\n"
+		      "    subPath: ../up\n",
+		      "t.yaml:2:9: sources[0].name: must be 1 to 63 of a-z, 0-9 and '-', not starting "
+		      "or ending with '-', got \"Code\"",
+		      "t.yaml:4:3: sources[1].source: missing (a datastore path, a URL or a git URL, "
+		      "as a [source] section's)",
+		      "t.yaml:5:15: sources[1].mount_path: must be an absolute path, got \"rel\"",
+		      "t.yaml:11:14: resources[0].volumes[0].subPath: must be a path without \"..\", "
+		      "got \"../up\"");
 }
 
 /* ---- YAML ---- */
@@ -359,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_kibernetika_gpu_from_limits_and_runtime_env),
 		cmocka_unit_test(test_kibernetika_each_rule_names_its_field),
 		cmocka_unit_test(test_kibernetika_always_is_listed_and_run_on_failure),
+		cmocka_unit_test(test_kibernetika_sources_and_volumes),
 		cmocka_unit_test(test_yaml_scalars_resolve_by_the_core_schema),
 		cmocka_unit_test(test_yaml_errors_name_line_and_column),
 		cmocka_unit_test(test_yaml_anchors_and_aliases_are_refused),
