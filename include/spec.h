@@ -85,9 +85,12 @@ struct spec_source {
  * task's own, with its sub_path and mount_path when they differ.
  */
 struct spec_volume {
-	char *name;
+	char *name;			/* NULL for a GPULab storage entry (@host_path) */
 	char *sub_path;			/* NULL: the source's own */
 	char *mount_path;		/* NULL: the source's own */
+	/* GPULab storage: its hostPath (else its containerPath), canonical: the source is the
+	 * [source] whose mount_path is its longest prefix, the rest a path below it */
+	char *host_path;
 };
 
 struct spec_worker {
@@ -280,9 +283,11 @@ struct spec_mount {
  * The sources worker @w (from 0) of @s maps, given @cfg's [source]
  * sections (NULL: none): every one with default_volume_mapping (the task's
  * own before the config's of the same name), then its volumes (one naming
- * a source already mapped replaces that mapping).  0 and *@out (malloc'd)
- * and *@n; -ENOENT with *@bad_volume when a volume names no source (*@out
- * holds the ones before); -ENOMEM.
+ * a source already mapped replaces that mapping; a GPULab storage entry
+ * maps the [source] covering its host path, under a name of its own).  0
+ * and *@out (malloc'd) and *@n; -ENOENT with *@bad_volume when a volume
+ * names no source or no source covers its host path (*@out holds the ones
+ * before); -ENOMEM.
  */
 int spec_worker_mounts(const struct spec *s, size_t w, const struct mlfs_config *cfg,
 		       struct spec_mount **out, size_t *n, size_t *bad_volume);

@@ -751,6 +751,7 @@ static void spec_worker_free(struct spec_worker *w)
 		free(w->volumes[i].name);
 		free(w->volumes[i].sub_path);
 		free(w->volumes[i].mount_path);
+		free(w->volumes[i].host_path);
 	}
 	free(w->volumes);
 	free(w->default_mount_path);

@@ -98,28 +98,55 @@ const struct spec_output_kind *spec_output_kind(const char *type)
  * [source] of the config), a workDir's $VAR one the resource maps, a
  * task source's NAME:/path a datastore.
  */
+/* Worker @w's volume @bad names nothing the config or task has: which, and why. */
+static void spec_data_volume(struct spec_data_ctx *c, const struct spec *s, size_t group,
+			     const struct spec_volume *v, size_t bad)
+{
+	char field[128];
+
+	if (v->host_path) {	/* GPULab storage */
+		snprintf(field, sizeof(field), "request.docker.storage[%zu]", bad);
+		spec_data_error(c, field, "no [source] of %s covers %s (one whose mount_path is it "
+				"or a folder above it)", c->cfg->file, v->host_path);
+		return;
+	}
+	(void)s;
+	snprintf(field, sizeof(field), "resources[%zu].volumes[%zu].name", group, bad);
+	spec_data_error(c, field, "no source named \"%s\": neither the task's sources nor a "
+			"[source] of %s", v->name, c->cfg->file);
+}
+
+/*
+ * Sources: each volume names a source (Kibernetika: the task's or a
+ * [source]; GPULab storage: a [source] covering its path), a workDir's
+ * $VAR one the worker maps, a task source's NAME:/path a datastore.  The
+ * first worker of each role (or each worker) speaks for its role.
+ */
 static void spec_data_sources(struct spec_data_ctx *c, const struct spec *s)
 {
 	char field[128], unknown[96], dir[4096];
+	size_t group = 0;
 
-	for (size_t r = 0; r < s->n_roles; r++) {
-		const struct spec_worker *w = &s->workers[s->roles[r].first];
+	for (size_t wi = 0; wi < s->n_workers; wi++) {
+		const struct spec_worker *w = &s->workers[wi];
 		struct spec_mount *m;
 		size_t n, bad = 0;
-		int ret = spec_worker_mounts(s, s->roles[r].first, c->cfg, &m, &n, &bad);
+		int ret;
 
+		if (s->n_roles && (group >= s->n_roles || s->roles[group].first != wi))
+			continue;	/* not the first of its role */
+		ret = spec_worker_mounts(s, wi, c->cfg, &m, &n, &bad);
 		if (ret == -ENOENT) {
-			snprintf(field, sizeof(field), "resources[%zu].volumes[%zu].name", r, bad);
-			spec_data_error(c, field, "no source named \"%s\": neither the task's sources "
-					"nor a [source] of %s", w->volumes[bad].name, c->cfg->file);
+			spec_data_volume(c, s, group, &w->volumes[bad], bad);
 		} else if (ret == 0 && w->work_dir && strchr(w->work_dir, '$') &&
 			   spec_resolve_dir(w->work_dir, m, n, "/opt/ml", dir, sizeof(dir), unknown,
 					    sizeof(unknown)) == -ENOENT) {
-			snprintf(field, sizeof(field), "resources[%zu].workDir", r);
+			snprintf(field, sizeof(field), "resources[%zu].workDir", group);
 			spec_data_error(c, field, "$%s names no source this resource maps (map them "
 					"with default_volume_mapping: true, or one by volumes)", unknown);
 		}
 		free(m);
+		group += s->n_roles != 0;
 	}
 	for (size_t i = 0; i < s->n_sources; i++) {
 		const char *src = s->sources[i].source, *colon = strchr(src, ':');

@@ -29,9 +29,9 @@
  *                                             mountPoint -> containerPath,
  *                                             sharePath or hostPath -> hostPath
  * Other members of a jobDefinition or its resources (jobType, ...) are
- * listed as ignored; a location's protocol and shareHost go with it, as
- * storage is listed as ignored as a whole.  Version 1 had no slaveName and
- * no scheduling.
+ * listed as ignored; a location's protocol and shareHost are not used (the
+ * [source] covering its path says where the data is).  Version 1 had no
+ * slaveName and no scheduling.
  *
  * The rules checked, each reported at its field: name, description and
  * slaveName strings; gpus >= 0, cpus >= 1, cpuMemoryGb > 0, all three
@@ -42,7 +42,10 @@
  * string or an array of strings, non-empty unless there is an image;
  * environment an object
  * of string, integer or boolean values with shell variable names; storage
- * entries objects with an absolute containerPath; portMappings entries with
+ * entries objects with an absolute containerPath (and hostPath), no "..",
+ * each the worker's volume of the [source] whose mount_path is the longest
+ * prefix of its hostPath (else containerPath), found at submit
+ * (spec_sources.c), bound at containerPath; portMappings entries with
  * containerPort (and hostPort) 1-65535; scheduling.interactive a boolean.
  *
  * Choices where GPULab's docs are silent or cannot apply here:
@@ -54,8 +57,8 @@
  *   every element single-quoted, so nothing in it is expanded.
  * - docker.image is the worker's image, checked as an image name; the
  *   private-registry form USER:PASSWORD@HOST:PORT/NAME:TAG keeps the
- *   credentials apart (spec_image.auth), never shown.  Non-empty storage
- *   and portMappings, and
+ *   credentials apart (spec_image.auth), never shown.  Non-empty
+ *   portMappings, and
  *   scheduling.interactive: true, are listed as ignored with the reason;
  *   empty ones ask for nothing and are not listed.  Other scheduling
  *   options (minDuration, maxDuration, ...) are listed as not supported.
@@ -91,6 +94,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path.h"
 #include "spec_int.h"
 
 #define SPEC_GPULAB_GID "<the job owner's group id, set when the worker starts>"
@@ -104,6 +108,8 @@ struct spec_gpulab {
 	char *command;			/* malloc'd; NULL: missing or bad; "": the image's own */
 	struct spec_image image;
 	const char *gid_var, *uid_var;	/* borrowed; NULL: none */
+	struct spec_volume *storage;	/* request.docker.storage as volumes (host_path) */
+	size_t n_storage;
 };
 
 /* ---- where a field is, in the text the user wrote ---- */
@@ -612,12 +618,37 @@ static void spec_gpulab_image(struct spec_gpulab *g, json_t *docker)
 			       image, true);
 }
 
-/* ---- storage and portMappings: checked, then listed as ignored ---- */
+/* ---- storage (the [source] covering each path: spec_sources.c) and portMappings ---- */
+
+/* Storage entry @i's paths as a volume: its source is found by its host path at submit. */
+static void spec_gpulab_storage_add(struct spec_gpulab *g, const char *container, const char *host)
+{
+	struct spec_volume *v = &g->storage[g->n_storage];
+	char *canon = NULL;
+
+	*v = (struct spec_volume){ 0 };
+	if (path_canon(&canon, container) < 0 || asprintf(&v->mount_path, "/%s", canon) < 0)
+		v->mount_path = NULL;
+	free(canon);
+	canon = NULL;
+	if (path_canon(&canon, host ? host : container) < 0 ||
+	    asprintf(&v->host_path, "/%s", canon) < 0)
+		v->host_path = NULL;
+	free(canon);
+	if (v->mount_path && v->host_path)
+		g->n_storage++;
+	else if (!strstr(host ? host : container, "..") && !strstr(container, ".."))
+		g->c->nomem = true;
+	if (!v->mount_path || !v->host_path) {
+		free(v->mount_path);
+		free(v->host_path);
+	}
+}
 
 static void spec_gpulab_storage_entry(struct spec_gpulab *g, json_t *e, size_t i)
 {
 	char at[SPEC_PATH_MAX], field[SPEC_PATH_MAX];
-	const char *path;
+	const char *path, *container = NULL, *host = NULL;
 	int ret;
 
 	snprintf(at, sizeof(at), "request.docker.storage[%zu]", i);
@@ -629,11 +660,19 @@ static void spec_gpulab_storage_entry(struct spec_gpulab *g, json_t *e, size_t i
 	ret = spec_gpulab_string(g, e, at, "containerPath", &path);
 	if (ret == 0)
 		spec_gpulab_error(g, spec_path(field, at, "containerPath"), "missing");
-	else if (ret > 0 && path[0] != '/')
+	else if (ret > 0 && (path[0] != '/' || strstr(path, "..")))
 		spec_gpulab_error(g, spec_path(field, at, "containerPath"),
-				  "must be an absolute path (start with /)");
-	if (spec_gpulab_string(g, e, at, "hostPath", &path) > 0 && spec_blank(path))
-		spec_gpulab_error(g, spec_path(field, at, "hostPath"), "must not be empty");
+				  "must be an absolute path (start with /) without \"..\"");
+	else if (ret > 0)
+		container = path;
+	ret = spec_gpulab_string(g, e, at, "hostPath", &path);
+	if (ret > 0 && (spec_blank(path) || path[0] != '/' || strstr(path, "..")))
+		spec_gpulab_error(g, spec_path(field, at, "hostPath"),
+				  "must be an absolute path (start with /) without \"..\"");
+	else if (ret > 0)
+		host = path;
+	if (container && ret >= 0)
+		spec_gpulab_storage_add(g, container, host);
 }
 
 static void spec_gpulab_storage(struct spec_gpulab *g, json_t *docker)
@@ -643,11 +682,13 @@ static void spec_gpulab_storage(struct spec_gpulab *g, json_t *docker)
 
 	if (spec_gpulab_array(g, docker, "request.docker", "storage", "objects", &list) <= 0)
 		return;
+	g->storage = calloc(json_array_size(list) + 1, sizeof(*g->storage));
+	if (!g->storage) {
+		g->c->nomem = true;
+		return;
+	}
 	json_array_foreach(list, i, e)
 		spec_gpulab_storage_entry(g, e, i);
-	if (json_array_size(list))
-		spec_gpulab_ignore(g, "request.docker.storage",
-				   "not yet mapped onto the worker's view; the command sees the node's own files");
 }
 
 static void spec_gpulab_port(struct spec_gpulab *g, json_t *e, size_t i)
@@ -777,6 +818,10 @@ static void spec_gpulab_build(struct spec_gpulab *g)
 	g->command = NULL;
 	g->image = (struct spec_image){ 0 };
 	g->res = (struct spec_resources){ 0 };
+	w->volumes = g->storage;	/* GPULab's storage: its worker's sources */
+	w->n_volumes = g->n_storage;
+	g->storage = NULL;
+	g->n_storage = 0;
 	spec_gpulab_static_env(g, w);
 }
 
@@ -830,6 +875,11 @@ static void spec_gpulab_parse(struct spec_ctx *c, json_t *root)
 	free(g.command);
 	spec_resources_free(&g.res);
 	spec_image_free(&g.image);
+	for (size_t i = 0; i < g.n_storage; i++) {
+		free(g.storage[i].mount_path);
+		free(g.storage[i].host_path);
+	}
+	free(g.storage);
 }
 
 /* ---- variables set when the worker starts ---- */

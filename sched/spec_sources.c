@@ -217,10 +217,12 @@ int spec_volumes_copy(struct spec_worker *to, const struct spec_worker *from)
 		const struct spec_volume *f = &from->volumes[i];
 		struct spec_volume *t = &to->volumes[to->n_volumes++];
 
-		t->name = strdup(f->name);
+		t->name = f->name ? strdup(f->name) : NULL;
 		t->sub_path = f->sub_path ? strdup(f->sub_path) : NULL;
 		t->mount_path = f->mount_path ? strdup(f->mount_path) : NULL;
-		if (!t->name || (f->sub_path && !t->sub_path) || (f->mount_path && !t->mount_path))
+		t->host_path = f->host_path ? strdup(f->host_path) : NULL;
+		if ((f->name && !t->name) || (f->sub_path && !t->sub_path) ||
+		    (f->mount_path && !t->mount_path) || (f->host_path && !t->host_path))
 			return -1;
 	}
 	return 0;
@@ -308,6 +310,54 @@ static void spec_mount_prefix(const struct spec_worker *sw, struct spec_mount *m
 	snprintf(m->mount_path, sizeof(m->mount_path), "%s%s", sw->default_mount_path, was);
 }
 
+/*
+ * GPULab storage @v: the [source] whose mount path is the longest prefix
+ * of its host path, the rest below it, at its container path, named after
+ * the source (NAME-2, NAME-3 when the worker maps it already).  False when
+ * no source covers it.
+ */
+static bool spec_mount_cover(const struct mlfs_config *cfg, const struct spec_volume *v,
+			     const struct spec_mount *have, size_t n, struct spec_mount *m)
+{
+	size_t best = 0, rest;
+	long hit = -1;
+	char mp[2048], sub[sizeof(m->sub_path)];
+
+	for (size_t i = 0; cfg && i < cfg->n_sources; i++) {
+		size_t len;
+
+		if (cfg->sources[i].kind != SOURCE_SOURCE)
+			continue;
+		config_mount_path(&cfg->sources[i], mp, sizeof(mp));
+		len = strlen(mp);
+		if (len > best && strncmp(v->host_path, mp, len) == 0 &&
+		    (v->host_path[len] == '/' || v->host_path[len] == '\0')) {
+			best = len;
+			hit = (long)i;
+		}
+	}
+	if (hit < 0)
+		return false;
+	*m = (struct spec_mount){ .cfg_src = hit };
+	snprintf(m->name, sizeof(m->name), "%s", cfg->sources[hit].shown);
+	for (unsigned int k = 2; k < 1000; k++) {
+		bool taken = false;
+
+		for (size_t i = 0; i < n && !taken; i++)
+			taken = strcmp(have[i].name, m->name) == 0;
+		if (!taken)
+			break;
+		snprintf(m->name, sizeof(m->name), "%.70s-%u", cfg->sources[hit].shown, k);
+	}
+	rest = strlen(v->host_path) > best ? best + 1 : best;
+	spec_mount_join(sub, sizeof(sub), cfg->sources[hit].sub_path, v->host_path + rest);
+	snprintf(m->sub_path, sizeof(m->sub_path), "%s", sub);
+	snprintf(m->mount_path, sizeof(m->mount_path), "%s", v->mount_path ? v->mount_path :
+		 v->host_path);
+	spec_mount_var(m->name, m->var, sizeof(m->var));
+	return true;
+}
+
 int spec_worker_mounts(const struct spec *s, size_t w, const struct mlfs_config *cfg,
 		       struct spec_mount **out, size_t *n, size_t *bad_volume)
 {
@@ -332,6 +382,15 @@ int spec_worker_mounts(const struct spec *s, size_t w, const struct mlfs_config 
 		const struct spec_volume *v = &sw->volumes[i];
 		char sub[sizeof(m.sub_path)];
 
+		if (v->host_path) {
+			if (!spec_mount_cover(cfg, v, *out, *n, &m)) {
+				*bad_volume = i;
+				ret = -ENOENT;
+				break;
+			}
+			ret = spec_mount_add(out, n, &m);
+			continue;
+		}
 		if (!spec_mount_find(s, cfg, v->name, &m)) {
 			*bad_volume = i;
 			ret = -ENOENT;

@@ -5,7 +5,8 @@
 # (scripts/make-images.sh): each format's example spec with its image
 # pointed at that registry runs in it (a marker only the image holds, the
 # writer's uid, its view at /opt/ml, its output uploaded, its variables;
-# a Kibernetika source bound read-only at its mount_path, its workDir);
+# a Kibernetika source bound read-only at its mount_path, its workDir;
+# GPULab storage bound from the [source] covering it);
 # GPULab's empty command runs the image's own; a bad image name is EINVAL
 # at close; a missing image and a registry that is down end FAILED with
 # the registry's words; two jobs of one new image pull each blob once;
@@ -242,6 +243,16 @@ check "it succeeds" wait_state kbsrc SUCCEEDED
 check "... in the source's mount_path, which CODE_DIR names" log_has kbsrc "pwd=/code CODE_DIR=/code"
 check "... reading the source there" log_has kbsrc "^\[1\] seven$"
 check "... read-only" log_has kbsrc "read-only"
+
+# --- GPULab's storage: the [source] covering its path, bound at its containerPath
+cat >glsrc.json <<JSON
+{"name": "glsrc", "request": {"resources": {"cpus": 1, "gpus": 0, "cpuMemoryGb": 1},
+ "docker": {"image": "$BB1", "command": "cat /work/7.txt",
+            "storage": [{"hostPath": "/code", "containerPath": "/work"}]}}}
+JSON
+check "a GPULab job whose storage a [source] covers is accepted" cp glsrc.json "$J/"
+check "it succeeds" wait_state glsrc SUCCEEDED
+check "... reading the source at its containerPath" log_has glsrc "^\[1\] seven$"
 
 # --- a registry that wants a login: GPULab's USER:PASSWORD@ form, OpenPAI's authFile
 cat >glpriv.json <<JSON

@@ -323,6 +323,12 @@ fails "a workDir naming a source the resource does not map is refused" "Invalid 
 check "... naming the variable" grep -q 'resources\[0\].workDir: \$NOPE_DIR names no source' \
 	"$J/kb-src-bad2.yaml.error"
 
+# --- GPULab storage no [source] covers is refused at submit, naming the path
+printf '{"name": "glst", "request": {"resources": {"cpus": 1, "gpus": 0, "cpuMemoryGb": 1}, "docker": {"command": "true", "storage": [{"hostPath": "/nowhere/x", "containerPath": "/x"}]}}}\n' >gl-storage.json
+fails "GPULab storage no [source] covers is refused" "Invalid argument" cp gl-storage.json "$J/"
+check "... naming the entry and the path" grep -q 'request.docker.storage\[0\]: no \[source\] of .* covers /nowhere/x' \
+	"$J/gl-storage.json.error"
+
 # --- OpenPAI: every task failed, minFailedTaskCount null: FAILED all the same
 cat >"$J/allfail.json" <<'SPEC'
 {"jobName": "allfail", "taskRoles": [

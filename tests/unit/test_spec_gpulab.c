@@ -26,6 +26,9 @@
 
 #include <cmocka.h>
 
+#include "cfg_check.h"
+#include "config.h"
+
 #include "diag.h"
 #include "spec.h"
 #include "spec_check.h"
@@ -314,8 +317,12 @@ static void test_gpulab_v1_definition_is_converted_to_v2(void **state)
 	assert_string_equal(worker_env(s, "GPULAB_MEM_RESERVED"), "2000m");	/* as GPULab's example */
 	assert_string_equal(s->workers[0].image.ref, "gpulab.ilabt.imec.be:5000/sample:nvidia-smi");
 	assert_string_equal(s->workers[0].image.ref_field, "jobDefinition.dockerImage");
-	EXPECT_IGNORED(s, "jobDefinition.jobType: unknown field, not used",
-		       "jobDefinition.jobDataLocations: not yet mapped onto the worker's view; the command sees the node's own files");
+	EXPECT_IGNORED(s, "jobDefinition.jobType: unknown field, not used");
+	/* its storage: the [source] covering /project, found at submit (spec_worker_mounts) */
+	assert_int_equal(s->workers[0].n_volumes, 1);
+	assert_null(s->workers[0].volumes[0].name);
+	assert_string_equal(s->workers[0].volumes[0].host_path, "/project");
+	assert_string_equal(s->workers[0].volumes[0].mount_path, "/project");
 	spec_runtime_env(s, 0, &rt, collect, &got);
 	assert_string_equal(spec_check_env(got.v, got.n, "USER_UID"), "0");
 	assert_string_equal(spec_check_env(got.v, got.n, "PROJ_GID"), "0");
@@ -434,7 +441,7 @@ static void test_gpulab_docker_rules_name_the_field(void **state)
 		      "x.json:4:43: request.docker.storage: must be an array of objects, got object");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"storage\": [{\"hostPath\": \"/project/a\"}, {\"containerPath\": \"work\"}, \"/p\"]}", ""),
 		      "x.json:4:44: request.docker.storage[0].containerPath: missing",
-		      "x.json:4:90: request.docker.storage[1].containerPath: must be an absolute path (start with /)",
+		      "x.json:4:90: request.docker.storage[1].containerPath: must be an absolute path (start with /) without \"..\"",
 		      "x.json:4:99: request.docker.storage[2]: must be an object like {\"containerPath\": \"/project\"}, got string");
 	EXPECT_ERRORS(V2(RES_OK, "{\"command\": \"x\", \"portMappings\": [{\"containerPort\": 70000}, {\"hostPort\": 8080}]}", ""),
 		      "x.json:4:67: request.docker.portMappings[0].containerPort: must be between 1 and 65535, got 70000",
@@ -467,8 +474,12 @@ static void test_gpulab_request_rules_name_the_field(void **state)
 
 /* ---- what cannot be honoured is listed ---- */
 
-static void test_gpulab_storage_ports_and_scheduling_are_listed_as_ignored(void **state)
+static void test_gpulab_storage_maps_sources_and_ports_and_scheduling_are_listed(void **state)
 {
+	struct mlfs_config *cfg = cfg_check_load("[datastore d]\ntype = local\nroot = /tmp\n"
+						 "[source project]\nsource = d:/p\nmount_path = /project\n");
+	struct spec_mount *m;
+	size_t n = 0, bad = 0;
 	struct spec *s = parse_ok(V2("{\"gpus\": 1, \"cpus\": 1, \"cpuMemoryGb\": 1, \"vram\": 8}",
 				     "{\"command\": \"x\", \"image\": \"debian:stable\", \"storage\": [{\"containerPath\": \"/project\"}, {\"hostPath\": \"/project/mycode/\", \"containerPath\": \"/work/code/\"}], \"portMappings\": [{\"containerPort\": 80, \"hostPort\": 8080}], \"shm\": 1}",
 				     ",\n    \"scheduling\": {\"interactive\": false, \"maxDuration\": \"2 weeks\"}"));
@@ -476,9 +487,26 @@ static void test_gpulab_storage_ports_and_scheduling_are_listed_as_ignored(void 
 	(void)state;
 	EXPECT_IGNORED(s, "request.resources.vram: unknown field, not used",
 		       "request.docker.shm: unknown field, not used",
-		       "request.docker.storage: not yet mapped onto the worker's view; the command sees the node's own files",
 		       "request.docker.portMappings: no container network; the command listens on the node's own ports",
 		       "request.scheduling.maxDuration: GPULab scheduling options are not supported");
+	/* storage: the [source] whose mount_path covers each path, the rest below it */
+	assert_int_equal(spec_worker_mounts(s, 0, cfg, &m, &n, &bad), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(m[0].name, "project");
+	assert_string_equal(m[0].sub_path, "");
+	assert_string_equal(m[0].mount_path, "/project");
+	assert_string_equal(m[1].name, "project-2");
+	assert_string_equal(m[1].sub_path, "mycode");
+	assert_string_equal(m[1].mount_path, "/work/code");
+	free(m);
+	/* a path no source covers */
+	config_free(cfg);
+	cfg = cfg_check_load("[datastore d]\ntype = local\nroot = /tmp\n[source other]\n"
+			     "source = d:/o\nmount_path = /projects\n");
+	assert_int_equal(spec_worker_mounts(s, 0, cfg, &m, &n, &bad), -ENOENT);
+	assert_int_equal(bad, 0);
+	free(m);
+	config_free(cfg);
 	spec_free(s);
 }
 
@@ -510,7 +538,7 @@ int main(void)
 		cmocka_unit_test(test_gpulab_docker_rules_name_the_field),
 		cmocka_unit_test(test_gpulab_image_credentials_are_kept_apart_and_never_shown),
 		cmocka_unit_test(test_gpulab_request_rules_name_the_field),
-		cmocka_unit_test(test_gpulab_storage_ports_and_scheduling_are_listed_as_ignored),
+		cmocka_unit_test(test_gpulab_storage_maps_sources_and_ports_and_scheduling_are_listed),
 		cmocka_unit_test(test_gpulab_spec_json_says_gpulab),
 	};
 
