@@ -8,7 +8,9 @@
 # log); a new commit on a branch shows in the next mount, which fetches only
 # it; a commit already written out is read with every server stopped (no
 # fetch at all); a proxiML job's git model at /opt/ml/models, and one whose
-# ref does not exist refused at staging, named.  Usage: git_test.sh MLFS POSIX_CHECK
+# ref does not exist refused at staging, named; the commit in status.json; a
+# Kibernetika task whose git source is its workDir ($SRC_DIR).
+# Usage: git_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
 POSIX_CHECK=$(readlink -f "$2")	# unused: the backend is read-only
@@ -205,5 +207,29 @@ same "the job with a git model succeeds" SUCCEEDED "$(cat "$M/jobs/gitjob/state"
 [ "$(cat "$M/jobs/gitjob/state")" = SUCCEEDED ] || sed 's/^/#   /' "$M/jobs/gitjob/reason"
 same "... and status.json records the commit its ref resolved to" "$(g rev-parse dev)" \
 	"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["workers"][0]["sources"]["model:model"])' "$M/jobs/gitjob/status.json" 2>&1)"
+
+# --- Kibernetika's held-out shape: a task whose git source is its workDir ($SRC_DIR)
+cat >kbgit.yaml <<YAML
+name: kbgit
+sources:
+- name: src
+  source: git://127.0.0.1:$PORT/r.git#dev
+resources:
+- name: worker
+  workDir: \$SRC_DIR
+  command: echo "in \$(pwd)"; cat dev.txt; ./run.sh ok
+  default_volume_mapping: true
+  replicas: 1
+  restartPolicy: Never
+YAML
+check "cp of a Kibernetika task with a git source" cp kbgit.yaml "$M/jobs/"
+JOB_WAIT_TENTHS=600 job_state_in "$M/jobs" kbgit SUCCEEDED FAILED
+same "... it succeeds" SUCCEEDED "$(cat "$M/jobs/kbgit/state")"
+same "... in the repository's commit at \$SRC_DIR, its files and executables there" \
+	"[1] in /opt/ml/sources/src [1] dev [1] ran ok" \
+	"$(grep -v 'mlfs: ' "$M/jobs/kbgit/log" | xargs)"
+check "... its view's log names the commit" \
+	grep -q "datastore source:src: git git://127.0.0.1:$PORT/r.git dev at commit $(g rev-parse dev)" \
+	"$M/jobs/kbgit/log"
 unmount_fg "$M"
 t_finish
