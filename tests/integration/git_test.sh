@@ -4,8 +4,8 @@
 # checked against git's own view of the same commits: a branch, an
 # annotated tag, a commit id and the server's HEAD show the trees git has
 # for them (names, bytes, an executable that runs, a symlink), read-only;
-# HTTP with a token (password_file) and a wrong one (EACCES, no token in the
-# log); a new commit on a branch shows in the next mount, which fetches only
+# HTTP with a token (password_file), a credential-store file, and a wrong
+# token (EACCES, no token in the log); a new commit on a branch shows in the next mount, which fetches only
 # it; a commit already written out is read with every server stopped (no
 # fetch at all); a proxiML job's git model at /opt/ml/models, and one whose
 # ref does not exist refused at staging, named; the commit in status.json; a
@@ -59,6 +59,9 @@ HPORT=$((PORT + 1))
 ok "git daemon on 127.0.0.1:$PORT, smart HTTP on $HPORT"
 cp "$SRV/token" token && chmod 600 token
 echo wrong-token >bad.token && chmod 600 bad.token
+# git's credential-store format: another host's line first, then this server's
+printf 'https://someone:nope@git.example.org\nhttp://mlfs:%s@127.0.0.1:%s\n' "$(cat token)" "$HPORT" >creds
+chmod 600 creds
 
 cat >mlfs.conf <<CONF
 [mlfs]
@@ -84,6 +87,12 @@ url = http://127.0.0.1:$HPORT/private/r.git
 ref = dev
 username = mlfs
 password_file = token
+
+[datastore credfile]
+type = git
+url = http://127.0.0.1:$HPORT/private/r.git
+ref = dev
+credentials_file = creds
 
 [datastore badtoken]
 type = git
@@ -132,6 +141,8 @@ same "the server's HEAD (over HTTP) shows main's tree" "$(git_tree main)" \
 same "a branch with a token over HTTP shows dev's tree" "$(git_tree dev)" \
 	"$(tree_of "$M/datastores/priv")"
 same "a model at a branch (git://URL#dev)" "$(git_tree dev)" "$(tree_of "$M/models/dev")"
+same "credentials from a git credential-store file (the server's line)" "$(git_tree dev)" \
+	"$(tree_of "$M/datastores/credfile")"
 same "a model pinned at a commit id (git+http://URL#COMMIT)" "$(git_tree v1)" \
 	"$(tree_of "$M/models/pinned")"
 same "cat reads a file of the commit" "first" "$(cat "$M/datastores/tag/a.txt")"
