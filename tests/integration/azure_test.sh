@@ -11,7 +11,9 @@
 # blob, append, truncate, touch, mkdir, rmdir, mv of a file and a folder,
 # rm, a read-only SAS refused at close), a job's output to an Azure URL
 # uploaded at mlfs umount, mlfs sync killed -9 midway through a 120 MiB
-# block upload and resumed (and started over when the blocks are gone);
+# block upload and resumed (and started over when the blocks are gone), a
+# job's azure input at input/ and its output kept while Azure is down, then
+# delivered by mlfs sync;
 # a server that is gone fails a read with EIO in time, a restarted one
 # serves again.  Usage: azure_test.sh MLFS POSIX_CHECK
 set -u
@@ -306,6 +308,30 @@ if killed_sync gone; then
 		test "${blocks#15 mlfs}" != "$nonce" -a "${blocks%% *}" = 15
 fi
 rm -f huge.bin
+
+# --- a job reading an azure input and writing an azure output while the server is gone:
+# mlfs umount says it is not uploaded and keeps it; mlfs sync delivers it once it is back
+cat >down.json <<JSON
+{"name": "down", "type": "inference", "workers": [{"command": "true"}],
+ "data": {"input": {"type": "azure",
+                    "path": "https://devstoreaccount1.blob.core.windows.net/data/sets/sub/"},
+          "output": {"type": "azure", "path": "$OUT_URL/down/", "archive": false}}}
+JSON
+if view v4 down.json; then
+	same "an azure input shows at input/" "$(sha seed/rand.bin)" "$(sha "$T_DIR/v4/input/rand.bin")"
+	printf 'kept\n' >"$T_DIR/v4/output/kept.txt"
+	"$AZ_SH" stop "$AZ_DIR"
+	st=0
+	timeout 120 "$MLFS" umount "$T_DIR/v4" 2>umount.v4.log || st=$?
+	wait "$VIEW_PID"
+	check "with Azure down, mlfs umount exits non-zero" test "$st" -ne 0
+	check "... saying it is not uploaded" grep -q "not uploaded to https://devstoreaccount1.blob.core.windows.net/data/out/down/" umount.v4.log
+	"$AZ_SH" start "$AZ_DIR" "$PORT" >/dev/null || not_ok "azurite restarted"
+	check "mlfs sync delivers it once Azure is back" timeout 120 "$MLFS" sync mlfs.conf
+	same "... the client reads it" "kept" "$(blob get data out/down/kept.txt)"
+else
+	not_ok "the view with an azure input and output came up"
+fi
 
 # --- faults: the server gone, then back
 stat "$A/sets/cold.bin" >/dev/null
