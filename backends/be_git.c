@@ -61,7 +61,8 @@ struct be_git {
 	char *user;
 	char *token;		/* the password or token; NULL: none */
 	pthread_mutex_t lock;
-	struct backend *tree;	/* lock: the local backend of the commit; NULL until fetched */
+	struct backend *tree;	/* the local backend of the commit; NULL until fetched; set
+				 * once under lock (release), read without it (acquire) */
 	int error;		/* lock: the last failure */
 	time_t failed_at;	/* lock: when (CLOCK_MONOTONIC seconds) */
 	int auth_tries;		/* lock: credentials handed out in this fetch */
@@ -394,6 +395,7 @@ static int be_git_load(struct be_git *g)
 	struct datastore_config ds = { .file = NULL, .name = g->base.name, .uid = -1, .gid = -1,
 				       .mode = -1, .timeout = -1, .retries = -1 };
 	git_repository *repo = NULL;
+	struct backend *tree = NULL;
 	char tree_path[PATH_MAX];
 	int ret = be_git_repo(g, &repo);
 
@@ -404,11 +406,12 @@ static int be_git_load(struct be_git *g)
 	if (ret == 0)
 		ret = config_kv_add(&ds, "root", tree_path, 0);
 	if (ret == 0)
-		ret = be_local_ops.create(&g->tree, &ds);
+		ret = be_local_ops.create(&tree, &ds);
 	if (ret == 0) {
-		g->tree->ops = &be_local_ops;	/* backend_create's part: not called here */
-		g->tree->name = g->base.name;	/* borrowed: destroyed with ops->destroy */
-		g->tree->index = g->base.index;
+		tree->ops = &be_local_ops;	/* backend_create's part: not called here */
+		tree->name = g->base.name;	/* borrowed: destroyed with ops->destroy */
+		tree->index = g->base.index;
+		__atomic_store_n(&g->tree, tree, __ATOMIC_RELEASE);
 	}
 	for (size_t i = 0; i < ds.n_kv; i++) {
 		free(ds.kv[i].key);
@@ -424,9 +427,14 @@ static int be_git_load(struct be_git *g)
 /* The commit's local backend, fetched first when needed: 0 and *out, or -errno. */
 static int be_git_ready(struct be_git *g, struct backend **out)
 {
-	time_t now = (time_t)(mono_ns() / 1000000000);
+	time_t now;
 	int ret = 0;
 
+	/* once fetched, every call: no lock (the tree is set once, never changed) */
+	*out = __atomic_load_n(&g->tree, __ATOMIC_ACQUIRE);
+	if (*out)
+		return 0;
+	now = (time_t)(mono_ns() / 1000000000);
 	pthread_mutex_lock(&g->lock);
 	if (!g->tree && g->error && now - g->failed_at < BE_GIT_RETRY_S)
 		ret = g->error;

@@ -220,6 +220,8 @@ static bool sched_maps_sources(const struct sched *s, const struct sched_job *j)
 		struct spec_mount *m;
 		size_t n, bad;
 
+		if (!j->spec->workers[w].all_sources && !j->spec->workers[w].n_volumes)
+			continue;	/* maps nothing: every format but Kibernetika's and GPULab's */
 		if (spec_worker_mounts(j->spec, w, s->cfg, &m, &n, &bad) == 0)
 			any = n > 0;
 		free(m);

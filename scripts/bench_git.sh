@@ -74,16 +74,6 @@ cache_dir = $scratch/cache
 source = $URL#$1
 CONF
 }
-mount_mlfs() {
-	"$MLFS" mount -f "$scratch/mlfs.conf" "$scratch/mnt-mlfs" >>"$scratch/logs/mlfs.log" 2>&1 &
-	daemon=$!
-	pids="$pids $daemon"
-	wait_mounted "$scratch/mnt-mlfs" "$daemon" "$scratch/logs/mlfs.log"
-}
-umount_mlfs() {
-	fusermount3 -u "$scratch/mnt-mlfs"
-	stop_pid "$daemon" 50
-}
 list_model() { [ "$(ls "$scratch/mnt-mlfs/models/m" | wc -l)" -eq 50 ]; }
 packs() { find "$scratch/cache/git" -name '*.pack' 2>/dev/null | wc -l; }
 connections() { grep -c 'Connection from' "$scratch/srv/daemon.log" || true; }
@@ -101,12 +91,12 @@ timed() {
 next_job() {
 	local p0 c0
 	conf "$1"
-	mount_mlfs
+	first_read_mount
 	p0=$(packs)
 	c0=$(connections)
 	timed "$2" list_model
 	echo "$(($(packs) - p0)) $(($(connections) - c0))" >>"$scratch/asked-$2"
-	umount_mlfs
+	first_read_umount
 }
 
 for run in $(seq "$RUNS"); do
@@ -120,10 +110,10 @@ for run in $(seq "$RUNS"); do
 		mlfs-first)
 			rm -rf "$scratch/cache" "$scratch/state"
 			conf main
-			mount_mlfs
+			first_read_mount
 			timed mlfs-first list_model
 			[ "$(find "$scratch/mnt-mlfs/models/m/" -name '*.py' | wc -l)" -eq "$FILES" ]
-			umount_mlfs
+			first_read_umount
 			next_job main mlfs-next
 			next_job "$COMMIT" mlfs-pinned ;;
 		esac
