@@ -10,7 +10,10 @@
  *   - stat of a path nothing listed is a HEAD (curl's SIZE and MDTM: the
  *     size and the date to the second), and of "PATH/" when the server has
  *     no such file (a folder);
- *   - reads are ranged RETRs (REST, then as many bytes as asked);
+ *   - reads continue RETRs kept running to the file's end (ftp_stream.h:
+ *     one login per sequential reader, not one per fetch), or, when an
+ *     open file's streams are all busy, are ranged RETRs (REST, then as
+ *     many bytes as asked);
  *   - what a listing or a HEAD said is remembered (remote_memo.h: path ->
  *     type, size, date) for REMOTE_MEMO_TTL seconds, and for the mount's
  *     lifetime under the read-only trees (BE_O_TRUST, getattr_known).  An open outside them
@@ -39,6 +42,7 @@
 #include <unistd.h>
 
 #include "be_ftp.h"
+#include "ftp_stream.h"
 #include "log.h"
 #include "password.h"
 #include "remote.h"
@@ -51,6 +55,7 @@ struct be_ftp {
 	struct remote *remote;
 	char *root;		/* "ftp://HOST[:PORT]/PATH/" */
 	time_t created;		/* the date of what no listing dates */
+	long timeout;		/* the datastore's, seconds (<= 0: remote.h's default) */
 	struct remote_memo memo;
 };
 
@@ -269,11 +274,18 @@ static int be_ftp_readdir(struct backend *be, const char *path, backend_fill_fn 
 
 /* ---- reading ---- */
 
+/* An open file: what remote_file knows, and its running RETRs (NULL: none, plain reads). */
+struct be_ftp_file {
+	struct remote_file rf;
+	struct ftp_streams *streams;
+};
+
 static int be_ftp_open(struct backend_file **out, struct backend *be, const char *path,
 		       int flags)
 {
 	struct be_ftp *fb = be_ftp(be);
 	bool trust = flags & BE_O_TRUST;
+	struct be_ftp_file *f;
 	struct remote_meta m;
 	int ret = remote_memo_get(&fb->memo, path, &m, trust);
 
@@ -284,33 +296,52 @@ static int be_ftp_open(struct backend_file **out, struct backend *be, const char
 		return ret;
 	if (m.is_dir)
 		return -EISDIR;
-	return remote_file_new(out, be, path, be_ftp_url(fb, path, ""), &m);
+	f = calloc(1, sizeof(*f));
+	ret = f ? remote_file_init(&f->rf, be, path, be_ftp_url(fb, path, ""), &m) : -ENOMEM;
+	if (ret < 0) {
+		free(f);
+		return ret;
+	}
+	f->streams = ftp_streams_new(fb->remote, f->rf.url, fb->timeout);
+	*out = &f->rf.base;
+	return 0;
+}
+
+static void be_ftp_release(struct backend_file *bf)
+{
+	struct be_ftp_file *f = (struct be_ftp_file *)bf;
+
+	ftp_streams_free(f->streams);
+	remote_file_fini(&f->rf);
+	free(f);
 }
 
 static ssize_t be_ftp_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
 {
-	struct remote_file *f = (struct remote_file *)bf;
-	struct remote_req req = { .method = REMOTE_GET, .url = f->url, .body_fd = -1,
+	struct be_ftp_file *f = (struct be_ftp_file *)bf;
+	struct remote_req req = { .method = REMOTE_GET, .url = f->rf.url, .body_fd = -1,
 				  .range_off = off, .buf = buf };
 	struct remote_resp resp;
-	ssize_t ret;
+	ssize_t ret = -EAGAIN;
 
 	if (off < 0)
 		return -EINVAL;
-	if (off >= f->m.size)
+	if (off >= f->rf.m.size)
 		return 0;
-	if ((int64_t)len > f->m.size - off)
-		len = (size_t)(f->m.size - off);
+	if ((int64_t)len > f->rf.m.size - off)
+		len = (size_t)(f->rf.m.size - off);
 	if (len == 0)
 		return 0;
-	req.range_len = req.buf_size = len;
-	ret = remote_do(be_ftp(bf->be)->remote, &req, &resp);
-	if (ret == 0)
-		ret = (ssize_t)resp.received;
-	else if (ret == -ERANGE)
-		ret = 0;	/* the file shrank under us: its end */
-	remote_resp_free(&resp);
-	return ret;
+	if (f->streams)
+		ret = ftp_streams_read(f->streams, buf, len, off);
+	if (ret == -EAGAIN) {
+		req.range_len = req.buf_size = len;
+		ret = remote_do(be_ftp(bf->be)->remote, &req, &resp);
+		if (ret == 0)
+			ret = (ssize_t)resp.received;
+		remote_resp_free(&resp);
+	}
+	return ret == -ERANGE ? 0 : ret;	/* a REST past the end: the file shrank under us */
 }
 
 static int be_ftp_fgetattr(struct backend_file *bf, struct stat *st)
@@ -423,6 +454,7 @@ static int be_ftp_create(struct backend **out, const struct datastore_config *cf
 		return -ENOMEM;
 	remote_memo_init(&fb->memo);
 	fb->created = time(NULL);
+	fb->timeout = cfg->timeout;
 	ret = be_ftp_split_url(url, &fb->root, &tls);
 	if (ret == 0)
 		ret = be_ftp_connect(fb, cfg, tls);
@@ -452,7 +484,7 @@ const struct backend_ops be_ftp_ops = {
 	.readdir = be_ftp_readdir,
 	.open = be_ftp_open,
 	.pread = be_ftp_pread,
-	.release = remote_file_release,
+	.release = be_ftp_release,
 	.statfs = be_ftp_statfs,
 	.fgetattr = be_ftp_fgetattr,
 	.cache_key = be_ftp_cache_key,

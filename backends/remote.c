@@ -906,7 +906,7 @@ static bool remote_next_attempt(struct remote_xfer *x)
 	if (!streamed)
 		got = 0;
 	x->start = req->range_off + (off_t)got;
-	x->ranged = req->method == REMOTE_GET && (req->range_len > 0 || got > 0);
+	x->ranged = req->method == REMOTE_GET && (req->range_len > 0 || x->start > 0);
 	x->want = req->range_len > 0 ? req->range_len - got : 0;
 	return !(req->range_len > 0 && x->want == 0);
 }
@@ -945,7 +945,9 @@ static int remote_run(struct remote *r, CURL *h, struct remote_xfer *x,
 			remote_log(r, MLFS_LOG_WARN, x, code, x->resp->status, ", retrying");
 		backoff_sleep(&BACKOFF_REQUEST, attempt);
 	}
-	if (ret < 0)
+	if (ret < 0 && x->abort_errno == ECANCELED)	/* the caller's sink stopped it */
+		remote_log(r, MLFS_LOG_DEBUG, x, code, x->resp->status, "");
+	else if (ret < 0)
 		remote_log(r, remote_quiet(code, x->resp->status) ? MLFS_LOG_DEBUG : MLFS_LOG_ERR,
 			   x, code, x->resp->status, "");
 	return ret;

@@ -73,7 +73,8 @@ enum remote_method {
 
 /*
  * Receives response body bytes as they arrive; returns 0, or a negated
- * errno that aborts the request (remote_do then returns it, no retry).
+ * errno that aborts the request (remote_do then returns it, no retry; an
+ * abort with -ECANCELED is the caller's own choice, logged only at debug).
  */
 typedef int remote_sink_fn(void *arg, const void *data, size_t len);
 
@@ -93,7 +94,8 @@ struct remote_req {
 	enum remote_method method;
 	const char *url;		/* complete and already percent-encoded */
 	const char *const *headers;	/* NULL-terminated "Name: value" lines, or NULL */
-	/* A ranged GET when range_len > 0: bytes range_off .. range_off + range_len - 1. */
+	/* A ranged GET when range_len > 0: bytes range_off .. range_off + range_len - 1;
+	 * with range_len 0 and range_off > 0, from range_off to the end. */
 	off_t range_off;
 	size_t range_len;
 	/* The request body (PUT, POST): from memory when body != NULL, else from

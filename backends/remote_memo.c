@@ -117,23 +117,36 @@ int remote_memo_stat(struct remote_memo *m, const char *path, time_t created, st
 	return 0;
 }
 
+int remote_file_init(struct remote_file *f, struct backend *be, const char *path, char *url,
+		     const struct remote_meta *meta)
+{
+	*f = (struct remote_file){ .base.be = be, .url = url, .path = strdup(path), .m = *meta };
+	if (!f->path || !url) {
+		free(f->path);
+		free(url);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void remote_file_fini(struct remote_file *f)
+{
+	free(f->url);
+	free(f->path);
+}
+
 int remote_file_new(struct backend_file **out, struct backend *be, const char *path, char *url,
 		    const struct remote_meta *meta)
 {
 	struct remote_file *f = calloc(1, sizeof(*f));
+	int ret = f ? remote_file_init(f, be, path, url, meta) : -ENOMEM;
 
-	if (f)
-		f->path = strdup(path);
-	if (!f || !f->path || !url) {
-		if (f)
-			free(f->path);
+	if (ret < 0) {
+		if (!f)
+			free(url);
 		free(f);
-		free(url);
-		return -ENOMEM;
+		return ret;
 	}
-	f->base.be = be;
-	f->url = url;
-	f->m = *meta;
 	*out = &f->base;
 	return 0;
 }
@@ -142,7 +155,6 @@ void remote_file_release(struct backend_file *bf)
 {
 	struct remote_file *f = (struct remote_file *)bf;
 
-	free(f->url);
-	free(f->path);
+	remote_file_fini(f);
 	free(f);
 }

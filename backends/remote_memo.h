@@ -71,6 +71,11 @@ struct remote_file {
 int remote_file_new(struct backend_file **out, struct backend *be, const char *path, char *url,
 		    const struct remote_meta *meta);
 void remote_file_release(struct backend_file *f);
+/* The same for a struct that begins with a struct remote_file: fills @f, or -ENOMEM. */
+int remote_file_init(struct remote_file *f, struct backend *be, const char *path, char *url,
+		     const struct remote_meta *meta);
+/* Frees what remote_file_init allocated (not @f). */
+void remote_file_fini(struct remote_file *f);
 
 /* A backend's getattr_known: the record of @path of any age into @st, or -EAGAIN. */
 int remote_memo_stat(struct remote_memo *m, const char *path, time_t created, struct stat *st);

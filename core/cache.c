@@ -63,9 +63,10 @@
  * into memory at open rather than mapped (cache_map_in).
  *
  * Read-ahead: per open file the window starts at 256 KiB, doubles with each
- * sequential read up to 32 MiB and drops back on a seek.  The blocks ahead
- * are queued in whole 4 MiB chunks, aligned, for a pool of background
- * threads per struct cache, so up to four large fetches are in flight while
+ * sequential read up to 32 MiB (64 MiB for long fetches) and drops back on
+ * a seek.  The blocks ahead are queued in whole 4 MiB chunks, aligned, for
+ * a pool of background threads per struct cache, so up to four large
+ * fetches are in flight while
  * the reader is served from blocks already present (the window keeps eight
  * chunks ahead).  A reader that reaches a block being fetched waits for it;
  * one that reaches a block still queued fetches it itself.  A read-ahead
@@ -389,7 +390,7 @@ static void cache_file_readahead(struct cache_file *f, uint64_t off, uint64_t en
 	pthread_mutex_lock(&f->lock);
 	if (f->next_off && off + CACHE_SEQ_SLACK >= f->next_off &&
 	    off <= f->next_off + CACHE_SEQ_SLACK) {
-		f->window = f->window * 2 > CACHE_RA_MAX ? CACHE_RA_MAX : f->window * 2;
+		f->window = f->window * 2 > f->ra_max ? f->ra_max : f->window * 2;
 		if (end > f->next_off)
 			f->next_off = end;
 	} else {
@@ -558,7 +559,7 @@ static struct cache_file *cache_file_new(struct cache *c, const char *key, uint6
 		.c = c, .stats = stats, .fetch = fetch, .arg = arg, .size = size,
 		.nblocks = (size + CACHE_BLOCK - 1) / CACHE_BLOCK, .hdr_len = cache_hdr_len(key),
 		.map_fd = -1, .data_fd = -1, .dio_fd = -1, .ro_fd = -1, .window = CACHE_RA_MIN,
-		.run_blocks = CACHE_RUN_MAX,
+		.run_blocks = CACHE_RUN_MAX, .ra_max = CACHE_RA_MAX,
 	};
 	atomic_init(&f->closing, false);
 	atomic_init(&f->write_failed, false);
@@ -573,8 +574,10 @@ static struct cache_file *cache_file_new(struct cache *c, const char *key, uint6
 void cache_file_long_fetches(struct cache_file *f)
 {
 	pthread_mutex_lock(&f->lock);
-	if (!f->runs && f->pending == 0 && f->readers == 0 && f->next_off == 0)
+	if (!f->runs && f->pending == 0 && f->readers == 0 && f->next_off == 0) {
 		f->run_blocks = CACHE_RUN_LONG;	/* nothing fetched yet: no buffer of the old size */
+		f->ra_max = CACHE_RA_LONG;
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 

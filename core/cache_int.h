@@ -17,6 +17,7 @@
 #define CACHE_BLOCK		(1u << 20)		/* bytes per block */
 #define CACHE_RA_MIN		(256u << 10)		/* read-ahead after a seek */
 #define CACHE_RA_MAX		(32u << 20)		/* read-ahead of a long sequential read */
+#define CACHE_RA_LONG		(64u << 20)		/* ... of long fetches: three runs ahead */
 #define CACHE_RA_CHUNK		4			/* blocks per background fetch */
 #define CACHE_SEQ_SLACK		(1u << 20)		/* reordered reads still count as sequential */
 #define CACHE_RUN_MAX		4			/* blocks per fetch call at most */
@@ -130,6 +131,8 @@ struct cache_file {
 	uint64_t size, nblocks;
 	unsigned int run_blocks;		/* blocks a fetch asks for at most: CACHE_RUN_MAX,
 						 * or CACHE_RUN_LONG (cache_file_long_fetches) */
+	uint64_t ra_max;			/* the read-ahead window at most: CACHE_RA_MAX,
+						 * or CACHE_RA_LONG with CACHE_RUN_LONG */
 	bool bypass;
 	int shard;				/* the object's folder, 0..255 */
 	char hash[CACHE_HASH_LEN + 1];

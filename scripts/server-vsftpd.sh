@@ -7,7 +7,7 @@
 #                                     self-signed certificate, DIR/cert.pem; passive
 #                                     ports PORT+1 to PORT+20; prints the PID once
 #                                     the port answers
-#   server-vsftpd.sh stop DIR         stops it
+#   server-vsftpd.sh stop DIR         stops it and every login it serves
 #
 # vsftpd runs in the foreground (background=NO) in its own session; its conf,
 # log and pid file live in DIR.  The served root must not be writable by the
@@ -92,7 +92,21 @@ vsftpd_start() {
 	server_wait_port vsftpd "$pid" "$port" "$dir/vsftpd.out" "$dir/vsftpd.pid"
 }
 
-vsftpd_stop() { server_stop_pidfile "$1/vsftpd.pid"; }
+# Each login is a process of its own session, which outlives the listener:
+# stop ends them too (found as the listener's descendants before it goes),
+# so a client's kept connection sees the server gone, as after a crash.
+vsftpd_stop() {
+	local pid kids
+	[ -f "$1/vsftpd.pid" ] || return 0
+	pid=$(cat "$1/vsftpd.pid")
+	kids=$(ps -e -o pid=,ppid= | awk -v top="$pid" '
+		{ parent[$1] = $2 }
+		END { for (p in parent) for (q = parent[p]; q > 1; q = parent[q])
+			if (q == top) { print p; break } }')
+	server_stop_pidfile "$1/vsftpd.pid"
+	# shellcheck disable=SC2086
+	[ -z "$kids" ] || kill -KILL $kids 2>/dev/null || true
+}
 
 case ${1:-} in
 start) [ $# -eq 3 ] || { echo "usage: $0 start DIR PORT" >&2; exit 2; }

@@ -25,6 +25,9 @@ P=$FTP_DIR/pub
 mkdir -p "$P/sub/deeper" "$P/empty" "$P/many" mnt
 head -c $((20 << 20)) /dev/urandom >"$P/big.bin"
 head -c $((8 << 20)) /dev/urandom >"$P/gone.bin"
+head -c $((24 << 20)) /dev/urandom >"$P/rand.bin"
+head -c $((48 << 20)) /dev/urandom >"$P/mid.bin"
+head -c $((48 << 20)) /dev/urandom >"$P/cut.bin"
 echo "hello ftp" >"$P/small.txt"
 echo "spaced" >"$P/with space.txt"
 echo "unicode" >"$P/ünïcödé.txt"
@@ -36,6 +39,70 @@ touch -d '2 hours ago' "$P/small.txt"
 mkdir -p arch-src/dir
 echo "zipped member" >arch-src/dir/m.txt
 (cd arch-src && zip -qr "$P/sets.zip" dir)
+
+# random_reads ORIGINAL MOUNTED: 48 preads of 1 B to 3 MiB at random offsets,
+# from 4 threads sharing one open file; "ok" when each is the original's.
+random_reads() {
+	python3 - "$1" "$2" <<'PY'
+import os, random, sys, threading
+data = open(sys.argv[1], "rb").read()
+fd = os.open(sys.argv[2], os.O_RDONLY)
+rng = random.Random(7)
+jobs = [(rng.randrange(len(data)), rng.choice([1, 4096, 65536, 300000, 1 << 20, 3 << 20]))
+        for _ in range(48)]
+bad = []
+def work(part):
+    for off, n in part:
+        if os.pread(fd, n, off) != data[off:off + n]:
+            bad.append(off)
+threads = [threading.Thread(target=work, args=(jobs[i::4],)) for i in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("ok" if not bad else "differs at offsets %s" % sorted(bad)[:4])
+PY
+}
+
+# idle_read ORIGINAL MOUNTED VSFTPD_LOG: reads 4 KiB, waits past half the
+# timeout (the parked RETR must be dropped: the server logs the download
+# cut), then reads the whole file; "ok" when all of it is the original's.
+idle_read() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import os, sys, time
+data = open(sys.argv[1], "rb").read()
+name = "/" + os.path.basename(sys.argv[2])
+fd = os.open(sys.argv[2], os.O_RDONLY)
+first = os.pread(fd, 4096, 0)
+time.sleep(2.5)
+cut = [l for l in open(sys.argv[3], errors="replace")
+       if "FAIL DOWNLOAD" in l and '"%s"' % name in l]
+got = first + os.pread(fd, len(data), 4096)
+if not cut:
+    print("the server still sends %s: no FAIL DOWNLOAD logged" % name)
+else:
+    print("ok" if got == data else "differs")
+PY
+}
+
+# cut_read MOUNTED: reads 4 KiB, stops the server (and its logins), reads
+# on to the end: "EIO" when that read fails so, else what it did.
+cut_read() {
+	python3 - "$1" "$FTP_SH" "$FTP_DIR" <<'PY'
+import errno, os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.pread(fd, 4096, 0)
+subprocess.run([sys.argv[2], "stop", sys.argv[3]], check=True)
+try:
+    off = 4096
+    while True:
+        b = os.pread(fd, 1 << 20, off)
+        if not b:
+            break
+        off += len(b)
+    print("read all %d bytes" % off)
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+}
 
 PORT=$(free_port) || { not_ok "a free port"; t_finish; exit 1; }
 "$FTP_SH" start "$FTP_DIR" "$PORT" >/dev/null || { not_ok "vsftpd started"; t_finish; exit 1; }
@@ -94,7 +161,7 @@ LOG=$T_DIR/mount.mnt.log
 
 # --- listing and reading
 same "ls lists the server's folder (libcurl's listing parser)" \
-	"big.bin empty gone.bin many sets.zip small.txt sub with space.txt ünïcödé.txt" \
+	"big.bin cut.bin empty gone.bin many mid.bin rand.bin sets.zip small.txt sub with space.txt ünïcödé.txt" \
 	"$(ls "$F" | xargs)"
 same "ls -l shows a file's size" 20971520 "$(ls -l "$F" | awk '$NF == "big.bin" {print $5}')"
 same "stat shows the size" 10 "$(stat -c %s "$F/small.txt")"
@@ -105,7 +172,12 @@ same "cat reads a small file" "hello ftp" "$(cat "$F/small.txt")"
 same "a name with a space reads" "spaced" "$(cat "$F/with space.txt")"
 same "a name in UTF-8 reads" "unicode" "$(cat "$F/ünïcödé.txt")"
 same "a nested file reads" "deep" "$(cat "$F/sub/deeper/deep.txt")"
+retrs() { grep -c "\"RETR $1\"" "$FTP_DIR/vsftpd.log"; }
 same "a 20 MiB file reads whole, byte for byte" "$(sha "$P/big.bin")" "$(sha "$F/big.bin")"
+check "... through at most 3 RETRs (one kept running, not one per fetch): $(retrs big.bin)" \
+	test "$(retrs big.bin)" -le 3
+same "reads at random offsets from 4 threads of one open, uncached, return the server's bytes" \
+	ok "$(random_reads "$P/rand.bin" "$F/rand.bin" 2>&1)"
 same_at_offsets "reads at random offsets (REST) return the server's bytes" "$P/big.bin" "$F/big.bin"
 same "an empty folder lists empty" "" "$(ls "$F/empty")"
 fails "a missing file is ENOENT" "No such file" stat "$F/nope"
@@ -141,6 +213,15 @@ same "the second epoch reads the same bytes" "$want" "$(read_epoch "$D" 'f*')"
 same "... and asks the server nothing (trusted listing, the cache)" "$before" \
 	"$(stat_of "$M" datastore.dataset:many.requests)"
 next_job_epoch mlfs.conf "$M" dataset:many "$D" 'f*' "$want"
+
+# --- a RETR kept running: dropped when unused, and the server gone under it
+same "a read left idle past half the timeout, then read on, is the server's bytes" ok \
+	"$(idle_read "$P/mid.bin" "$F/mid.bin" "$FTP_DIR/vsftpd.log" 2>&1)"
+"$FTP_SH" stop "$FTP_DIR"
+"$FTP_SH" start "$FTP_DIR" "$PORT" >/dev/null || not_ok "vsftpd restarted"
+same "the server gone midway through a read: EIO, not other bytes" EIO \
+	"$(cut_read "$F/cut.bin" 2>&1)"
+"$FTP_SH" start "$FTP_DIR" "$PORT" >/dev/null || not_ok "vsftpd restarted"
 
 # --- faults: the server gone, then back
 stat "$F/gone.bin" >/dev/null
