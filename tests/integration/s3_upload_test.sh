@@ -74,9 +74,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def forward(self):
+        print(self.command, self.path, flush=True)	# before the body: a cut request counts
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        print(self.command, self.path, flush=True)
         if os.path.exists("fail-part"):
             with open("fail-part") as f:
                 if "partNumber=%s&" % f.read().strip() in self.path:
@@ -110,7 +110,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Proxy).serve_forever()
 PY
-setsid python3 proxy.py "$PROXY_PORT" "$PORT" </dev/null >proxy.log 2>&1 &
+# appended to (O_APPEND), so `: >proxy.log` below empties it for good
+setsid python3 proxy.py "$PROXY_PORT" "$PORT" </dev/null >>proxy.log 2>&1 &
 PROXY_PID=$!
 for _ in $(seq 1 100); do port_free "$PROXY_PORT" || break; sleep 0.05; done
 
