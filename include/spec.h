@@ -277,6 +277,7 @@ struct spec_mount {
 	char sub_path[2048];
 	char mount_path[2048];
 	char var[96];
+	bool too_long;			/* a path did not fit: spec_worker_mounts says -ENAMETOOLONG */
 };
 
 /*
@@ -287,7 +288,9 @@ struct spec_mount {
  * maps the [source] covering its host path, under a name of its own).  0
  * and *@out (malloc'd) and *@n; -ENOENT with *@bad_volume when a volume
  * names no source or no source covers its host path (*@out holds the ones
- * before); -ENOMEM.
+ * before); -ENAMETOOLONG with *@bad_volume the index in *@out of the first
+ * mount whose sub path or mount path would pass 2047 bytes (*@out holds
+ * all); -ENOMEM.
  */
 int spec_worker_mounts(const struct spec *s, size_t w, const struct mlfs_config *cfg,
 		       struct spec_mount **out, size_t *n, size_t *bad_volume);

@@ -138,6 +138,13 @@ static void spec_data_sources(struct spec_data_ctx *c, const struct spec *s)
 		ret = spec_worker_mounts(s, wi, c->cfg, &m, &n, &bad);
 		if (ret == -ENOENT) {
 			spec_data_volume(c, s, group, &w->volumes[bad], bad);
+		} else if (ret == -ENAMETOOLONG) {
+			if (s->format == SPEC_GPULAB)
+				snprintf(field, sizeof(field), "request.docker.storage");
+			else
+				snprintf(field, sizeof(field), "resources[%zu]", group);
+			spec_data_error(c, field, "source %s: its path in the source or where it is "
+					"mounted is longer than 2047 bytes", m[bad].name);
 		} else if (ret == 0 && w->work_dir && strchr(w->work_dir, '$') &&
 			   spec_resolve_dir(w->work_dir, m, n, "/opt/ml", dir, sizeof(dir), unknown,
 					    sizeof(unknown)) == -ENOENT) {

@@ -55,6 +55,9 @@ static void spec_src_path(struct spec_ctx *c, json_t *o, const char *at, const c
 	ret = path_canon(&canon, v);
 	if (ret == -ENOMEM)
 		c->nomem = true;
+	else if (ret == -ENAMETOOLONG)
+		spec_error(c, path, "a name in it is longer than 255 bytes, got \"%s\"",
+			   spec_show(shown, v));
 	else if (ret < 0)
 		spec_error(c, path, "must be a path without \"..\", got \"%s\"", spec_show(shown, v));
 	else if (mount && !canon[0])
@@ -240,14 +243,23 @@ static void spec_mount_var(const char *name, char *out, size_t size)
 	memcpy(out + n, "_DIR", 5);
 }
 
-/* Joins @a and @b ("" for none) into @out; a path too long for it is cut to "". */
-static void spec_mount_join(char *out, size_t size, const char *a, const char *b)
+/*
+ * Puts @a, then @sep when both are there, then @b (NULL: "") into @out, a
+ * path of @m; one too long for it leaves "" and marks @m too_long, which
+ * spec_worker_mounts answers with -ENAMETOOLONG: never a shorter path.
+ */
+static void spec_mount_put(struct spec_mount *m, char *out, size_t size, const char *a,
+			   const char *sep, const char *b)
 {
-	int n = snprintf(out, size, "%s%s%s", a ? a : "", a && a[0] && b && b[0] ? "/" : "",
-			 b ? b : "");
+	int n;
 
-	if (n < 0 || (size_t)n >= size)
+	a = a ? a : "";
+	b = b ? b : "";
+	n = snprintf(out, size, "%s%s%s", a, a[0] && b[0] ? sep : "", b);
+	if (n < 0 || (size_t)n >= size) {
 		out[0] = '\0';
+		m->too_long = true;
+	}
 }
 
 /* Adds (or, for a volume of one already there, replaces) the mount of candidate @name. */
@@ -281,18 +293,21 @@ static bool spec_mount_find(const struct spec *s, const struct mlfs_config *cfg,
 	for (size_t i = 0; i < s->n_sources; i++)
 		if (strcmp(s->sources[i].name, name) == 0) {
 			m->task = &s->sources[i];
-			spec_mount_join(m->sub_path, sizeof(m->sub_path), m->task->sub_path, NULL);
+			spec_mount_put(m, m->sub_path, sizeof(m->sub_path), m->task->sub_path, "",
+				       NULL);
 			if (m->task->mount_path)
-				snprintf(m->mount_path, sizeof(m->mount_path), "%s",
-					 m->task->mount_path);
+				spec_mount_put(m, m->mount_path, sizeof(m->mount_path),
+					       m->task->mount_path, "", NULL);
 			else
-				snprintf(m->mount_path, sizeof(m->mount_path), "/workspace/%s", name);
+				spec_mount_put(m, m->mount_path, sizeof(m->mount_path),
+					       "/workspace", "/", name);
 			break;
 		}
 	for (size_t i = 0; !m->task && cfg && i < cfg->n_sources; i++)
 		if (cfg->sources[i].kind == SOURCE_SOURCE && strcmp(cfg->sources[i].shown, name) == 0) {
 			m->cfg_src = (long)i;
-			spec_mount_join(m->sub_path, sizeof(m->sub_path), cfg->sources[i].sub_path, NULL);
+			spec_mount_put(m, m->sub_path, sizeof(m->sub_path), cfg->sources[i].sub_path,
+				       "", NULL);
 			config_mount_path(&cfg->sources[i], m->mount_path, sizeof(m->mount_path));
 		}
 	spec_mount_var(name, m->var, sizeof(m->var));
@@ -307,7 +322,7 @@ static void spec_mount_prefix(const struct spec_worker *sw, struct spec_mount *m
 	if (!sw->default_mount_path)
 		return;
 	snprintf(was, sizeof(was), "%s", m->mount_path);
-	snprintf(m->mount_path, sizeof(m->mount_path), "%s%s", sw->default_mount_path, was);
+	spec_mount_put(m, m->mount_path, sizeof(m->mount_path), sw->default_mount_path, "", was);
 }
 
 /*
@@ -321,7 +336,7 @@ static bool spec_mount_cover(const struct mlfs_config *cfg, const struct spec_vo
 {
 	size_t best = 0, rest;
 	long hit = -1;
-	char mp[2048], sub[sizeof(m->sub_path)];
+	char mp[2048];
 
 	for (size_t i = 0; cfg && i < cfg->n_sources; i++) {
 		size_t len;
@@ -350,10 +365,10 @@ static bool spec_mount_cover(const struct mlfs_config *cfg, const struct spec_vo
 		snprintf(m->name, sizeof(m->name), "%.70s-%u", cfg->sources[hit].shown, k);
 	}
 	rest = strlen(v->host_path) > best ? best + 1 : best;
-	spec_mount_join(sub, sizeof(sub), cfg->sources[hit].sub_path, v->host_path + rest);
-	snprintf(m->sub_path, sizeof(m->sub_path), "%s", sub);
-	snprintf(m->mount_path, sizeof(m->mount_path), "%s", v->mount_path ? v->mount_path :
-		 v->host_path);
+	spec_mount_put(m, m->sub_path, sizeof(m->sub_path), cfg->sources[hit].sub_path, "/",
+		       v->host_path + rest);
+	spec_mount_put(m, m->mount_path, sizeof(m->mount_path),
+		       v->mount_path ? v->mount_path : v->host_path, "", NULL);
 	spec_mount_var(m->name, m->var, sizeof(m->var));
 	return true;
 }
@@ -397,13 +412,19 @@ int spec_worker_mounts(const struct spec *s, size_t w, const struct mlfs_config 
 			break;
 		}
 		snprintf(sub, sizeof(sub), "%s", m.sub_path);
-		spec_mount_join(m.sub_path, sizeof(m.sub_path), sub, v->sub_path);
+		spec_mount_put(&m, m.sub_path, sizeof(m.sub_path), sub, "/", v->sub_path);
 		if (v->mount_path)
-			snprintf(m.mount_path, sizeof(m.mount_path), "%s", v->mount_path);
+			spec_mount_put(&m, m.mount_path, sizeof(m.mount_path), v->mount_path, "",
+				       NULL);
 		spec_mount_prefix(sw, &m);
 		ret = spec_mount_add(out, n, &m);
 	}
-	if (ret < 0 && ret != -ENOENT) {
+	for (size_t i = 0; ret == 0 && i < *n; i++)
+		if ((*out)[i].too_long) {
+			*bad_volume = i;
+			ret = -ENAMETOOLONG;
+		}
+	if (ret < 0 && ret != -ENOENT && ret != -ENAMETOOLONG) {
 		free(*out);
 		*out = NULL;
 		*n = 0;

@@ -322,6 +322,13 @@ fails "a workDir naming a source the resource does not map is refused" "Invalid 
 	cp kb-src-bad2.yaml "$J/"
 check "... naming the variable" grep -q 'resources\[0\].workDir: \$NOPE_DIR names no source' \
 	"$J/kb-src-bad2.yaml.error"
+long=$(printf 'a%.0s' $(seq 99)); long=$(printf "$long/%.0s" $(seq 30))
+printf 'name: kbbad3\nresources:\n- name: w\n  command: x\n  volumes:\n  - name: src\n    subPath: %s\n' \
+	"$long" >kb-src-long.yaml
+fails "a volume whose path would pass 2047 bytes is refused, not cut" "Invalid argument" \
+	cp kb-src-long.yaml "$J/"
+check "... saying so" grep -q 'resources\[0\]: source src: its path .* longer than 2047 bytes' \
+	"$J/kb-src-long.yaml.error"
 
 # --- GPULab storage no [source] covers is refused at submit, naming the path
 printf '{"name": "glst", "request": {"resources": {"cpus": 1, "gpus": 0, "cpuMemoryGb": 1}, "docker": {"command": "true", "storage": [{"hostPath": "/nowhere/x", "containerPath": "/x"}]}}}\n' >gl-storage.json

@@ -303,6 +303,67 @@ static void test_kibernetika_sources_and_volumes(void **state)
 		      "t.yaml:5:15: sources[1].mount_path: must be an absolute path, got \"rel\"",
 		      "t.yaml:11:14: resources[0].volumes[0].subPath: must be a path without \"..\", "
 		      "got \"../up\"");
+#define B64 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	EXPECT_ERRORS("resources:\n- name: w\n  command: x\n  default_mount_path: /x/"
+		      B64 B64 B64 B64 B64 "\n",
+		      "t.yaml:4:23: resources[0].default_mount_path: a name in it is longer than 255 "
+		      "bytes, got \"/x/" B64 "b...\"");
+#undef B64
+}
+
+/*
+ * Which sources a worker maps and where: default_volume_mapping with
+ * default_mount_path before each mount path, a volume adding its subPath
+ * below the source's and its own mount path; a path past 2047 bytes is
+ * -ENAMETOOLONG naming the mount, never a shorter path.
+ */
+static void test_kibernetika_worker_mounts(void **state)
+{
+	static const char head[] = "sources:\n- name: code\n  source: lab:/repo\n"
+				   "  mountPath: /src\n  subPath: pkg\n"
+				   "resources:\n- name: w\n  command: x\n"
+				   "  default_volume_mapping: true\n  default_mount_path: /mnt\n";
+	struct spec *s = parse_ok(head);
+	struct spec_mount *m;
+	size_t n, bad = 9;
+	char *text, *longsub = malloc(3001);
+
+	(void)state;
+	assert_int_equal(spec_worker_mounts(s, 0, NULL, &m, &n, &bad), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(m[0].name, "code");
+	assert_string_equal(m[0].sub_path, "pkg");
+	assert_string_equal(m[0].mount_path, "/mnt/src");
+	assert_string_equal(m[0].var, "CODE_DIR");
+	free(m);
+	spec_free(s);
+
+	assert_true(asprintf(&text, "%s  volumes:\n  - name: code\n    subPath: train\n"
+			     "    mountPath: /data\n", head) > 0);
+	s = parse_ok(text);
+	free(text);
+	assert_int_equal(spec_worker_mounts(s, 0, NULL, &m, &n, &bad), 0);
+	assert_int_equal(n, 1);		/* the volume replaces the default mapping */
+	assert_string_equal(m[0].sub_path, "pkg/train");
+	assert_string_equal(m[0].mount_path, "/mnt/data");
+	free(m);
+	spec_free(s);
+
+	memset(longsub, 'a', 3000);	/* 30 names of 99 bytes */
+	for (size_t i = 99; i < 3000; i += 100)
+		longsub[i] = '/';
+	longsub[3000] = '\0';
+	assert_true(asprintf(&text, "%s  volumes:\n  - name: code\n    subPath: %s\n", head,
+			     longsub) > 0);
+	s = parse_ok(text);
+	free(text);
+	free(longsub);
+	assert_int_equal(spec_worker_mounts(s, 0, NULL, &m, &n, &bad), -ENAMETOOLONG);
+	assert_int_equal(bad, 0);
+	assert_string_equal(m[bad].name, "code");
+	assert_true(m[bad].too_long);
+	free(m);
+	spec_free(s);
 }
 
 /* ---- YAML ---- */
@@ -399,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_kibernetika_each_rule_names_its_field),
 		cmocka_unit_test(test_kibernetika_always_is_listed_and_run_on_failure),
 		cmocka_unit_test(test_kibernetika_sources_and_volumes),
+		cmocka_unit_test(test_kibernetika_worker_mounts),
 		cmocka_unit_test(test_yaml_scalars_resolve_by_the_core_schema),
 		cmocka_unit_test(test_yaml_errors_name_line_and_column),
 		cmocka_unit_test(test_yaml_anchors_and_aliases_are_refused),
