@@ -7,7 +7,10 @@
  * repository (repo.git, kept across jobs: the next fetch of the same
  * repository brings only what is new) and one folder per commit written
  * out (trees/<commit>, made under a temporary name and renamed into place,
- * so a reader never sees half of one and two processes never collide).
+ * so a reader never sees half of one).  A fetch and the writing out of a
+ * tree happen under flock(LOCK_EX) of the folder's `lock` file, so two
+ * datastores of one repository, in one process or two, take turns: the
+ * second finds what the first brought and writes nothing.
  *
  * What a ref means: a full commit id is used as it is, and when its tree
  * is written out already nothing is asked of the server at all; a branch or
@@ -39,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -369,6 +373,29 @@ static int be_git_get(struct be_git *g, git_repository *repo, char *tree_path, s
 	return ret;
 }
 
+/* be_git_get under flock(LOCK_EX) of @g->dir/lock: one fetch and one writer of a tree at a time. */
+static int be_git_get_locked(struct be_git *g, git_repository *repo, char *tree_path,
+			     size_t size)
+{
+	char *path = NULL;
+	int fd = -1, ret = asprintf(&path, "%s/lock", g->dir) < 0 ? -ENOMEM : 0;
+
+	if (ret == 0 && (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		ret = -errno;
+	while (ret == 0 && flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			ret = -errno;
+	if (ret < 0)
+		log_err("datastore %s: %s: %s", g->base.name, path ? path : g->dir,
+			strerror(-ret));
+	free(path);
+	if (ret == 0)
+		ret = be_git_get(g, repo, tree_path, size);
+	if (fd >= 0)
+		close(fd);	/* and the lock with it */
+	return ret;
+}
+
 /* Opens (or makes) the cache's bare repository of @g. */
 static int be_git_repo(struct be_git *g, git_repository **repo)
 {
@@ -401,7 +428,7 @@ static int be_git_load(struct be_git *g)
 
 	g->auth_tries = 0;
 	if (ret == 0)
-		ret = be_git_get(g, repo, tree_path, sizeof(tree_path));
+		ret = be_git_get_locked(g, repo, tree_path, sizeof(tree_path));
 	git_repository_free(repo);
 	if (ret == 0)
 		ret = config_kv_add(&ds, "root", tree_path, 0);

@@ -7,9 +7,10 @@
 # HTTP with a token (password_file), a credential-store file, and a wrong
 # token (EACCES, no token in the log); a new commit on a branch shows in the next mount, which fetches only
 # it; a commit already written out is read with every server stopped (no
-# fetch at all); a proxiML job's git model at /opt/ml/models, and one whose
-# ref does not exist refused at staging, named; the commit in status.json; a
-# Kibernetika task whose git source is its workDir ($SRC_DIR).
+# fetch at all); two datastores of one branch first read at once; a
+# proxiML job's git model at /opt/ml/models, and one whose ref does not
+# exist refused at staging, named; the commit in status.json; a Kibernetika
+# task whose git source is its workDir ($SRC_DIR).
 # Usage: git_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
@@ -100,6 +101,17 @@ url = http://127.0.0.1:$HPORT/private/r.git
 username = mlfs
 password_file = bad.token
 
+# two datastores of one repository and branch: first used at once (one cache folder)
+[datastore twin1]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = main
+
+[datastore twin2]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = main
+
 [model dev]
 source = git://127.0.0.1:$PORT/r.git#dev
 
@@ -135,6 +147,11 @@ git_tree() {
 mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up"; t_finish; exit 1; }
 M=$T_DIR/mnt
 LOG=$T_DIR/mount.mnt.log
+tree_of "$M/datastores/twin1" >twin1.tree 2>&1 &
+tree_of "$M/datastores/twin2" >twin2.tree 2>&1
+wait $!
+same "two datastores of one branch, first read at once, each show git's tree" \
+	"$(git_tree main; git_tree main)" "$(cat twin1.tree twin2.tree)"
 same "an annotated tag shows git's tree of it" "$(git_tree v1)" "$(tree_of "$M/datastores/tag")"
 same "the server's HEAD (over HTTP) shows main's tree" "$(git_tree main)" \
 	"$(tree_of "$M/datastores/head")"
@@ -164,9 +181,9 @@ echo "third" >work/a.txt && g commit -qam three
 git -C work push -q "$SRV/repos/r.git" main
 mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up again"; t_finish; exit 1; }
 same "the next mount shows main's new commit" "third" "$(cat "$M/datastores/head/a.txt")"
-# 3 URLs; git:// at v1 and dev, /git/ at main, v1 and main's new commit, /private/ at dev
+# 3 URLs; git:// at v1, main and dev, /git/ at main, v1 and main's new commit, /private/ at dev
 same "... the cache holds one repository per URL and a folder per commit" \
-	"3 6" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
+	"3 7" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
 unmount_fg "$M"
 
 # --- a commit written out already: read with the servers stopped, no fetch at all
