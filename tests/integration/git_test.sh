@@ -10,7 +10,7 @@
 # fetch at all); two datastores of one branch first read at once; a
 # proxiML job's git model at /opt/ml/models, and one whose ref does not
 # exist refused at staging, named; the commit in status.json; a Kibernetika
-# task whose git source is its workDir ($SRC_DIR).
+# task whose git source is its workDir ($SRC_DIR); status.json after a restart.
 # Usage: git_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
@@ -259,5 +259,9 @@ same "... in the repository's commit at \$SRC_DIR, its files and executables the
 check "... its view's log names the commit" \
 	grep -q "datastore source:src: git git://127.0.0.1:$PORT/r.git dev at commit $(g rev-parse dev)" \
 	"$M/jobs/kbgit/log"
+unmount_fg "$M"
+mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up again for jobs"; t_finish; exit 1; }
+same "after a restart, status.json still records the commit (kept, reloaded)" "$(g rev-parse dev)" \
+	"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["workers"][0]["sources"]["model:model"])' "$M/jobs/gitjob/status.json" 2>&1)"
 unmount_fg "$M"
 t_finish
