@@ -257,20 +257,42 @@ static void cache_write_run(struct cache_file *f, struct cache_run *r, int lock_
 }
 
 /*
- * Makes a complete object survive a reboot: its data synced, then its map
- * flagged, through the map file (other processes see the flag in their
- * mappings of it; they only ever set the same bit).
+ * Flags a complete object whose data is synced durable, through the map
+ * file (other processes see the flag in their mappings of it; they only
+ * ever set the same bit).
  */
-static void cache_sync_object(int data_fd, int map_fd)
+static void cache_flag_durable(int map_fd)
 {
 	uint32_t flags;
 	off_t at = (off_t)offsetof(struct cache_map_hdr, flags);
 
-	if (fdatasync(data_fd) < 0 || pread(map_fd, &flags, sizeof(flags), at) != sizeof(flags))
+	if (pread(map_fd, &flags, sizeof(flags), at) != sizeof(flags))
 		return;
 	flags |= CACHE_DURABLE;
 	if (pwrite(map_fd, &flags, sizeof(flags), at) != sizeof(flags))
 		log_debug("cache: cannot flag an object durable: %s", strerror(errno));
+}
+
+/*
+ * Makes the complete objects of list @s survive a reboot, then lets go of
+ * them: one of them by its fdatasync, several by one syncfs of the cache's
+ * filesystem (one disk flush where a first epoch of small files closed
+ * hundreds of objects meanwhile, not one flush each).
+ */
+static void cache_sync_objects(struct cache_sync *s)
+{
+	bool all = s->next && syncfs(s->data_fd) == 0;
+
+	while (s) {
+		struct cache_sync *next = s->next;
+
+		if (all || fdatasync(s->data_fd) == 0)
+			cache_flag_durable(s->map_fd);
+		close(s->data_fd);
+		close(s->map_fd);	/* the pin goes */
+		free(s);
+		s = next;
+	}
 }
 
 void *cache_writer(void *arg)
@@ -288,15 +310,12 @@ void *cache_writer(void *arg)
 		if (w && !(c->whead = w->next))
 			c->wtail = NULL;
 		if (!w && (s = c->shead)) {	/* hot runs first: readers may wait for them */
-			c->shead = s->next;
-			c->n_syncs--;
+			c->shead = NULL;	/* all of them, at once */
+			c->n_syncs = 0;
 		}
 		pthread_mutex_unlock(&c->qlock);
 		if (s) {
-			cache_sync_object(s->data_fd, s->map_fd);
-			close(s->data_fd);
-			close(s->map_fd);	/* the pin goes */
-			free(s);
+			cache_sync_objects(s);
 			continue;
 		}
 		if (!w)

@@ -850,7 +850,8 @@ static uint32_t map_flags(const char *key)
  * A complete object is made durable (data synced, then flagged) once
  * closed, by a writer thread rather than the closing one, and at the latest
  * by cache_destroy; a partial one never is: after a reboot it is fetched
- * again.
+ * again.  Many small objects closed at once (a writer syncs them together)
+ * each become durable.
  */
 static void test_cache_complete_objects_become_durable(void **state)
 {
@@ -868,9 +869,22 @@ static void test_cache_complete_objects_become_durable(void **state)
 					 &part), 0);
 	assert_int_equal(cache_file_read(f, buf, sizeof(buf), 0), sizeof(buf));
 	cache_file_close(f);
+	for (int i = 0; i < 40; i++) {
+		struct fake small = { .seed = 100 + i, .size = 4096 + i };
+		char key[64];
+
+		snprintf(key, sizeof(key), "s\nsmall-%d\nv1", i);
+		read_object(c, key, &small);
+	}
 	cache_destroy(c);
 	assert_true(map_flags("s\ndurable\nv1") & CACHE_DURABLE);
 	assert_false(map_flags("s\npartial\nv1") & CACHE_DURABLE);
+	for (int i = 0; i < 40; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "s\nsmall-%d\nv1", i);
+		assert_true(map_flags(key) & CACHE_DURABLE);
+	}
 }
 
 int main(void)
