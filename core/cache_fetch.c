@@ -289,9 +289,33 @@ static void cache_sync_objects(struct cache_sync *s)
 		if (all || fdatasync(s->data_fd) == 0)
 			cache_flag_durable(s->map_fd);
 		close(s->data_fd);
-		close(s->map_fd);	/* the pin goes */
+		close(s->map_fd);
 		free(s);
 		s = next;
+	}
+}
+
+/*
+ * Whether the objects waiting to be made durable are synced now: as many
+ * as a batch, the oldest a second old, or the cache stopping.  qlock held.
+ */
+static bool cache_syncs_due(struct cache *c)
+{
+	return c->shead && (c->stopping || c->n_syncs >= CACHE_SYNC_BATCH ||
+			    mono_ns() - c->sync_since >= CACHE_SYNC_DELAY_NS);
+}
+
+/* Waits for work: a hot run to write, or syncs due.  qlock held. */
+static void cache_writer_wait(struct cache *c)
+{
+	while (!c->whead && !cache_syncs_due(c) && !c->stopping) {
+		int64_t at = c->sync_since + CACHE_SYNC_DELAY_NS;
+		struct timespec ts = { .tv_sec = at / 1000000000, .tv_nsec = at % 1000000000 };
+
+		if (c->shead)
+			pthread_cond_timedwait(&c->wcond, &c->qlock, &ts);
+		else
+			pthread_cond_wait(&c->wcond, &c->qlock);
 	}
 }
 
@@ -304,13 +328,13 @@ void *cache_writer(void *arg)
 		struct cache_sync *s = NULL;
 
 		pthread_mutex_lock(&c->qlock);
-		while (!c->whead && !c->shead && !c->stopping)
-			pthread_cond_wait(&c->wcond, &c->qlock);
+		cache_writer_wait(c);
 		w = c->whead;
 		if (w && !(c->whead = w->next))
 			c->wtail = NULL;
-		if (!w && (s = c->shead)) {	/* hot runs first: readers may wait for them */
-			c->shead = NULL;	/* all of them, at once */
+		if (!w && cache_syncs_due(c)) {	/* hot runs first: readers may wait for them */
+			s = c->shead;		/* all of them, at once */
+			c->shead = NULL;
 			c->n_syncs = 0;
 		}
 		pthread_mutex_unlock(&c->qlock);
@@ -420,8 +444,22 @@ bool cache_file_complete(struct cache_file *f)
 }
 
 /*
- * Hands a complete object to the writers to make durable, with its own
- * descriptors (the map's keeps it pinned meanwhile), so that the close that
+ * A new open file description of what @fd names, with @flags: none of
+ * @fd's locks (flock, OFD) come with it.  Or -1.
+ */
+static int cache_reopen(int fd, int flags)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, flags | O_CLOEXEC);
+}
+
+/*
+ * Hands a complete object to the writers to make durable, with descriptors
+ * of its own (not pinning it: the map's is a new description, without the
+ * open's flock, so waiting for a batch never keeps an object from eviction;
+ * one evicted meanwhile is synced for nothing), so that the close that
  * completes it, a FUSE thread, waits for no disk flush: a first epoch of
  * small files closed one a millisecond.  False when it cannot.
  */
@@ -433,10 +471,12 @@ static bool cache_sync_queue(struct cache_file *f)
 	if (!s)
 		return false;
 	s->data_fd = fcntl(f->data_fd, F_DUPFD_CLOEXEC, 0);
-	s->map_fd = s->data_fd >= 0 ? fcntl(f->map_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	s->map_fd = s->data_fd >= 0 ? cache_reopen(f->map_fd, O_RDWR) : -1;
 	pthread_mutex_lock(&c->qlock);
 	if (s->map_fd >= 0 && c->n_syncs < CACHE_SYNCS_MAX && !c->stopping &&
 	    (c->n_writers > 0 || cache_start_threads(c) == 0 || c->n_writers > 0)) {
+		if (!c->shead)
+			c->sync_since = mono_ns();
 		s->next = c->shead;
 		c->shead = s;
 		c->n_syncs++;

@@ -28,6 +28,8 @@
 #define CACHE_THREADS		4			/* background fetchers per struct cache */
 #define CACHE_WRITERS		2			/* background writers of hot runs */
 #define CACHE_SYNCS_MAX		256			/* closed objects waiting to be made durable */
+#define CACHE_SYNC_BATCH	64			/* ... synced together once this many wait */
+#define CACHE_SYNC_DELAY_NS	1000000000ll		/* ... or the oldest waited this long */
 #define CACHE_HOT_RUNS		16			/* fetched runs one open file keeps in memory */
 #define CACHE_HOT_BUDGET	(256ull << 20)		/* bytes of such runs per struct cache, */
 							/* at most an eighth of max_bytes */
@@ -59,8 +61,9 @@ struct cache_task {
 
 /*
  * A complete object closed before it was made durable: the writers sync
- * it (cache_sync_object).  Its own descriptors of the data file and of the
- * map, whose flock is the pin, so the object stays until it is done.
+ * it (cache_sync_objects), in batches.  Its own descriptors of the data
+ * file and of the map (a description without the pin's flock: waiting
+ * here never keeps it from eviction).
  */
 struct cache_sync {
 	struct cache_sync *next;
@@ -94,6 +97,7 @@ struct cache {
 	struct cache_write *whead, *wtail;	/* guarded by qlock */
 	struct cache_sync *shead;		/* guarded by qlock: objects to make durable */
 	int n_syncs;				/* guarded by qlock */
+	int64_t sync_since;			/* guarded by qlock: mono_ns when shead was set */
 	void *spare[CACHE_SPARE_BUFS];		/* guarded by qlock: fetch buffers to reuse */
 	int n_spare;
 	void *spare_long[CACHE_SPARE_LONG];	/* guarded by qlock: the same, CACHE_RUN_LONG */
