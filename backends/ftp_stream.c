@@ -92,8 +92,12 @@ static int ftp_stream_sink(void *arg, const void *data, size_t len)
 		if (!s->dst || s->got == s->want) {
 			if (!parked)
 				parked = mono_ns();
-			if (ftp_streams_wait_until(ss, parked + ss->idle_ns) && !s->dst)
-				s->cancel = true;	/* nobody came: let the server go */
+			if (ftp_streams_wait_until(ss, parked + ss->idle_ns)) {
+				if (!s->dst)
+					s->cancel = true;	/* nobody came: let the server go */
+				else
+					parked = 0;	/* its reader has yet to leave: a new wait */
+			}
 			continue;
 		}
 		parked = 0;
