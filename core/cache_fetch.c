@@ -463,13 +463,30 @@ static int cache_reopen(int fd, int flags)
  * completes it, a FUSE thread, waits for no disk flush: a first epoch of
  * small files closed one a millisecond.  False when it cannot.
  */
+/* Whether the object of @f waits for a sync already (opened again meanwhile).  qlock held. */
+static bool cache_sync_queued(struct cache *c, const struct cache_file *f)
+{
+	for (const struct cache_sync *s = c->shead; s; s = s->next)
+		if (strcmp(s->hash, f->hash) == 0)
+			return true;
+	return false;
+}
+
 static bool cache_sync_queue(struct cache_file *f)
 {
 	struct cache *c = f->c;
-	struct cache_sync *s = malloc(sizeof(*s));
+	struct cache_sync *s;
+	bool queued;
 
+	pthread_mutex_lock(&c->qlock);
+	queued = cache_sync_queued(c, f);
+	pthread_mutex_unlock(&c->qlock);
+	if (queued)
+		return true;
+	s = malloc(sizeof(*s));
 	if (!s)
 		return false;
+	memcpy(s->hash, f->hash, sizeof(s->hash));
 	s->data_fd = fcntl(f->data_fd, F_DUPFD_CLOEXEC, 0);
 	s->map_fd = s->data_fd >= 0 ? cache_reopen(f->map_fd, O_RDWR) : -1;
 	pthread_mutex_lock(&c->qlock);

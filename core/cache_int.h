@@ -68,6 +68,7 @@ struct cache_task {
 struct cache_sync {
 	struct cache_sync *next;
 	int data_fd, map_fd;
+	char hash[CACHE_HASH_LEN + 1];		/* the object's: it is queued once */
 };
 
 /* A hot run to write, with a descriptor holding the OFD locks of its blocks. */

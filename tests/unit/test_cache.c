@@ -876,6 +876,19 @@ static void test_cache_complete_objects_become_durable(void **state)
 		snprintf(key, sizeof(key), "s\nsmall-%d\nv1", i);
 		read_object(c, key, &small);
 	}
+	for (int i = 0; i < 5; i++) {	/* opened again while it waits: queued once */
+		struct fake again = { .seed = 99, .size = 5000 };
+		int n;
+
+		read_object(c, "s\nagain\nv1", &again);
+		pthread_mutex_lock(&c->qlock);
+		n = 0;		/* pairs of entries naming one object */
+		for (struct cache_sync *q = c->shead; q; q = q->next)
+			for (struct cache_sync *r = q->next; r; r = r->next)
+				n += strcmp(q->hash, r->hash) == 0;
+		pthread_mutex_unlock(&c->qlock);
+		assert_int_equal(n, 0);
+	}
 	cache_destroy(c);
 	assert_true(map_flags("s\ndurable\nv1") & CACHE_DURABLE);
 	assert_false(map_flags("s\npartial\nv1") & CACHE_DURABLE);
