@@ -71,7 +71,7 @@ struct ftp_streams *ftp_streams_new(struct remote *remote, const char *url, long
 /* Waits on ss->cond until @deadline (mono_ns); whether the deadline passed. */
 static bool ftp_streams_wait_until(struct ftp_streams *ss, int64_t deadline)
 {
-	struct timespec ts = { .tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000 };
+	struct timespec ts = mono_timespec(deadline);
 
 	return pthread_cond_timedwait(&ss->cond, &ss->lock, &ts) == ETIMEDOUT &&
 	       mono_ns() >= deadline;

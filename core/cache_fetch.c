@@ -175,21 +175,31 @@ static void cache_dio_refused(struct cache *c)
 }
 
 /*
+ * A new open file description of what @fd names, with @flags: none of
+ * @fd's locks (flock, OFD) come with it.  Or -1.
+ */
+static int cache_reopen(int fd, int flags)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, flags | O_CLOEXEC);
+}
+
+/*
  * The data file opened O_DIRECT, for writing hot runs, opened at the first
  * such write (a file never read sequentially needs none); -1 once the
  * folder refused O_DIRECT.  Borrowed, valid until close.
  */
 static int cache_dio_fd(struct cache_file *f)
 {
-	char path[64];
 	int fd;
 
 	if (atomic_load(&f->c->no_dio))
 		return -1;
 	pthread_mutex_lock(&f->lock);
 	if (f->dio_fd < 0) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->data_fd);
-		f->dio_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		f->dio_fd = cache_reopen(f->data_fd, O_WRONLY | O_DIRECT);
 		if (f->dio_fd < 0 && errno == EINVAL)
 			cache_dio_refused(f->c);
 	}
@@ -309,8 +319,7 @@ static bool cache_syncs_due(struct cache *c)
 static void cache_writer_wait(struct cache *c)
 {
 	while (!c->whead && !cache_syncs_due(c) && !c->stopping) {
-		int64_t at = c->sync_since + CACHE_SYNC_DELAY_NS;
-		struct timespec ts = { .tv_sec = at / 1000000000, .tv_nsec = at % 1000000000 };
+		struct timespec ts = mono_timespec(c->sync_since + CACHE_SYNC_DELAY_NS);
 
 		if (c->shead)
 			pthread_cond_timedwait(&c->wcond, &c->qlock, &ts);
@@ -443,17 +452,6 @@ bool cache_file_complete(struct cache_file *f)
 	return !memchr(f->map + f->hdr_len, 0, f->nblocks);
 }
 
-/*
- * A new open file description of what @fd names, with @flags: none of
- * @fd's locks (flock, OFD) come with it.  Or -1.
- */
-static int cache_reopen(int fd, int flags)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, flags | O_CLOEXEC);
-}
 
 /*
  * Hands a complete object to the writers to make durable, with descriptors
@@ -494,10 +492,12 @@ static bool cache_sync_queue(struct cache_file *f)
 	    (c->n_writers > 0 || cache_start_threads(c) == 0 || c->n_writers > 0)) {
 		if (!c->shead)
 			c->sync_since = mono_ns();
+		/* a writer wakes to arm its timer for the first, and once a batch is full */
+		if (!c->shead || c->n_syncs + 1 == CACHE_SYNC_BATCH)
+			pthread_cond_signal(&c->wcond);
 		s->next = c->shead;
 		c->shead = s;
 		c->n_syncs++;
-		pthread_cond_signal(&c->wcond);
 		s = NULL;
 	}
 	pthread_mutex_unlock(&c->qlock);
@@ -569,11 +569,9 @@ static int cache_file_flush(struct cache_file *f, int fd, uint64_t b0, uint64_t 
 int cache_file_fill(struct cache_file *f, uint64_t b0, uint64_t b1, bool wait)
 {
 	uint64_t run = b1, bytes = 0;	/* run: first block of the locked run, b1 if none */
-	char path[64];
 	int fd, ret = 0;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->map_fd);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = cache_reopen(f->map_fd, O_RDWR);
 	if (fd < 0)
 		return -errno;
 	for (uint64_t b = b0; b < b1 && ret >= 0; b++) {

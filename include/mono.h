@@ -18,4 +18,10 @@ static inline int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* @ns of mono_ns as a deadline for a condition variable on CLOCK_MONOTONIC. */
+static inline struct timespec mono_timespec(int64_t ns)
+{
+	return (struct timespec){ .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+}
+
 #endif
