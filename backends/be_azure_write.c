@@ -27,8 +27,9 @@
  * new nonce.  A failure is never cleaned up: it stays resumable.
  *
  * Rename is Copy Blob (same account: Shared Key or the SAS authorizes the
- * source), waited for while Azure says "pending", then Delete Blob; a
- * folder is not renamed (EXDEV: mv copies it itself).  Azure keeps no
+ * source), waited for while Azure says "pending", then Delete Blob (a copy
+ * that failed deletes its destination and keeps the source); a folder is
+ * not renamed (EXDEV: mv copies it itself).  Azure keeps no
  * owner, mode or times: chmod and utimes do nothing, chown is refused.
  *
  * Threading: one upload runs on the calling thread plus a few block
@@ -571,10 +572,30 @@ int be_azure_unlink(struct backend *be, const char *path)
 	return ret;
 }
 
-/* Waits while Azure says the copy to @path is "pending": 0 once "success", else -EIO. */
-static int be_azure_copy_wait(struct be_azure *az, const char *path, const char *status)
+/* What Azure says of why the copy to @url failed: its x-ms-copy-status-description, or "". */
+static void be_azure_copy_why(struct be_azure *az, const char *url, char *why, size_t size)
 {
-	char *url = be_azure_url(az, path, NULL), now[sizeof(((struct remote_resp *)0)->header)];
+	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1,
+				  .want_header = "x-ms-copy-status-description" };
+	struct remote_resp resp;
+
+	why[0] = '\0';
+	if (be_azure_do(az, &req, NULL, &resp) == 0)
+		snprintf(why, size, "%s", resp.header);
+	remote_resp_free(&resp);
+}
+
+/*
+ * Waits while Azure says the copy of @from to @to is "pending": 0 once
+ * "success".  A copy Azure says "failed" or "aborted" is -EIO, and what it
+ * left at @to is deleted (Azure keeps a failed copy's destination, its bytes
+ * undefined); @from is left as it is.
+ */
+static int be_azure_copy_wait(struct be_azure *az, const char *from, const char *to,
+			      const char *status)
+{
+	char *url = be_azure_url(az, to, NULL), now[sizeof(((struct remote_resp *)0)->header)];
+	char why[sizeof(now)] = "";
 	int64_t until = mono_ns() + (int64_t)BE_AZURE_COPY_WAIT_S * 1000000000;
 	int ret = 0;
 
@@ -593,13 +614,20 @@ static int be_azure_copy_wait(struct be_azure *az, const char *path, const char 
 		snprintf(now, sizeof(now), "%s", resp.header);
 		remote_resp_free(&resp);
 	}
-	if (!url)
+	if (!url) {
 		ret = -ENOMEM;
-	else if (ret == 0 && strcmp(now, "success") != 0 && now[0])
+	} else if (ret == 0 && strcmp(now, "success") != 0 && now[0]) {
 		ret = -EIO;
-	if (ret < 0)
-		log_err("datastore %s: copy to %s: %s", az->base.name, path,
-			ret == -EIO ? now : strerror(-ret));
+		be_azure_copy_why(az, url, why, sizeof(why));
+		be_azure_simple(az, REMOTE_DELETE, url, NULL, -1, 0, 0, "Delete Blob", to);
+	}
+	if (ret == -EIO)
+		log_err("datastore %s: copy of %s to %s: Azure says %s%s%s%s; %s is kept",
+			az->base.name, from, to, now, why[0] ? " (" : "", why, why[0] ? ")" : "",
+			from);
+	else if (ret < 0)
+		log_err("datastore %s: copy of %s to %s: %s; %s is kept", az->base.name, from, to,
+			strerror(-ret), from);
 	free(url);
 	return ret;
 }
@@ -620,7 +648,7 @@ static int be_azure_copy(struct be_azure *az, const char *from, const char *to)
 		if (ret < 0)
 			be_azure_fail(az, "Copy Blob", from, ret, &resp);
 		else
-			ret = be_azure_copy_wait(az, to, resp.header);
+			ret = be_azure_copy_wait(az, from, to, resp.header);
 		remote_resp_free(&resp);
 	}
 	free(source);

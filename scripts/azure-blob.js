@@ -6,6 +6,7 @@
 //   node azure-blob.js put CONTAINER BLOB FILE     uploads FILE as block blob BLOB
 //   node azure-blob.js get CONTAINER BLOB          writes BLOB to stdout
 //   node azure-blob.js ls CONTAINER [PREFIX]       prints "NAME SIZE" per blob, flat
+//   node azure-blob.js rm CONTAINER BLOB           deletes BLOB if it is there
 //   node azure-blob.js sas CONTAINER               prints a read/list SAS for the container
 //   node azure-blob.js blocks CONTAINER BLOB KIND  prints "ID SIZE" per block of the blob's
 //                                                  block list, KIND committed or uncommitted,
@@ -38,6 +39,9 @@ async function main(argv) {
 		process.stdout.write(buf);
 		break;
 	}
+	case 'rm':
+		await c.getBlobClient(a).deleteIfExists();
+		break;
 	case 'ls':
 		for await (const blob of c.listBlobsFlat({ prefix: a || '' }))
 			console.log(`${blob.name} ${blob.properties.contentLength}`);

@@ -9,7 +9,8 @@
 # epochs of a dataset (the second and the next job's ask nothing), a blob
 # replaced behind the mount (while open too: ESTALE); writes through datastores/ (Put Blob, a block
 # blob, append, truncate, touch, mkdir, rmdir, mv of a file and a folder,
-# rm, a read-only SAS refused at close), a job's output to an Azure URL
+# rm, a read-only SAS refused at close), mv through a Copy Blob Azure says
+# "pending" (waited for) or "failed" (EIO, the source kept; a proxy says so), a job's output to an Azure URL
 # uploaded at mlfs umount, mlfs sync killed -9 midway through a 120 MiB
 # block upload and resumed (and started over when the blocks are gone), a
 # job's azure input at input/ and its output kept while Azure is down, then
@@ -27,12 +28,13 @@ cd "$T_DIR" || exit 1
 : "$POSIX_CHECK"
 
 AZ_DIR=$T_DIR/azurite
-VIEW_PID= SYNC_PID=
+VIEW_PID= SYNC_PID= PROXY_PID=
 t_cleanup() {
 	[ -n "$SYNC_PID" ] && kill -KILL "$SYNC_PID" 2>/dev/null
 	awk -v d="$T_DIR/" '$3 == "fuse.mlfs" && index($2, d) == 1 { print $2 }' /proc/self/mounts |
 		while read -r m; do fusermount3 -u -z "$m" 2>/dev/null; done
 	[ -n "$VIEW_PID" ] && kill "$VIEW_PID" 2>/dev/null
+	[ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null
 	server_cleanup "$AZ_SH" "$AZ_DIR"
 }
 trap 't_cleanup; rm -rf "$T_DIR"' EXIT
@@ -75,6 +77,62 @@ const names = fs.readdirSync("seed/many");
 same "the client lists the 5,050 seeded blobs" 5050 "$(blob ls data sets/many/ | wc -l)"
 SAS=$(blob sas data)
 
+# A proxy in front of Azurite, for what Azurite never does: a Copy Blob
+# that is still "pending" when it answers (Azurite copies at once).  It
+# forwards every request as it came (Shared Key signs no host) and logs it;
+# while the file copy-pending holds N, it says "pending" in the answer to
+# a Copy Blob and to the next N HEADs of its destination; while the file
+# copy-failed exists, "pending" to the copy, then "failed" to every HEAD.
+cat >proxy.py <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[3])
+from http_proxy import Proxy, serve
+
+copying = [None]
+
+def pending_heads():
+    try:
+        with open("copy-pending") as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+class CopyStates(Proxy):
+    status = None
+
+    def note(self):
+        """Decides the x-ms-copy-status to say instead of Azurite's (None: Azurite's)."""
+        self.status = None	# one handler serves each request of a kept connection
+        if self.headers.get("x-ms-copy-source"):
+            copying[0] = self.path.split("?")[0]
+            if pending_heads() or os.path.exists("copy-failed"):
+                self.status = "pending"
+        elif self.command == "HEAD" and self.path.split("?")[0] == copying[0]:
+            n = pending_heads()
+            if os.path.exists("copy-failed"):
+                self.status = "failed"
+            elif n:
+                with open("copy-pending", "w") as f:
+                    f.write("%d\n" % (n - 1))
+                self.status = "pending"
+        return self.status or ""
+
+    def rewrite(self, headers):
+        if not self.status:
+            return headers
+        out = [(n, v) for n, v in headers if not n.lower().startswith("x-ms-copy-status")]
+        out.append(("x-ms-copy-status", self.status))
+        if self.status == "failed":
+            out.append(("x-ms-copy-status-description", "500 InternalError: copy broke"))
+        return out
+
+serve(CopyStates)
+PY
+PROXY_PORT=$(free_port) || { not_ok "a free port for the proxy"; t_finish; exit 1; }
+setsid python3 proxy.py "$PROXY_PORT" "$PORT" "$TOP/tests/integration" </dev/null >>proxy.log 2>&1 &
+PROXY_PID=$!
+for _ in $(seq 1 100); do port_free "$PROXY_PORT" || break; sleep 0.05; done
+
 cat >mlfs.conf <<CONF
 [mlfs]
 state_dir = state
@@ -97,6 +155,13 @@ account = devstoreaccount1
 sas = $SAS
 container = data
 root = /sets/sub
+
+[datastore viaproxy]
+type = azure
+endpoint = http://127.0.0.1:$PROXY_PORT/devstoreaccount1
+account = devstoreaccount1
+key = $AZ_KEY
+container = data
 
 [datastore bad]
 type = azure
@@ -190,6 +255,30 @@ fails "a write with a read-only SAS fails at close with EACCES" "Permission deni
 	cp seed/a.txt "$M/datastores/viasas/x.txt"
 check "rm -r empties the folder" rm -r "$W"
 same "... the client lists nothing under w/" "" "$(wls)"
+
+# --- a Copy Blob that Azure answers "pending": mv waits for it; one that fails loses nothing
+P=$M/datastores/viaproxy
+blob put data cp/a.bin seed/rand.bin
+echo 3 >copy-pending
+: >proxy.log
+check "mv through a copy still pending when Azure answers it works" timeout 60 mv "$P/cp/a.bin" "$P/cp/b.bin"
+check "... after asking while it was pending (3 HEADs said so)" \
+	test "$(grep -c '^HEAD /devstoreaccount1/data/cp/b.bin pending$' proxy.log)" -eq 3
+check "... and then once more (success)" grep -q '^HEAD /devstoreaccount1/data/cp/b.bin$' proxy.log
+same "... the client finds the new name only, with the bytes" "cp/b.bin 3145739 $(sha seed/rand.bin)" \
+	"$(blob ls data cp/ | xargs) $(blob get data cp/b.bin | sha256sum | cut -d' ' -f1)"
+rm -f copy-pending
+touch copy-failed
+fails "mv through a copy Azure says failed is EIO" "Input/output error" timeout 60 mv "$P/cp/b.bin" "$P/cp/c.bin"
+check "... the log says the copy failed, Azure's words, and that the source is kept" grep -q \
+	"datastore viaproxy: copy of cp/b.bin to cp/c.bin: Azure says failed (500 InternalError: copy broke); cp/b.bin is kept" \
+	"$LOG"
+rm -f copy-failed
+same "... the source is still there, whole, and the failed copy is deleted" \
+	"cp/b.bin 3145739 $(sha seed/rand.bin)" \
+	"$(blob ls data cp/ | xargs) $(blob get data cp/b.bin | sha256sum | cut -d' ' -f1)"
+same "... the mount shows the same" "b.bin" "$(ls "$P/cp")"
+blob rm data cp/b.bin
 
 # --- credentials
 same "a SAS datastore lists and reads" "$(sha seed/rand.bin)" "$(sha "$M/datastores/viasas/rand.bin")"

@@ -51,67 +51,31 @@ LOG=$T_DIR/s3/s3rver.log
 # completion that it never passes on (a server that says "complete" and
 # does not serve the object).
 cat >proxy.py <<'PY'
-import http.client, http.server, os, sys
+import os, sys
+sys.path.insert(0, sys.argv[3])
+from http_proxy import Proxy, serve
 
-UPSTREAM = int(sys.argv[2])
 GONE = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>'
         b'<Message>The specified upload does not exist.</Message></Error>')
 DONE = (b'<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUploadResult>'
         b'<ETag>"0123456789abcdef0123456789abcdef-13"</ETag></CompleteMultipartUploadResult>')
-HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection"}
 
-class Proxy(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def answer(self, status, body):
-        self.send_response_only(status)
-        self.send_header("Content-Type", "application/xml")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def forward(self):
-        print(self.command, self.path, flush=True)	# before the body: a cut request counts
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+class S3Faults(Proxy):
+    def answer_instead(self, body):
         if os.path.exists("fail-part"):
             with open("fail-part") as f:
                 if "partNumber=%s&" % f.read().strip() in self.path:
-                    return self.answer(500, b"")
+                    return 500, b""
         if os.path.exists("lie-complete") and self.command == "POST" and "uploadId=" in self.path:
-            return self.answer(200, DONE)
+            return 200, DONE
         if "uploadId=stale-upload" in self.path:
-            return self.answer(404, GONE)
-        up = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
-        up.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-        for name, value in self.headers.items():
-            if name.lower() not in HOP and name.lower() != "expect":
-                up.putheader(name, value)
-        up.endheaders()
-        if body:
-            up.send(body)
-        resp = up.getresponse()
-        data = resp.read()
-        self.send_response_only(resp.status, resp.reason)
-        for name, value in resp.getheaders():
-            if name.lower() not in HOP and name.lower() != "content-length":
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(resp.getheader("Content-Length", len(data))
-                                                if self.command == "HEAD" else len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-        up.close()
+            return 404, GONE
+        return None
 
-    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
-
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Proxy).serve_forever()
+serve(S3Faults)
 PY
 # appended to (O_APPEND), so `: >proxy.log` below empties it for good
-setsid python3 proxy.py "$PROXY_PORT" "$PORT" </dev/null >>proxy.log 2>&1 &
+setsid python3 proxy.py "$PROXY_PORT" "$PORT" "$TOP/tests/integration" </dev/null >>proxy.log 2>&1 &
 PROXY_PID=$!
 for _ in $(seq 1 100); do port_free "$PROXY_PORT" || break; sleep 0.05; done
 
