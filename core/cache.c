@@ -501,6 +501,8 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
 	c->dir = strdup(dir);
 	ret = c->dir ? cache_make_dirs(dir) : -ENOMEM;
 	if (ret == 0)
+		ret = cache_defer_init(c);
+	if (ret == 0)
 		ret = cache_open_usage(c, &created);
 	if (ret < 0) {
 		log_err("cache %s: %s", dir, strerror(-ret));
@@ -517,6 +519,7 @@ void cache_destroy(struct cache *c)
 {
 	if (!c)
 		return;
+	cache_defer_stop(c);		/* first: it writes through the writers below */
 	pthread_mutex_lock(&c->qlock);
 	c->stopping = true;
 	pthread_cond_broadcast(&c->qcond);
@@ -547,6 +550,7 @@ void cache_get_info(struct cache *c, struct cache_info *info)
 	info->evicted_bytes = atomic_load(&c->evicted_bytes);
 	info->bypassed = atomic_load(&c->bypassed);
 	info->memory_bytes = atomic_load(&c->hot_bytes);
+	info->write_behind_bytes = cache_defer_bytes(c);
 }
 
 /* ---- files ---- */
@@ -585,8 +589,10 @@ void cache_file_long_fetches(struct cache_file *f)
 	pthread_mutex_unlock(&f->lock);
 }
 
-int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,
-		    struct cache_stats *stats, cache_fetch_fn *fetch, void *arg)
+/* cache_file_open; @defer: a small object may be served from memory and written behind. */
+static int cache_file_open_how(struct cache *c, struct cache_file **out, const char *key,
+			       uint64_t size, struct cache_stats *stats, cache_fetch_fn *fetch,
+			       void *arg, bool defer)
 {
 	struct cache_file *f;
 	int ret = 0;
@@ -599,7 +605,7 @@ int cache_file_open(struct cache *c, struct cache_file **out, const char *key, u
 		return -ENOMEM;
 	if (size > c->max_bytes / 4)
 		f->bypass = true;
-	else
+	else if (!defer || !cache_defer_open(f, key))
 		ret = cache_file_attach_retrying(f, key);
 	if (ret == -ENOSPC || ret == -EDQUOT) {
 		/* our disk is full, not the remote: read uncached, and make room */
@@ -622,6 +628,18 @@ int cache_file_open(struct cache *c, struct cache_file **out, const char *key, u
 		atomic_fetch_add(&c->bypassed, 1);
 	*out = f;
 	return 0;
+}
+
+int cache_file_open(struct cache *c, struct cache_file **out, const char *key, uint64_t size,
+		    struct cache_stats *stats, cache_fetch_fn *fetch, void *arg)
+{
+	return cache_file_open_how(c, out, key, size, stats, fetch, arg, true);
+}
+
+int cache_file_open_now(struct cache *c, struct cache_file **out, const char *key,
+			uint64_t size, struct cache_stats *stats, cache_fetch_fn *fetch, void *arg)
+{
+	return cache_file_open_how(c, out, key, size, stats, fetch, arg, false);
 }
 
 static ssize_t cache_file_read_through(struct cache_file *f, void *buf, size_t len, off_t off)
@@ -722,6 +740,8 @@ ssize_t cache_file_read_iov(struct cache_file *f, size_t len, off_t off, cache_u
 
 	if (f->bypass)
 		return -ENOTSUP;
+	if (f->dfr)
+		return cache_defer_read_iov(f, len, off, use, arg);
 	/* mapped once per open; every read after that takes no lock for it */
 	if (f->size && !__atomic_load_n(&f->data_map, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&f->lock);
@@ -813,8 +833,8 @@ int cache_file_fd(struct cache_file *f)
 	char path[64];
 	int fd;
 
-	if (f->bypass)
-		return -1;
+	if (f->bypass || f->dfr)
+		return -1;		/* written behind: not in the cache's files yet */
 	pthread_mutex_lock(&f->lock);
 	while (f->ro_fd < 0 && f->writes > 0 && !cache_file_complete(f))
 		pthread_cond_wait(&f->idle, &f->lock);	/* blocks read, still being written */
@@ -858,6 +878,8 @@ void cache_file_close(struct cache_file *f)
 	if (!f)
 		return;
 	atomic_store(&f->closing, true);
+	if (f->dfr)
+		cache_defer_close(f);
 	cache_file_unqueue(f);
 	pthread_mutex_lock(&f->lock);
 	while (f->pending > 0 || f->readers > 0)

@@ -33,6 +33,7 @@
 #define CACHE_HOT_RUNS		16			/* fetched runs one open file keeps in memory */
 #define CACHE_HOT_BUDGET	(256ull << 20)		/* bytes of such runs per struct cache, */
 							/* at most an eighth of max_bytes */
+#define CACHE_DEFER_SLOTS	1024			/* buckets of the written-behind objects' table */
 #define CACHE_DIO_ALIGN		4096			/* O_DIRECT alignment: buffers, offsets, lengths */
 #define CACHE_BUF_ALIGN		(2u << 20)		/* fetch buffers: a huge page */
 #define CACHE_SEG_MAX		18			/* pieces of one read: 16 MiB at most */
@@ -107,6 +108,18 @@ struct cache {
 	atomic_uint_fast64_t hot_bytes;		/* held by hot runs, all files */
 	uint64_t hot_budget;			/* the most hot_bytes may be */
 	atomic_bool no_dio;			/* the folder refused O_DIRECT once: not again */
+	/* small objects written behind (cache_defer.c) */
+	pthread_mutex_t dlock;
+	pthread_cond_t dcond;			/* a fetch ended, an object was written, stop */
+	struct cache_defer **dtab;		/* guarded by dlock: CACHE_DEFER_SLOTS buckets */
+	struct cache_defer *dqhead, *dqtail;	/* guarded by dlock: to write, in order */
+	uint64_t defer_bytes;			/* guarded by dlock: held by the table's objects */
+	int defer_count;			/* guarded by dlock: the table's objects */
+	uint64_t defer_budget;			/* the most defer_bytes may be */
+	int64_t dlast;				/* guarded by dlock: mono_ns of the last added */
+	int dflush;				/* guarded by dlock: cache_drain callers waiting */
+	bool dwriting, dstop, dwriter_on;	/* guarded by dlock */
+	pthread_t dwriter;
 };
 
 enum cache_run_state { CACHE_RUN_FETCHING, CACHE_RUN_READY, CACHE_RUN_FAILED };
@@ -169,6 +182,7 @@ struct cache_file {
 	int n_runs;
 	pthread_cond_t run_cond;		/* a run stopped fetching */
 	int ro_fd;				/* for cache_file_fd, -1 until complete */
+	struct cache_defer *dfr;		/* a small object served from memory, or NULL */
 };
 
 /* cache.c */
@@ -181,7 +195,11 @@ int cache_open_locked(const char *path, int flags, int op);
 void cache_evict(struct cache *c);
 void cache_usage_add(struct cache *c, uint64_t bytes);
 
-/* ---- cache.c, for cache_object.c and cache_fetch.c ---- */
+/* ---- cache.c, for cache_object.c, cache_fetch.c and cache_defer.c ---- */
+
+/* cache_file_open, never written behind (cache_defer.c writes through it). */
+int cache_file_open_now(struct cache *c, struct cache_file **out, const char *key,
+			uint64_t size, struct cache_stats *stats, cache_fetch_fn *fetch, void *arg);
 
 /* pwrite of all @len bytes (through EINTR and short writes); bytes or -errno. */
 ssize_t cache_pwrite_all(int fd, const void *buf, size_t len, off_t off);
@@ -262,5 +280,29 @@ void cache_run_free(struct cache_file *f, struct cache_run *r);
 
 /* Frees @r once nobody replies from it, its write is over and its bytes were all read. */
 void cache_run_settle(struct cache_file *f, struct cache_run *r);
+
+/* ---- cache_defer.c ---- */
+
+/* Sets up @c's table of objects written behind (at cache_create).  0 or -ENOMEM. */
+int cache_defer_init(struct cache *c);
+
+/* Writes what waits to be written, then stops the writer (at cache_destroy). */
+void cache_defer_stop(struct cache *c);
+
+/*
+ * Whether @f, just made, is a small object served from memory and written
+ * behind (f->dfr set): at most one block, not on disk, room in the budget.
+ */
+bool cache_defer_open(struct cache_file *f, const char *key);
+
+/* cache_file_read_iov of a file written behind: its first read fetches the whole object. */
+ssize_t cache_defer_read_iov(struct cache_file *f, size_t len, off_t off, cache_use_fn *use,
+			     void *arg);
+
+/* At close: the object, once fetched, goes to the writer; the open's reference goes. */
+void cache_defer_close(struct cache_file *f);
+
+/* Bytes of objects held in memory now, fetched or not yet written. */
+uint64_t cache_defer_bytes(struct cache *c);
 
 #endif

@@ -70,6 +70,8 @@ static void fs_stats_cache(FILE *out, struct cache *c)
 	fprintf(out, "cache.evicted_bytes %llu\n", (unsigned long long)info.evicted_bytes);
 	fprintf(out, "cache.bypassed %llu\n", (unsigned long long)info.bypassed);
 	fprintf(out, "cache.memory_bytes %llu\n", (unsigned long long)info.memory_bytes);
+	fprintf(out, "cache.write_behind_bytes %llu\n",
+		(unsigned long long)info.write_behind_bytes);
 }
 
 int fs_stats_content(struct fs *fs, char **buf, size_t *len)

@@ -47,6 +47,7 @@ struct cache_info {
 	uint64_t evicted_bytes;
 	uint64_t bypassed;		/* opens too large to cache, read directly */
 	uint64_t memory_bytes;		/* fetched blocks held in memory for readers now */
+	uint64_t write_behind_bytes;	/* small objects held in memory, not written yet */
 };
 
 /*
@@ -68,8 +69,18 @@ typedef ssize_t cache_fetch_fn(void *arg, void *buf, size_t len, off_t off);
  * process may fork (daemonize) after this.  Returns 0 or a negated errno.
  */
 int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
-/* Stops the read-ahead threads; every cache_file of @c must be closed first. */
+/*
+ * Writes what waits to be written behind, then stops the read-ahead and
+ * writer threads; every cache_file of @c must be closed first.
+ */
 void cache_destroy(struct cache *c);
+/*
+ * Waits until every small object read so far is in the cache's files:
+ * such an object (at most 1 MiB) is fetched whole into memory at its first
+ * read, served from there, and written by a thread of the lowest priority
+ * after its first open closed (core/cache_defer.c says why).
+ */
+void cache_drain(struct cache *c);
 void cache_get_info(struct cache *c, struct cache_info *info);
 /*
  * Gives back the spare fetch buffers beyond a few once none was taken for a
