@@ -75,7 +75,7 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
  */
 void cache_destroy(struct cache *c);
 /*
- * Waits until every small object read so far is in the cache's files:
+ * Waits until every small object read and closed so far is in the cache's files:
  * such an object (at most 1 MiB) is fetched whole into memory at its first
  * read, served from there, and written by a thread of the lowest priority
  * after its first open closed (core/cache_defer.c says why).

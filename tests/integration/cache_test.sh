@@ -5,7 +5,9 @@
 # not just our counters); a restart reads from the cache with no GET; a file
 # fully cached is handed to the kernel (passthrough); a file changed on the
 # server is read fresh; the cache stays under cache_size; a daemon killed
-# with SIGKILL mid-read leaves a cache that still serves right bytes; a
+# with SIGKILL mid-read leaves a cache that still serves right bytes; small
+# files are served from memory and written behind, all on disk once the
+# daemon exits; a
 # cache folder that refuses O_DIRECT (ramfs) gets plain writes, said once.
 # Usage: cache_test.sh MLFS POSIX_CHECK
 set -u
@@ -33,6 +35,10 @@ head -c $((24 << 20)) /dev/urandom >http/www/big.bin
 head -c $((24 << 20)) /dev/urandom >http/www/other.bin
 for i in 1 2 3 4 5 6; do
 	head -c $((3 << 20)) /dev/urandom >"http/www/small/f$i.bin"
+done
+mkdir -p http/www/tiny
+for i in $(seq 1 20); do
+	head -c $((50000 + i)) /dev/urandom >"http/www/tiny/t$i.bin"
 done
 "$SCRIPTS/server-nginx.sh" start "$T_DIR/http" "$PORT" >/dev/null ||
 	{ not_ok "nginx started"; t_finish; exit 1; }
@@ -169,6 +175,27 @@ check "the cache evicted to stay there" test "$(stat_of mnt cache.evictions)" -g
 same "the most recently read file is still cached" 0 \
 	"$(clear_log; echo 3 >/proc/sys/vm/drop_caches
 	   cat mnt/datastores/web/small/f6.bin >/dev/null; sent /small/f6.bin)"
+
+# --- small files written behind: served from memory, on disk once the daemon exits
+tiny_sums() { (cd "$1" && for i in $(seq 1 20); do sha256sum <"t$i.bin"; done | sha256sum); }
+pt=$(stat_of mnt datastore.web.passthrough_opens)
+exec 3<mnt/datastores/web/tiny/t1.bin
+same "a small file reads right" "$(sha256sum <http/www/tiny/t1.bin)" "$(sha256sum <&3)"
+check "... held in memory while open, not written yet (cache.write_behind_bytes)" \
+	test "$(stat_of mnt cache.write_behind_bytes)" -ge 50001
+same "... and not handed to the kernel (no passthrough: not in the cache's files)" "$pt" \
+	"$(stat_of mnt datastore.web.passthrough_opens)"
+exec 3<&-
+same "20 small files read right" "$(tiny_sums http/www/tiny)" "$(tiny_sums mnt/datastores/web/tiny)"
+unmount_fg "$T_DIR/mnt"
+clear_log
+echo 3 >/proc/sys/vm/drop_caches
+mount_fg a.conf "$T_DIR/mnt" || { not_ok "mount came up again"; t_finish; exit 1; }
+same "the next mount reads them right" "$(tiny_sums http/www/tiny)" \
+	"$(tiny_sums mnt/datastores/web/tiny)"
+same "... from the cache: the exiting daemon wrote them all, no GET" 0 \
+	"$(awk '$7 ~ /^\/tiny\// && $6 == "\"GET"' http/access.log | wc -l)"
+same "... and holds none in memory" 0 "$(stat_of mnt cache.write_behind_bytes)"
 unmount_fg "$T_DIR/mnt"
 
 # --- a cache folder that refuses O_DIRECT: ramfs (tmpfs and ext4 take it)
