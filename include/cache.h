@@ -75,10 +75,11 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes);
  */
 void cache_destroy(struct cache *c);
 /*
- * Waits until every small object read and closed so far is in the cache's files:
- * such an object (at most 1 MiB) is fetched whole into memory at its first
- * read, served from there, and written by a thread of the lowest priority
- * after its first open closed (core/cache_defer.c says why).
+ * Waits until every small object read and closed so far is in the cache's
+ * files: such an object (at most 1 MiB, not on disk yet) is fetched whole
+ * into memory at its first read, served from there (cache_file_fd is -1),
+ * and written by a writer thread at nice 19 after its first open closed
+ * (core/cache_defer.c says when, and why).
  */
 void cache_drain(struct cache *c);
 void cache_get_info(struct cache *c, struct cache_info *info);
