@@ -195,11 +195,20 @@ int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_
 int fs_job_fetch_view(struct fs *fs, size_t view);
 
 /* fs_prefetch.c */
+#define FS_PREFETCH_FOLDERS	128	/* subfolders of one listing listed ahead */
 struct fs_prefetch;
 int fs_prefetch_create(struct fs *fs);
 /* @n, a file of a view, was opened through the cache: queue the files its folder listed next. */
 void fs_prefetch_opened(struct fs *fs, struct node *n);
-/* Files queued or being fetched now. */
+/*
+ * Folders @names of folder @dir of @be, just listed under a trusted view:
+ * queues the first FS_PREFETCH_FOLDERS to be listed ahead (fs_listing_fetch), as a walk
+ * (ls -R, find, a loader indexing a tree) lists them next.  Not when
+ * read_ahead_files is 0.
+ */
+void fs_prefetch_folders(struct fs *fs, struct backend *be, const char *dir, char **names,
+			 size_t n);
+/* Files and folders queued or being fetched now. */
 size_t fs_prefetch_pending(struct fs *fs);
 /* Joins the prefetch threads; before the backends and the cache go. */
 void fs_prefetch_stop(struct fs *fs);
@@ -221,6 +230,12 @@ void fs_listing_destroy(struct fs *fs);
  */
 int fs_listing_readdir(struct fs *fs, const struct view *v, const char *path,
 		       backend_fill_fn *fill, void *payload);
+/*
+ * Lists folder @path of @be (a trusted view's) and keeps the listing, unless
+ * it is kept or being listed already: the prefetch threads' work.  A reader
+ * of that folder meanwhile waits for it rather than list it again.
+ */
+void fs_listing_fetch(struct fs *fs, struct backend *be, const char *path);
 
 /* fs_passthrough.c */
 struct fuse_session;

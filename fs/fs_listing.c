@@ -19,6 +19,13 @@
  * lister thread, and that pass is the one kept).  A datastores/ view never
  * uses or fills it: it is not trusted.
  *
+ * Listed ahead: a folder listed from its backend for the first time (a
+ * miss) queues its subfolders to the prefetch threads (fs_prefetch.c,
+ * FS_PREFETCH_FOLDERS at most), which list and keep them
+ * (fs_listing_fetch); a walk then finds them kept.  While one is being
+ * listed ahead its key is in `busy`, and a reader of that folder waits for
+ * it, so each folder is still asked for once.
+ *
  * Bounds: FS_LISTING_MAX entries over all folders; the one that would
  * pass it empties the memo (folders are then listed by their backends
  * again, and kept anew).  A single listing over the bound is not kept.
@@ -38,6 +45,7 @@
 #include "stat_pack.h"
 
 #define FS_LISTING_MAX	(4u << 20)	/* files over all kept listings */
+#define FS_LISTING_BUSY	16		/* folders listed ahead at once, at most */
 
 /* What is kept of one listed file, followed by its name (no NUL). */
 struct fs_lrec {
@@ -55,8 +63,10 @@ struct fs_lkept {
 
 struct fs_listing {
 	pthread_mutex_t lock;
+	pthread_cond_t done;	/* a folder listed ahead is kept (or failed) */
 	struct path_map map;
 	size_t files;		/* in every kept listing */
+	char *busy[FS_LISTING_BUSY];	/* keys being listed ahead now */
 };
 
 /* A listing being recorded on its way from the backend to a fill. */
@@ -75,6 +85,7 @@ int fs_listing_create(struct fs *fs)
 	if (!l)
 		return -ENOMEM;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->done, NULL);
 	path_map_init(&l->map, offsetof(struct fs_lkept, key));
 	fs->listing = l;
 	return 0;
@@ -96,6 +107,7 @@ void fs_listing_destroy(struct fs *fs)
 	if (!l)
 		return;
 	fs_listing_empty(l);
+	pthread_cond_destroy(&l->done);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 	fs->listing = NULL;
@@ -106,11 +118,20 @@ static bool fs_listing_used(const struct fs *fs, const struct view *v)
 	return fs->listing && v->readonly && (v->be->ops->caps & BE_CAP_REMOTE);
 }
 
-static char *fs_listing_key(const struct view *v, const char *path)
+static char *fs_listing_key(const struct backend *be, const char *path)
 {
 	char *key;
 
-	return asprintf(&key, "%u:%s", v->be->index, path) < 0 ? NULL : key;
+	return asprintf(&key, "%u:%s", be->index, path) < 0 ? NULL : key;
+}
+
+/* The slot of @key among the folders being listed ahead, or -1.  l->lock held. */
+static int fs_listing_busy_slot(struct fs_listing *l, const char *key)
+{
+	for (int i = 0; i < FS_LISTING_BUSY; i++)
+		if (l->busy[i] && strcmp(l->busy[i], key) == 0)
+			return i;
+	return -1;
 }
 
 /* The backend's fill: records what it says (a listing without attributes is not kept), then passes it on. */
@@ -231,6 +252,35 @@ static int fs_listing_replay(const char *recs, size_t len, backend_fill_fn *fill
 	return ret;
 }
 
+/*
+ * The subfolders of folder @path, whose listing @rc recorded, go to the
+ * prefetch threads to be listed ahead: a walk lists them next.
+ */
+static void fs_listing_ahead(struct fs *fs, struct backend *be, const char *path,
+			     const struct fs_lrecorder *rc)
+{
+	char *names[FS_PREFETCH_FOLDERS];
+	size_t n = 0;
+
+	for (size_t off = 0; off < rc->len && n < sizeof(names) / sizeof(names[0]);) {
+		struct fs_lrec r;
+		struct stat st;
+
+		memcpy(&r, rc->recs + off, sizeof(r));
+		off += sizeof(r);
+		stat_unpack(&r.st, &st);
+		if (S_ISDIR(st.st_mode)) {
+			names[n] = strndup(rc->recs + off, r.name_len);
+			n += names[n] != NULL;
+		}
+		off += r.name_len;
+	}
+	if (n)
+		fs_prefetch_folders(fs, be, path, names, n);
+	while (n > 0)
+		free(names[--n]);
+}
+
 int fs_listing_readdir(struct fs *fs, const struct view *v, const char *path,
 		       backend_fill_fn *fill, void *payload)
 {
@@ -241,9 +291,13 @@ int fs_listing_readdir(struct fs *fs, const struct view *v, const char *path,
 
 	if (!fs_listing_used(fs, v))
 		return backend_readdir(v->be, path, fill, payload);
-	key = fs_listing_key(v, path);
+	key = fs_listing_key(v->be, path);
 	if (!key)
 		return -ENOMEM;
+	pthread_mutex_lock(&fs->listing->lock);
+	while (fs_listing_busy_slot(fs->listing, key) >= 0)	/* listed ahead now: wait */
+		pthread_cond_wait(&fs->listing->done, &fs->listing->lock);
+	pthread_mutex_unlock(&fs->listing->lock);
 	if (fs_listing_copy(fs->listing, key, &recs, &len)) {
 		free(key);
 		atomic_fetch_add(&v->be->stats.listings_remembered, 1);
@@ -252,9 +306,51 @@ int fs_listing_readdir(struct fs *fs, const struct view *v, const char *path,
 		return ret;
 	}
 	ret = backend_readdir(v->be, path, fs_lrecord, &rc);
-	if (ret == 0 && !rc.over)
+	if (ret == 0 && !rc.over) {
+		fs_listing_ahead(fs, v->be, path, &rc);
 		fs_listing_keep(fs->listing, key, &rc);
+	}
 	free(rc.recs);
 	free(key);
 	return ret;
+}
+
+/* A fill that takes nothing: a listing read ahead is only kept. */
+static int fs_lsink(void *payload, const char *name, const struct stat *st)
+{
+	(void)payload;
+	(void)name;
+	(void)st;
+	return 0;
+}
+
+void fs_listing_fetch(struct fs *fs, struct backend *be, const char *path)
+{
+	struct fs_lrecorder rc = { .fill = fs_lsink };
+	struct fs_listing *l = fs->listing;
+	char *key = fs_listing_key(be, path);
+	int slot = -1;
+
+	if (!key)
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (!path_map_get(&l->map, key) && fs_listing_busy_slot(l, key) < 0)
+		for (int i = 0; i < FS_LISTING_BUSY && slot < 0; i++)
+			if (!l->busy[i])
+				slot = i;
+	if (slot >= 0)
+		l->busy[slot] = key;
+	pthread_mutex_unlock(&l->lock);
+	if (slot < 0) {			/* kept, being listed, or too many at once */
+		free(key);
+		return;
+	}
+	if (backend_readdir(be, path, fs_lrecord, &rc) == 0 && !rc.over)
+		fs_listing_keep(l, key, &rc);
+	free(rc.recs);
+	pthread_mutex_lock(&l->lock);
+	l->busy[slot] = NULL;
+	pthread_cond_broadcast(&l->done);
+	pthread_mutex_unlock(&l->lock);
+	free(key);
 }

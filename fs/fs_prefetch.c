@@ -31,6 +31,9 @@
  * gets it.  `datastore.NAME.prefetched` counts the files fetched this way,
  * `mount.prefetch_pending` those queued or being fetched now.
  *
+ * The same queue and threads list folders ahead (fs_prefetch_folders, from
+ * fs_listing.c): a task marked `folder` is a listing to make and keep.
+ *
  * Threads start at the first queued file (after mlfs mount has forked into
  * the background) and are joined by fs_prefetch_stop, before the backends
  * and the cache they use go.  The queue owns copies of paths, never nodes.
@@ -59,6 +62,7 @@
 struct fs_prefetch_task {
 	struct fs_prefetch_task *next;
 	struct backend *be;
+	bool folder;		/* a folder to list (fs_listing_fetch), not a file to fetch */
 	char path[];
 };
 
@@ -145,7 +149,9 @@ static void *fs_prefetch_thread(void *arg)
 		p->queued--;
 		p->active++;
 		pthread_mutex_unlock(&p->lock);
-		if (fs_fetch_file(fs, t->be, t->path, FS_PREFETCH_MAX, &bytes) == 0 && bytes)
+		if (t->folder)
+			fs_listing_fetch(fs, t->be, t->path);
+		else if (fs_fetch_file(fs, t->be, t->path, FS_PREFETCH_MAX, &bytes) == 0 && bytes)
 			atomic_fetch_add(&t->be->stats.prefetched, 1);
 		free(t);
 		pthread_mutex_lock(&p->lock);
@@ -167,8 +173,8 @@ int fs_prefetch_create(struct fs *fs)
 	return 0;
 }
 
-/* Queues @be's @path (p->lock held); starts the threads the first time. */
-static void fs_prefetch_queue(struct fs *fs, struct backend *be, char *path)
+/* Queues @be's @path, a file or a @folder (p->lock held); starts the threads the first time. */
+static void fs_prefetch_queue(struct fs *fs, struct backend *be, char *path, bool folder)
 {
 	struct fs_prefetch *p = fs->prefetch;
 	struct fs_prefetch_task *t;
@@ -185,6 +191,7 @@ static void fs_prefetch_queue(struct fs *fs, struct backend *be, char *path)
 	}
 	t->next = NULL;
 	t->be = be;
+	t->folder = folder;
 	memcpy(t->path, path, len);
 	if (p->tail)
 		p->tail->next = t;
@@ -229,7 +236,7 @@ void fs_prefetch_opened(struct fs *fs, struct node *n)
 			char *path = NULL;
 
 			if (path_join(&path, dir, names[i]) == 0)
-				fs_prefetch_queue(fs, be, path);
+				fs_prefetch_queue(fs, be, path, false);
 			free(path);
 		}
 		pthread_mutex_unlock(&fs->prefetch->lock);
@@ -237,6 +244,22 @@ void fs_prefetch_opened(struct fs *fs, struct node *n)
 	for (size_t i = 0; i < k; i++)
 		free(names[i]);
 	free(dir);
+}
+
+void fs_prefetch_folders(struct fs *fs, struct backend *be, const char *dir, char **names,
+			 size_t n)
+{
+	if (!fs->prefetch || fs->cfg->read_ahead_files <= 0)
+		return;
+	pthread_mutex_lock(&fs->prefetch->lock);
+	for (size_t i = 0; i < n && i < FS_PREFETCH_FOLDERS; i++) {
+		char *path = NULL;
+
+		if (path_join(&path, dir, names[i]) == 0)
+			fs_prefetch_queue(fs, be, path, true);
+		free(path);
+	}
+	pthread_mutex_unlock(&fs->prefetch->lock);
 }
 
 size_t fs_prefetch_pending(struct fs *fs)

@@ -53,6 +53,12 @@ echo "just now" >"$W/recent/now.txt"
 mkdir -p "$W/walk"
 for i in $(seq -w 0 99); do head -c 65536 /dev/urandom >"$W/walk/w$i.bin"; done
 touch -d '1 hour ago' "$W/walk"/*
+# a tree of 12 folders of 3 files, walked by ls -R
+for d in $(seq -w 0 11); do
+	mkdir -p "$W/tree/c$d"
+	for f in 1 2 3; do echo "$d$f" >"$W/tree/c$d/f$f"; done
+done
+touch -d '1 hour ago' "$W/tree"/*/*
 
 PORT=$(free_port) || { not_ok "a free port"; finish; exit 1; }
 NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || { not_ok "nginx started"; finish; exit 1; }
@@ -84,6 +90,9 @@ source = web:/recent
 
 [dataset walk]
 source = web:/walk
+
+[dataset tree]
+source = web:/tree
 CONF
 
 check "mlfs check accepts the config" "$MLFS" check mlfs.conf
@@ -179,6 +188,20 @@ same "... with no request of their own: 32 GETs, for the files their opens queue
 	32 $(($(reqs) - before))
 sleep 0.3
 same "a walk that stops leaves 32 files fetched past it, no more" 64 "$(pf)"
+
+# --- listings read ahead: a trusted folder's listing queues its subfolders to be listed
+stat "$M/datasets/tree" >/dev/null
+quiet_of "$M"
+before=$(reqs)
+ls "$M/datasets/tree" >/dev/null
+quiet_of "$M"
+same "listing a tree's top folder lists its 12 folders ahead: 13 requests" 13 $(($(reqs) - before))
+before=$(reqs)
+kept=$(stat_of "$M" datastore.web.listings_remembered)
+same "ls -R of the tree shows every file" "$(cd "$W/tree" && ls -R)" "$(cd "$M/datasets/tree" && ls -R)"
+same "... and asks the server nothing" 0 $(($(reqs) - before))
+same "... its 12 folders answered from the listings read ahead" 12 \
+	$(($(stat_of "$M" datastore.web.listings_remembered) - kept))
 
 # --- errors
 fails "a missing file is ENOENT" "No such file or directory" cat "$D/web/nope.txt"
