@@ -605,8 +605,8 @@ static int cache_file_open_how(struct cache *c, struct cache_file **out, const c
 		return -ENOMEM;
 	if (size > c->max_bytes / 4)
 		f->bypass = true;
-	else if (!defer || !cache_defer_open(f, key))
-		ret = cache_file_attach_retrying(f, key);
+	else if (!defer || !cache_defer_open(f, key, &ret))
+		ret = cache_file_attach_retrying(f, key, true);
 	if (ret == -ENOSPC || ret == -EDQUOT) {
 		/* our disk is full, not the remote: read uncached, and make room */
 		log_warn("cache: %s: no room for object %s (%s), reading uncached", c->dir,

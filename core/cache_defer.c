@@ -131,30 +131,31 @@ static bool cache_defer_take(struct cache_file *f, const char *key, struct cache
 	return d != NULL;
 }
 
-bool cache_defer_open(struct cache_file *f, const char *key)
+bool cache_defer_open(struct cache_file *f, const char *key, int *ret)
 {
 	struct cache_defer *d;
-	char path[PATH_MAX];
-	bool ret;
+	bool held;
 
+	*ret = 0;
 	if (f->size == 0 || f->size > CACHE_BLOCK || f->c->defer_budget == 0)
 		return false;
 	if (cache_defer_take(f, key, NULL))
 		return true;
-	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".map");
-	if (access(path, F_OK) == 0 || errno != ENOENT)
-		return false;	/* on disk (or it cannot tell): the usual way */
+	*ret = cache_file_attach_retrying(f, key, false);	/* on disk: the usual way */
+	if (*ret != -ENOENT)
+		return true;
+	*ret = 0;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return false;
 	*d = (struct cache_defer){ .key = strdup(key), .size = f->size, .refs = 1 };
 	memcpy(d->hash, f->hash, sizeof(d->hash));
-	ret = d->key && cache_defer_take(f, key, d);
+	held = d->key && cache_defer_take(f, key, d);
 	if (f->dfr != d) {		/* another open's entry, or no room */
 		free(d->key);
 		free(d);
 	}
-	return ret;
+	return held;
 }
 
 /* Makes the object's bytes ready (fetching them if no one has): 1 if it fetched, 0, or -errno. */

@@ -237,8 +237,11 @@ int cache_start_threads(struct cache *c);
 
 /* ---- cache_object.c ---- */
 
-/* Opens the object's files and pins them; creates or replaces them as needed. */
-int cache_file_attach_retrying(struct cache_file *f, const char *key);
+/*
+ * Opens the object's files and pins them; creates or replaces them as
+ * needed, except that without @create a map not there is -ENOENT.
+ */
+int cache_file_attach_retrying(struct cache_file *f, const char *key, bool create);
 
 /* Unmaps and closes what cache_file_attach_retrying opened (the pin goes). */
 void cache_file_detach(struct cache_file *f);
@@ -290,10 +293,12 @@ int cache_defer_init(struct cache *c);
 void cache_defer_stop(struct cache *c);
 
 /*
- * Whether @f, just made, is a small object served from memory and written
- * behind (f->dfr set): at most one block, not on disk, room in the budget.
+ * Opens @f, just made, if it is a small object (at most one block): from
+ * memory (f->dfr set) when this process holds it or it is not on disk and
+ * the budget has room, else from its files when they are there (*@ret the
+ * attach's answer).  False when the caller must attach it, creating.
  */
-bool cache_defer_open(struct cache_file *f, const char *key);
+bool cache_defer_open(struct cache_file *f, const char *key, int *ret);
 
 /* cache_file_read_iov of a file written behind: its first read fetches the whole object. */
 ssize_t cache_defer_read_iov(struct cache_file *f, size_t len, off_t off, cache_use_fn *use,

@@ -269,8 +269,11 @@ void cache_file_detach(struct cache_file *f)
 	f->data_fd = f->dio_fd = f->map_fd = -1;
 }
 
-/* Opens the object's files and pins them; creates or replaces them as needed. */
-int cache_file_attach_retrying(struct cache_file *f, const char *key)
+/*
+ * Opens the object's files and pins them; creates or replaces them as
+ * needed, except that without @create a map not there is -ENOENT.
+ */
+int cache_file_attach_retrying(struct cache_file *f, const char *key, bool create)
 {
 	char path[PATH_MAX];
 	int ret = -EAGAIN;
@@ -278,10 +281,14 @@ int cache_file_attach_retrying(struct cache_file *f, const char *key)
 	cache_path(f->c, path, sizeof(path), f->shard, f->hash, ".map");
 	for (int tries = 0; tries < 16 && ret == -EAGAIN; tries++) {
 		f->map_fd = cache_open_locked(path, O_RDWR, LOCK_SH);
-		if (f->map_fd >= 0)
+		if (f->map_fd >= 0) {
 			ret = cache_file_attach(f, key);
-		else
+		} else if (f->map_fd == -ENOENT && !create) {
+			f->map_fd = -1;
+			return -ENOENT;
+		} else {
 			ret = f->map_fd == -ENOENT ? -EAGAIN : f->map_fd;
+		}
 		if (ret == 0)
 			return 0;
 		cache_file_detach(f);
