@@ -535,6 +535,8 @@ static int be_azure_create(struct backend **out, const struct datastore_config *
 	remote_memo_init(&az->memo);
 	remote_writers_init(&az->writers);
 	az->created = time(NULL);
+	/* 5 timeouts (2.5 min by default): Azure updates a big copy's progress far more often */
+	az->copy_stall_ns = 5 * (cfg->timeout > 0 ? cfg->timeout : 30) * 1000000000ll;
 	ret = be_azure_addr_init(&az->addr, cfg);
 	if (ret == 0 && asprintf(&az->staging, "%s/staging",
 				 cfg->state_dir ? cfg->state_dir : "/var/lib/mlfs") < 0) {

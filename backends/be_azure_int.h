@@ -13,6 +13,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "be_azure.h"
@@ -31,6 +32,7 @@ struct be_azure {
 	struct remote_memo memo;
 	char *staging;			/* state_dir/staging */
 	struct remote_writers writers;	/* files open for writing */
+	int64_t copy_stall_ns;		/* a pending copy without progress this long is aborted */
 };
 
 /* An open file: where it is and what it was at open, and its staged copy when written. */

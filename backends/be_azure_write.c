@@ -58,7 +58,6 @@
 #define BE_AZURE_BLOCKS_MAX	50000u		/* Azure's most blocks in a blob */
 #define BE_AZURE_BLOCK_THREADS	5
 #define BE_AZURE_ID_LEN		36		/* base64 of 27 bytes */
-#define BE_AZURE_COPY_WAIT_S	600		/* the longest a pending copy is waited for */
 
 /* ---- small helpers ---- */
 
@@ -572,62 +571,100 @@ int be_azure_unlink(struct backend *be, const char *path)
 	return ret;
 }
 
-/* What Azure says of why the copy to @url failed: its x-ms-copy-status-description, or "". */
-static void be_azure_copy_why(struct be_azure *az, const char *url, char *why, size_t size)
-{
-	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1,
-				  .want_header = "x-ms-copy-status-description" };
-	struct remote_resp resp;
+/* What Copy Blob's answer and each HEAD of its destination say of a copy. */
+enum { COPY_STATUS, COPY_ID, COPY_PROGRESS, COPY_WHY };
+#define BE_AZURE_COPY_HEADERS { "x-ms-copy-status", "x-ms-copy-id", "x-ms-copy-progress", \
+				"x-ms-copy-status-description" }
+typedef char be_azure_copy_seen[REMOTE_WANT_MAX][128];
 
-	why[0] = '\0';
-	if (be_azure_do(az, &req, NULL, &resp) == 0)
-		snprintf(why, size, "%s", resp.header);
-	remote_resp_free(&resp);
+/* Abort Copy Blob of copy @id to @to (Azure then leaves an empty blob there). */
+static void be_azure_copy_abort(struct be_azure *az, const char *to, const char *id)
+{
+	const char *extra[] = { "x-ms-copy-action: abort", NULL };
+	char *eid = remote_escape(id, false), *query = NULL, *url = NULL;
+
+	if (eid && asprintf(&query, "comp=copy&copyid=%s", eid) >= 0)
+		url = be_azure_blob_url(az, to, query);
+	be_azure_simple(az, REMOTE_PUT, url, extra, -1, 0, 0, "Abort Copy Blob", to);
+	free(url);
+	free(query);
+	free(eid);
 }
 
-/*
- * Waits while Azure says the copy of @from to @to is "pending": 0 once
- * "success".  A copy Azure says "failed" or "aborted" is -EIO, and what it
- * left at @to is deleted (Azure keeps a failed copy's destination, its bytes
- * undefined); @from is left as it is.
- */
-static int be_azure_copy_wait(struct be_azure *az, const char *from, const char *to,
-			      const char *status)
+/* Asks @url (a copy's destination) what its copy is at: 0 and @seen updated, or -errno. */
+static int be_azure_copy_look(struct be_azure *az, const char *url, be_azure_copy_seen seen,
+			      bool *moved)
 {
-	char *url = be_azure_url(az, to, NULL), now[sizeof(((struct remote_resp *)0)->header)];
-	char why[sizeof(now)] = "";
-	int64_t until = mono_ns() + (int64_t)BE_AZURE_COPY_WAIT_S * 1000000000;
-	int ret = 0;
+	struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1,
+				  .want_header = BE_AZURE_COPY_HEADERS };
+	struct remote_resp resp;
+	int ret = be_azure_do(az, &req, NULL, &resp);
 
-	snprintf(now, sizeof(now), "%s", status);
-	while (ret == 0 && strcmp(now, "pending") == 0 && url) {
-		struct remote_req req = { .method = REMOTE_HEAD, .url = url, .body_fd = -1,
-					  .want_header = "x-ms-copy-status" };
-		struct remote_resp resp;
+	if (ret == 0) {
+		*moved = strcmp(resp.header[COPY_PROGRESS], seen[COPY_PROGRESS]) != 0;
+		for (int i = 0; i < REMOTE_WANT_MAX; i++)
+			if (resp.header[i][0] || i != COPY_ID)	/* the id Copy Blob gave stays */
+				memcpy(seen[i], resp.header[i], sizeof(seen[i]));
+	}
+	remote_resp_free(&resp);
+	return ret;
+}
 
-		if (mono_ns() > until) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
-		ret = be_azure_do(az, &req, NULL, &resp);
-		snprintf(now, sizeof(now), "%s", resp.header);
-		remote_resp_free(&resp);
-	}
-	if (!url) {
-		ret = -ENOMEM;
-	} else if (ret == 0 && strcmp(now, "success") != 0 && now[0]) {
-		ret = -EIO;
-		be_azure_copy_why(az, url, why, sizeof(why));
-		be_azure_simple(az, REMOTE_DELETE, url, NULL, -1, 0, 0, "Delete Blob", to);
-	}
+static void be_azure_copy_log(struct be_azure *az, const char *from, const char *to, int ret,
+			      be_azure_copy_seen seen)
+{
+	const char *why = seen[COPY_WHY];
+
 	if (ret == -EIO)
 		log_err("datastore %s: copy of %s to %s: Azure says %s%s%s%s; %s is kept",
-			az->base.name, from, to, now, why[0] ? " (" : "", why, why[0] ? ")" : "",
-			from);
+			az->base.name, from, to, seen[COPY_STATUS], why[0] ? " (" : "", why,
+			why[0] ? ")" : "", from);
+	else if (ret == -ETIMEDOUT)
+		log_err("datastore %s: copy of %s to %s: still pending after %lld s without "
+			"progress (%s bytes copied): aborted; %s is kept", az->base.name, from, to,
+			(long long)(az->copy_stall_ns / 1000000000), seen[COPY_PROGRESS][0] ?
+			seen[COPY_PROGRESS] : "?", from);
 	else if (ret < 0)
 		log_err("datastore %s: copy of %s to %s: %s; %s is kept", az->base.name, from, to,
 			strerror(-ret), from);
+}
+
+/*
+ * Waits while Azure says the copy of @from to @to is "pending", asking
+ * after 0.1 s, then twice as long each time up to 1 s: 0 once "success".  A
+ * copy Azure says "failed" or "aborted" is -EIO; one whose progress stood
+ * still for copy_stall_ns is aborted, -ETIMEDOUT.  Either way what Azure
+ * left at @to is deleted (a failed copy's destination keeps undefined
+ * bytes) and @from is left as it is.
+ */
+static int be_azure_copy_wait(struct be_azure *az, const char *from, const char *to,
+			      be_azure_copy_seen seen)
+{
+	char *url = be_azure_url(az, to, NULL);
+	int64_t moved_at = mono_ns(), delay = 100000000;
+	int ret = url ? 0 : -ENOMEM;
+
+	while (ret == 0 && strcmp(seen[COPY_STATUS], "pending") == 0) {
+		bool moved = false;
+
+		if (mono_ns() - moved_at > az->copy_stall_ns) {
+			ret = -ETIMEDOUT;
+			if (seen[COPY_ID][0])
+				be_azure_copy_abort(az, to, seen[COPY_ID]);
+			break;
+		}
+		nanosleep(&(struct timespec){ .tv_sec = delay / 1000000000,
+					      .tv_nsec = delay % 1000000000 }, NULL);
+		delay = delay * 2 > 1000000000 ? 1000000000 : delay * 2;
+		ret = be_azure_copy_look(az, url, seen, &moved);
+		if (moved)
+			moved_at = mono_ns();
+	}
+	if (ret == 0 && strcmp(seen[COPY_STATUS], "success") != 0 && seen[COPY_STATUS][0])
+		ret = -EIO;
+	if (ret == -EIO || ret == -ETIMEDOUT)
+		be_azure_simple(az, REMOTE_DELETE, url, NULL, -1, 0, 0, "Delete Blob", to);
+	be_azure_copy_log(az, from, to, ret, seen);
 	free(url);
 	return ret;
 }
@@ -638,18 +675,20 @@ static int be_azure_copy(struct be_azure *az, const char *from, const char *to)
 	char *src = be_azure_url(az, from, NULL), *dst = be_azure_url(az, to, NULL), *source = NULL;
 	const char *extra[] = { NULL, NULL };
 	struct remote_req req = { .method = REMOTE_PUT, .url = dst, .body_fd = -1,
-				  .max_body = 1 << 20, .want_header = "x-ms-copy-status" };
+				  .max_body = 1 << 20, .want_header = BE_AZURE_COPY_HEADERS };
 	struct remote_resp resp;
+	be_azure_copy_seen seen;
 	int ret = -ENOMEM;
 
 	if (src && dst && asprintf(&source, "x-ms-copy-source: %s", src) >= 0) {
 		extra[0] = source;
 		ret = be_azure_do(az, &req, extra, &resp);
+		memcpy(seen, resp.header, sizeof(seen));
 		if (ret < 0)
 			be_azure_fail(az, "Copy Blob", from, ret, &resp);
-		else
-			ret = be_azure_copy_wait(az, from, to, resp.header);
 		remote_resp_free(&resp);
+		if (ret == 0)
+			ret = be_azure_copy_wait(az, from, to, seen);
 	}
 	free(source);
 	free(src);

@@ -521,7 +521,8 @@ static void remote_new_response(struct remote_resp *resp, long status)
 	resp->status = status;
 	resp->etag[0] = '\0';
 	resp->content_type[0] = '\0';
-	resp->header[0] = '\0';
+	for (int i = 0; i < REMOTE_WANT_MAX; i++)
+		resp->header[i][0] = '\0';
 	resp->content_length = -1;
 	resp->total_size = -1;
 	resp->last_modified = -1;
@@ -576,9 +577,13 @@ static size_t remote_header_cb(char *data, size_t size, size_t nmemb, void *arg)
 		return size * nmemb;
 	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
 		;
-	if (x->req->want_header && strlen(x->req->want_header) == (size_t)(colon - line) &&
-	    strncasecmp(line, x->req->want_header, (size_t)(colon - line)) == 0)
-		snprintf(x->resp->header, sizeof(x->resp->header), "%s", v);
+	for (int i = 0; i < REMOTE_WANT_MAX && x->req->want_header[i]; i++) {
+		const char *want = x->req->want_header[i];
+
+		if (strlen(want) == (size_t)(colon - line) &&
+		    strncasecmp(line, want, (size_t)(colon - line)) == 0)
+			snprintf(x->resp->header[i], sizeof(x->resp->header[i]), "%s", v);
+	}
 	remote_header(x->resp, line, (size_t)(colon - line), v);
 	return size * nmemb;
 }

@@ -37,6 +37,7 @@ struct remote;
  * remote.c) to @out; returns how many, or a negated errno.
  */
 #define REMOTE_SIGN_MAX 4
+#define REMOTE_WANT_MAX 4	/* response headers one request may ask to see */
 typedef int remote_sign_fn(void *arg, const char *method, const char *url,
 			   const char *const *headers, const char *range, char **out);
 
@@ -119,8 +120,9 @@ struct remote_req {
 	 * listing that delivered entries is not tried again. */
 	remote_entry_fn *list;
 	void *list_arg;
-	/* Added for azure: the value of this response header goes to resp->header. */
-	const char *want_header;
+	/* Added for azure: the values of these response headers (up to the first
+	 * NULL) go to resp->header[i]. */
+	const char *want_header[REMOTE_WANT_MAX];
 };
 
 struct remote_resp {
@@ -139,7 +141,7 @@ struct remote_resp {
 	 * range_len bytes were kept (and the request succeeded); from any other
 	 * offset the request failed with -EIO. */
 	bool range_ignored;
-	char header[128];		/* req->want_header's value, or "" */
+	char header[REMOTE_WANT_MAX][128];	/* req->want_header[i]'s value, or "" */
 };
 
 /*

@@ -81,14 +81,19 @@ SAS=$(blob sas data)
 # that is still "pending" when it answers (Azurite copies at once).  It
 # forwards every request as it came (Shared Key signs no host) and logs it;
 # while the file copy-pending holds N, it says "pending" in the answer to
-# a Copy Blob and to the next N HEADs of its destination; while the file
-# copy-failed exists, "pending" to the copy, then "failed" to every HEAD.
+# a Copy Blob and to the next N HEADs of its destination (its progress
+# growing by a byte each time); while the file
+# copy-failed exists, "pending" to the copy, then "failed" to every HEAD;
+# while copy-stalled exists, "pending" to all, progress 0 bytes.  It answers
+# an Abort Copy Blob itself (Azurite's copy is long over), logging whether
+# it named the copy id Azurite gave.
 cat >proxy.py <<'PY'
 import os, sys
 sys.path.insert(0, sys.argv[3])
 from http_proxy import Proxy, serve
 
 copying = [None]
+copy_id = [None]
 
 def pending_heads():
     try:
@@ -102,26 +107,44 @@ class CopyStates(Proxy):
 
     def note(self):
         """Decides the x-ms-copy-status to say instead of Azurite's (None: Azurite's)."""
-        self.status = None	# one handler serves each request of a kept connection
+        self.status = self.progress = None	# one handler serves each request of a kept connection
+        if self.headers.get("x-ms-copy-action") == "abort":
+            named = "copyid=%s" % copy_id[0] in self.path.split("?", 1)[-1].split("&")
+            return "abort of the copy it started" if named else "abort of another copy"
         if self.headers.get("x-ms-copy-source"):
             copying[0] = self.path.split("?")[0]
-            if pending_heads() or os.path.exists("copy-failed"):
+            if pending_heads() or os.path.exists("copy-failed") or os.path.exists("copy-stalled"):
                 self.status = "pending"
         elif self.command == "HEAD" and self.path.split("?")[0] == copying[0]:
             n = pending_heads()
             if os.path.exists("copy-failed"):
                 self.status = "failed"
+            elif os.path.exists("copy-stalled"):
+                self.status = "pending"
             elif n:
                 with open("copy-pending", "w") as f:
                     f.write("%d\n" % (n - 1))
                 self.status = "pending"
+                self.progress = "%d/3145739" % (100 - n)
         return self.status or ""
 
+    def answer_instead(self, body):
+        if self.headers.get("x-ms-copy-action") == "abort":
+            return (204, b"")
+        return None
+
     def rewrite(self, headers):
+        for n, v in headers:
+            if n.lower() == "x-ms-copy-id" and self.headers.get("x-ms-copy-source"):
+                copy_id[0] = v
         if not self.status:
             return headers
-        out = [(n, v) for n, v in headers if not n.lower().startswith("x-ms-copy-status")]
+        progress = "0/3145739" if os.path.exists("copy-stalled") else self.progress
+        out = [(n, v) for n, v in headers if not n.lower().startswith("x-ms-copy-status")
+               and not (progress and n.lower() == "x-ms-copy-progress")]
         out.append(("x-ms-copy-status", self.status))
+        if progress:
+            out.append(("x-ms-copy-progress", progress))
         if self.status == "failed":
             out.append(("x-ms-copy-status-description", "500 InternalError: copy broke"))
         return out
@@ -259,11 +282,14 @@ same "... the client lists nothing under w/" "" "$(wls)"
 # --- a Copy Blob that Azure answers "pending": mv waits for it; one that fails loses nothing
 P=$M/datastores/viaproxy
 blob put data cp/a.bin seed/rand.bin
-echo 3 >copy-pending
+echo 14 >copy-pending
 : >proxy.log
+started=$(date +%s)
 check "mv through a copy still pending when Azure answers it works" timeout 60 mv "$P/cp/a.bin" "$P/cp/b.bin"
-check "... after asking while it was pending (3 HEADs said so)" \
-	test "$(grep -c '^HEAD /devstoreaccount1/data/cp/b.bin pending$' proxy.log)" -eq 3
+took=$(($(date +%s) - started))
+check "... after asking while it was pending (14 HEADs said so)" \
+	test "$(grep -c '^HEAD /devstoreaccount1/data/cp/b.bin pending$' proxy.log)" -eq 14
+check "... past 5 timeouts (10 s), as its progress moved (took ${took} s)" test "$took" -ge 11
 check "... and then once more (success)" grep -q '^HEAD /devstoreaccount1/data/cp/b.bin$' proxy.log
 same "... the client finds the new name only, with the bytes" "cp/b.bin 3145739 $(sha seed/rand.bin)" \
 	"$(blob ls data cp/ | xargs) $(blob get data cp/b.bin | sha256sum | cut -d' ' -f1)"
@@ -275,6 +301,28 @@ check "... the log says the copy failed, Azure's words, and that the source is k
 	"$LOG"
 rm -f copy-failed
 same "... the source is still there, whole, and the failed copy is deleted" \
+	"cp/b.bin 3145739 $(sha seed/rand.bin)" \
+	"$(blob ls data cp/ | xargs) $(blob get data cp/b.bin | sha256sum | cut -d' ' -f1)"
+same "... the mount shows the same" "b.bin" "$(ls "$P/cp")"
+touch copy-stalled
+: >proxy.log
+started=$(date +%s)
+fails "mv through a copy pending without progress gives up: ETIMEDOUT" "Connection timed out" \
+	timeout 60 mv "$P/cp/b.bin" "$P/cp/d.bin"
+took=$(($(date +%s) - started))
+rm -f copy-stalled
+check "... after 5 timeouts (10 s) without progress, not 10 minutes (took ${took} s)" \
+	test "$took" -ge 9 -a "$took" -le 20
+heads=$(grep -c '^HEAD /devstoreaccount1/data/cp/d.bin pending$' proxy.log)
+check "... asking less and less often: at most once a second ($heads HEADs)" \
+	test "$heads" -ge 8 -a "$heads" -le 20
+check "... then aborts the copy it started (Abort Copy Blob with its copy id)" grep -q \
+	'^PUT /devstoreaccount1/data/cp/d.bin?comp=copy&copyid=.* abort of the copy it started$' \
+	proxy.log
+check "... the log says so, with the progress seen" grep -q \
+	"datastore viaproxy: copy of cp/b.bin to cp/d.bin: still pending after 10 s without progress (0/3145739 bytes copied): aborted; cp/b.bin is kept" \
+	"$LOG"
+same "... the source is still there, whole, and what the copy left is deleted" \
 	"cp/b.bin 3145739 $(sha seed/rand.bin)" \
 	"$(blob ls data cp/ | xargs) $(blob get data cp/b.bin | sha256sum | cut -d' ' -f1)"
 same "... the mount shows the same" "b.bin" "$(ls "$P/cp")"
