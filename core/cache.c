@@ -90,6 +90,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,28 @@ int cache_lock_blocks(struct cache_file *f, int fd, uint64_t b0, uint64_t b1, sh
 		if (errno != EINTR)
 			return -errno;
 	return 0;
+}
+
+void cache_warn(struct cache *c, enum cache_warn_kind kind, const char *fmt, ...)
+{
+	int64_t now = mono_ns(), last = atomic_load(&c->warned_at[kind]);
+	unsigned int held;
+	char msg[512];
+	va_list ap;
+
+	if ((last && now - last < 60000000000ll) ||
+	    !atomic_compare_exchange_strong(&c->warned_at[kind], &last, now)) {
+		atomic_fetch_add(&c->unwarned[kind], 1);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	held = atomic_exchange(&c->unwarned[kind], 0);
+	if (held)
+		log_warn("%s (and %u more such in the last minute)", msg, held);
+	else
+		log_warn("%s", msg);
 }
 
 /* ---- fetch buffers ---- */
@@ -589,7 +612,11 @@ void cache_file_long_fetches(struct cache_file *f)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* cache_file_open; @defer: a small object may be served from memory and written behind. */
+/*
+ * cache_file_open; @defer: a small object may be served from memory and
+ * written behind.  Without it (the writer behind itself), a failure of our
+ * own disk is returned, not turned into an uncached read.
+ */
 static int cache_file_open_how(struct cache *c, struct cache_file **out, const char *key,
 			       uint64_t size, struct cache_stats *stats, cache_fetch_fn *fetch,
 			       void *arg, bool defer)
@@ -607,22 +634,22 @@ static int cache_file_open_how(struct cache *c, struct cache_file **out, const c
 		f->bypass = true;
 	else if (!defer || !cache_defer_open(f, key, &ret))
 		ret = cache_file_attach_retrying(f, key, true);
-	if (ret == -ENOSPC || ret == -EDQUOT) {
-		/* our disk is full, not the remote: read uncached, and make room */
-		log_warn("cache: %s: no room for object %s (%s), reading uncached", c->dir,
-			 f->hash, strerror(-ret));
-		cache_evict(c);
-		f->bypass = true;
-		ret = 0;
-	} else if (ret == -EBUSY || ret == -EAGAIN) {
-		log_warn("cache: object %s unusable (%s), reading uncached", f->hash,
-			 strerror(-ret));
-		f->bypass = true;
-		ret = 0;
-	}
-	if (ret < 0) {
+	if (ret == -ENOSPC || ret == -EDQUOT)
+		cache_evict(c);		/* our disk is full, not the remote: make room */
+	if (ret < 0 && !defer) {	/* the writer behind (open_now): it says why */
 		cache_file_close(f);
 		return ret;
+	}
+	if (ret < 0) {
+		/*
+		 * Our own disk, not the remote: full, read-only, gone or failing,
+		 * or the object busy elsewhere.  The read goes uncached.
+		 */
+		bool full = ret == -ENOSPC || ret == -EDQUOT;
+
+		cache_warn(c, CACHE_WARN_OPEN, "cache: %s: %s object %s (%s), reading it uncached",
+			   c->dir, full ? "no room for" : "cannot keep", f->hash, strerror(-ret));
+		f->bypass = true;
 	}
 	if (f->bypass)
 		atomic_fetch_add(&c->bypassed, 1);

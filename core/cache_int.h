@@ -80,6 +80,13 @@ struct cache_write {
 	int lock_fd;
 };
 
+enum cache_warn_kind {
+	CACHE_WARN_OPEN,			/* an object's files: read uncached */
+	CACHE_WARN_KEEP,			/* fetched blocks not written */
+	CACHE_WARN_DEFER,			/* a small object not written behind */
+	CACHE_WARN_KINDS
+};
+
 struct cache {
 	char *dir;
 	uint64_t max_bytes;
@@ -108,6 +115,9 @@ struct cache {
 	atomic_uint_fast64_t hot_bytes;		/* held by hot runs, all files */
 	uint64_t hot_budget;			/* the most hot_bytes may be */
 	atomic_bool no_dio;			/* the folder refused O_DIRECT once: not again */
+	atomic_int_fast64_t warned_at[CACHE_WARN_KINDS];	/* mono_ns of each kind's last
+								 * cache_warn line; 0: none */
+	atomic_uint unwarned[CACHE_WARN_KINDS];		/* ... and those held back since */
 	/* small objects written behind (cache_defer.c) */
 	pthread_mutex_t dlock;
 	pthread_cond_t dcond;			/* a fetch ended, an object was written, stop */
@@ -191,13 +201,25 @@ void cache_path(struct cache *c, char *buf, size_t size, int shard, const char *
 		       const char *suffix);
 int cache_open_locked(const char *path, int flags, int op);
 
+/*
+ * Logs a failure of the cache's own disk (full, read-only, gone, failing):
+ * of each kind the first, then at most one a minute, saying how many were
+ * held back, so an epoch over a broken cache folder writes a line, not one
+ * per file.
+ */
+void cache_warn(struct cache *c, enum cache_warn_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* cache_evict.c */
 void cache_evict(struct cache *c);
 void cache_usage_add(struct cache *c, uint64_t bytes);
 
 /* ---- cache.c, for cache_object.c, cache_fetch.c and cache_defer.c ---- */
 
-/* cache_file_open, never written behind (cache_defer.c writes through it). */
+/*
+ * cache_file_open, never written behind (cache_defer.c writes through it);
+ * a failure of the cache's disk is -errno here, not an uncached read.
+ */
 int cache_file_open_now(struct cache *c, struct cache_file **out, const char *key,
 			uint64_t size, struct cache_stats *stats, cache_fetch_fn *fetch, void *arg);
 

@@ -7,7 +7,8 @@
 # server is read fresh; the cache stays under cache_size; a daemon killed
 # with SIGKILL mid-read leaves a cache that still serves right bytes; small
 # files are served from memory and written behind, all on disk once the
-# daemon exits; a
+# daemon exits; a cache disk turned read-only leaves every read working,
+# uncached, said once; a
 # cache folder that refuses O_DIRECT (ramfs) gets plain writes, said once.
 # Usage: cache_test.sh MLFS POSIX_CHECK
 set -u
@@ -24,13 +25,14 @@ t_cleanup() {
 		fusermount3 -u "$m" 2>/dev/null
 	done
 	mountpoint -q "$T_DIR/ramcache" && umount "$T_DIR/ramcache"
+	mountpoint -q "$T_DIR/rocache/objects" && umount "$T_DIR/rocache/objects"
 	[ -n "$MOUNT2_PID" ] && wait "$MOUNT2_PID" 2>/dev/null
 	MOUNT2_PID=
 	"$SCRIPTS/server-nginx.sh" stop "$T_DIR/http" >/dev/null 2>&1
 }
 trap t_cleanup EXIT
 
-mkdir -p http/www/small mnt mnt2 mnt3 ramcache
+mkdir -p http/www/small mnt mnt2 mnt3 ramcache rocache
 head -c $((24 << 20)) /dev/urandom >http/www/big.bin
 head -c $((24 << 20)) /dev/urandom >http/www/other.bin
 for i in 1 2 3 4 5 6; do
@@ -199,6 +201,43 @@ same "... from the cache: the exiting daemon wrote them all, no GET" 0 \
 	"$(awk '$7 ~ /^\/tiny\// && $6 == "\"GET"' http/access.log | wc -l)"
 same "... and holds none in memory" 0 "$(stat_of mnt cache.write_behind_bytes)"
 unmount_fg "$T_DIR/mnt"
+
+# --- a cache folder that turns read-only under a mount (a disk remounted
+# read-only after errors: mount refuses that while files are open on it, so
+# a read-only tmpfs is put over the cache's objects/): every read still
+# works, uncached, and the log says so once, not once per file
+sed 's|^cache_dir = cache$|cache_dir = rocache|; s|^state_dir = state$|state_dir = state4|' \
+	a.conf >ro.conf
+mount_fg ro.conf "$T_DIR/mnt3" || { not_ok "mount came up"; t_finish; exit 1; }
+same "a cache on a writable disk: a file reads right" "$(sha256sum <http/www/small/f1.bin)" \
+	"$(sha256sum <mnt3/datastores/web/small/f1.bin)"
+if mount -t tmpfs -o ro tmpfs rocache/objects; then
+	same "the cache's folder read-only: a big file never read reads right" "$want" \
+		"$(sha256sum <mnt3/datastores/web/big.bin)"
+	same "... and 20 small ones" "$(tiny_sums http/www/tiny)" \
+		"$(tiny_sums mnt3/datastores/web/tiny)"
+	check "... the big one read uncached (cache.bypassed)" \
+		test "$(stat_of mnt3 cache.bypassed)" -ge 1
+	same "... the log says why" 1 "$(grep -c \
+		"cannot keep object .* (Read-only file system), reading it uncached" \
+		"$T_DIR/mount.mnt3.log")"
+	for _ in $(seq 1 100); do
+		[ "$(stat_of mnt3 cache.write_behind_bytes)" = 0 ] && break
+		sleep 0.1
+	done
+	same "... the small ones, served from memory, could not be written behind: dropped" 0 \
+		"$(stat_of mnt3 cache.write_behind_bytes)"
+	same "... which the log says once for the 20 of them" 1 "$(grep -c \
+		"cannot keep it (Read-only file system); it is fetched again when read again" \
+		"$T_DIR/mount.mnt3.log")"
+	same "... and they read right again" "$(tiny_sums http/www/tiny)" \
+		"$(tiny_sums mnt3/datastores/web/tiny)"
+	check "... the daemon runs on" kill -0 "$MOUNT_PID"
+	umount rocache/objects
+else
+	not_ok "a read-only tmpfs over the cache's objects/"
+fi
+unmount_fg "$T_DIR/mnt3"
 
 # --- a cache folder that refuses O_DIRECT: ramfs (tmpfs and ext4 take it)
 if mount -t ramfs ramfs "$T_DIR/ramcache" 2>/dev/null; then

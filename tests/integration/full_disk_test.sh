@@ -158,7 +158,7 @@ check "... and so do the files read before" reads_right "$W" b/g1.bin b/g3.bin
 check "... the cache made room on its full disk by evicting, far under its 64 MiB cache_size" \
 	test "$(stat_of "$M" cache.evictions)" -gt "$evicted"
 check "... and the log says the file it had no room for was read uncached" \
-	grep -q "no room for object .* (No space left on device), reading uncached" "$T_DIR/mount.mnt.log"
+	grep -q "no room for object .* (No space left on device), reading it uncached" "$T_DIR/mount.mnt.log"
 same "... the file list is served" "$(ls http/www/a | xargs)" "$(ls "$W/a" 2>&1 | xargs)"
 check "the local datastore is served too" \
 	sh -c "echo hi >'$M/datastores/roomy/hi.txt' && grep -q hi '$M/datastores/roomy/hi.txt'"

@@ -8,10 +8,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,6 +238,105 @@ static void test_defer_destroy_writes_what_waits(void **state)
 	cache_destroy(c);
 }
 
+/* Makes the cache's objects/ folder unusable (a file in its place), or usable again. */
+static void break_objects(bool broken)
+{
+	char dir[96], gone[96];
+
+	snprintf(dir, sizeof(dir), "%s/objects", top);
+	snprintf(gone, sizeof(gone), "%s/objects.gone", top);
+	if (broken) {
+		assert_int_equal(rename(dir, gone), 0);
+		assert_int_equal(close(creat(dir, 0600)), 0);
+	} else {
+		assert_int_equal(unlink(dir), 0);
+		assert_int_equal(rename(gone, dir), 0);
+	}
+}
+
+/* A cache folder that fails (here ENOTDIR; read-only, gone, EIO alike): reads go uncached. */
+static void test_broken_folder_reads_uncached(void **state)
+{
+	struct remote small = { .size = 100 * KiB, .salt = 4 }, big = { .size = 3100 * KiB, .salt = 5 };
+	struct cache_stats st = { 0 };
+	struct cache_info info;
+	struct cache_file *f;
+	struct cache *c;
+
+	(void)state;
+	assert_int_equal(cache_create(&c, top, 64u << 20), 0);
+	break_objects(true);
+	assert_int_equal(cache_file_open(c, &f, "k\nbroken-small\n1", small.size, &st,
+					 remote_fetch, &small), 0);
+	assert_int_equal(differs(f, &small), 0);
+	assert_int_equal(cache_file_fd(f), -1);
+	assert_int_equal(held(c), 0);				/* not held either */
+	cache_file_close(f);
+	assert_int_equal(cache_file_open(c, &f, "k\nbroken-big\n1", big.size, &st, remote_fetch,
+					 &big), 0);
+	assert_int_equal(differs(f, &big), 0);
+	cache_file_close(f);
+	cache_get_info(c, &info);
+	assert_int_equal(info.bypassed, 2);
+	atomic_store(&small.calls, 0);
+	assert_int_equal(cache_file_open(c, &f, "k\nbroken-small\n1", small.size, &st,
+					 remote_fetch, &small), 0);
+	assert_int_equal(differs(f, &small), 0);		/* kept nowhere: fetched again */
+	assert_true(atomic_load(&small.calls) > 0);
+	cache_file_close(f);
+	break_objects(false);
+	cache_destroy(c);
+}
+
+/* The writer finds the folder broken: the objects it could not write are dropped, not kept half. */
+static void test_defer_writer_failure_drops(void **state)
+{
+	struct remote r[5];
+	struct cache_stats st = { 0 };
+	struct cache_file *f[5];
+	struct cache *c;
+	char key[32];
+
+	(void)state;
+	assert_int_equal(cache_create(&c, top, 64u << 20), 0);
+	for (int i = 0; i < 5; i++) {
+		r[i] = (struct remote){ .size = 50 * KiB + 17 * (uint64_t)i, .salt = 20 + (unsigned)i };
+		snprintf(key, sizeof(key), "k\nlost-%d\n1", i);
+		assert_int_equal(cache_file_open(c, &f[i], key, r[i].size, &st, remote_fetch, &r[i]),
+				 0);
+		assert_int_equal(differs(f[i], &r[i]), 0);	/* in memory */
+	}
+	break_objects(true);
+	for (int i = 0; i < 5; i++)
+		cache_file_close(f[i]);			/* queued for the writer, which fails */
+	cache_drain(c);
+	assert_int_equal(held(c), 0);
+	break_objects(false);
+	for (int i = 0; i < 5; i++) {
+		unsigned char buf[16];
+
+		atomic_store(&r[i].fail, EIO);		/* neither in memory nor on disk */
+		snprintf(key, sizeof(key), "k\nlost-%d\n1", i);
+		assert_int_equal(cache_file_open(c, &f[i], key, r[i].size, &st, remote_fetch, &r[i]),
+				 0);
+		assert_int_equal(cache_file_read(f[i], buf, sizeof(buf), 0), -EIO);
+		atomic_store(&r[i].fail, 0);
+		assert_int_equal(differs(f[i], &r[i]), 0);	/* the folder mended: kept again */
+		cache_file_close(f[i]);
+	}
+	cache_destroy(c);
+	assert_int_equal(cache_create(&c, top, 64u << 20), 0);
+	for (int i = 0; i < 5; i++) {
+		atomic_store(&r[i].fail, EIO);
+		snprintf(key, sizeof(key), "k\nlost-%d\n1", i);
+		assert_int_equal(cache_file_open(c, &f[i], key, r[i].size, &st, remote_fetch, &r[i]),
+				 0);
+		assert_int_equal(differs(f[i], &r[i]), 0);	/* from disk */
+		cache_file_close(f[i]);
+	}
+	cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +345,8 @@ int main(void)
 		T(test_defer_opens_at_once_fetch_once),
 		T(test_defer_failed_fetch_keeps_nothing),
 		T(test_defer_destroy_writes_what_waits),
+		T(test_broken_folder_reads_uncached),
+		T(test_defer_writer_failure_drops),
 #undef T
 	};
 
