@@ -40,7 +40,7 @@ struct counts {
 	atomic_uint calls;
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t bytes_from_watch;	/* fetched at or past watch */
-	uint64_t watch;
+	atomic_uint_fast64_t watch;		/* set while fetch threads read it */
 	atomic_uint block[MAX_BLOCKS];		/* fetches of each 1 MiB block */
 	atomic_int flag[4];			/* handshakes between processes */
 };
@@ -79,7 +79,7 @@ static ssize_t fake_fetch(void *arg, void *buf, size_t len, off_t off)
 		((unsigned char *)buf)[i] = pattern(fk->seed, (uint64_t)off + i);
 	atomic_fetch_add(&cnt->calls, 1);
 	atomic_fetch_add(&cnt->bytes, len);
-	if ((uint64_t)off >= cnt->watch)
+	if ((uint64_t)off >= atomic_load(&cnt->watch))
 		atomic_fetch_add(&cnt->bytes_from_watch, len);
 	for (uint64_t b = (uint64_t)off / MiB; len && b <= ((uint64_t)off + len - 1) / MiB; b++)
 		if (b < MAX_BLOCKS)
@@ -90,7 +90,7 @@ static ssize_t fake_fetch(void *arg, void *buf, size_t len, off_t off)
 static void counts_reset(void)
 {
 	memset(cnt, 0, sizeof(*cnt));
-	cnt->watch = UINT64_MAX;
+	atomic_store(&cnt->watch, UINT64_MAX);
 }
 
 static int setup(void **state)
@@ -735,7 +735,7 @@ static void test_cache_sequential_reads_grow_readahead_and_a_seek_drops_it(void 
 	assert_int_equal(atomic_load(&cnt->bytes), 48 * MiB);
 	assert_true(atomic_load(&cnt->calls) * 4 <= reads);
 	assert_true(atomic_load(&cnt->bytes) / atomic_load(&cnt->calls) >= 2 * MiB);
-	cnt->watch = 56 * MiB;		/* far past anything read ahead so far */
+	atomic_store(&cnt->watch, 56 * MiB);		/* far past anything read ahead so far */
 	assert_int_equal(cache_file_read(f, buf, sizeof(buf), 60 * MiB), sizeof(buf));
 	assert_int_equal(check(&fk, buf, sizeof(buf), 60 * MiB), 0);
 	cache_file_close(f);		/* waits for read-ahead */
