@@ -490,7 +490,7 @@ static int cache_open_usage(struct cache *c, bool *created)
 	return 0;
 }
 
-static int cache_make_dirs(const char *dir)
+int cache_make_dirs(const char *dir)
 {
 	char path[PATH_MAX];
 

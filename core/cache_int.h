@@ -200,6 +200,8 @@ int cache_errno(void);
 void cache_path(struct cache *c, char *buf, size_t size, int shard, const char *hash,
 		       const char *suffix);
 int cache_open_locked(const char *path, int flags, int op);
+/* Makes DIR and DIR/objects where they are missing: 0 or -errno. */
+int cache_make_dirs(const char *dir);
 
 /*
  * Logs a failure of the cache's own disk (full, read-only, gone, failing):

@@ -144,6 +144,8 @@ static int cache_make_object(struct cache_file *f, const char *key)
 	int dfd, mfd, ret = 0;
 
 	cache_path(f->c, dir, sizeof(dir), f->shard, NULL, NULL);
+	if (mkdir(dir, 0700) < 0 && errno == ENOENT)
+		cache_make_dirs(f->c->dir);	/* someone emptied the cache folder: anew */
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	dfd = cache_open_locked(dir, O_RDONLY | O_DIRECTORY, LOCK_EX);

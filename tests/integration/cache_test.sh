@@ -8,7 +8,7 @@
 # with SIGKILL mid-read leaves a cache that still serves right bytes; small
 # files are served from memory and written behind, all on disk once the
 # daemon exits; a cache disk turned read-only leaves every read working,
-# uncached, said once; a
+# uncached, said once; a cache folder emptied under a mount is made anew; a
 # cache folder that refuses O_DIRECT (ramfs) gets plain writes, said once.
 # Usage: cache_test.sh MLFS POSIX_CHECK
 set -u
@@ -237,6 +237,16 @@ if mount -t tmpfs -o ro tmpfs rocache/objects; then
 else
 	not_ok "a read-only tmpfs over the cache's objects/"
 fi
+# --- the cache folder emptied under a mount (rm -rf of it to free room): made anew
+rm -rf rocache/objects
+same "the cache's objects/ removed under the mount: a file reads right" \
+	"$(sha256sum <http/www/small/f2.bin)" "$(sha256sum <mnt3/datastores/web/small/f2.bin)"
+unmount_fg "$T_DIR/mnt3"
+clear_log
+mount_fg ro.conf "$T_DIR/mnt3" || { not_ok "mount came up"; t_finish; exit 1; }
+same "... and was kept in objects/ made anew: the next mount reads it with no byte sent" \
+	"$(sha256sum <http/www/small/f2.bin):0" \
+	"$(sha256sum <mnt3/datastores/web/small/f2.bin):$(sent /small/f2.bin)"
 unmount_fg "$T_DIR/mnt3"
 
 # --- a cache folder that refuses O_DIRECT: ramfs (tmpfs and ext4 take it)

@@ -337,6 +337,38 @@ static void test_defer_writer_failure_drops(void **state)
 	cache_destroy(c);
 }
 
+/* The cache folder emptied under a running cache (rm -rf of its objects): made anew, kept again. */
+static void test_emptied_folder_is_made_anew(void **state)
+{
+	struct remote r[2] = { { .size = 2100 * KiB, .salt = 30 }, { .size = 70 * KiB, .salt = 31 } };
+	const char *keys[2] = { "k\nanew-big\n1", "k\nanew-small\n1" };
+	struct cache_stats st = { 0 };
+	struct cache_file *f;
+	struct cache *c;
+	char cmd[128];
+
+	(void)state;
+	assert_int_equal(cache_create(&c, top, 64u << 20), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/objects'", top);
+	assert_int_equal(system(cmd), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(cache_file_open(c, &f, keys[i], r[i].size, &st, remote_fetch, &r[i]),
+				 0);
+		assert_int_equal(differs(f, &r[i]), 0);
+		cache_file_close(f);
+	}
+	cache_drain(c);
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&r[i].fail, EIO);		/* from disk now */
+		assert_int_equal(cache_file_open(c, &f, keys[i], r[i].size, &st, remote_fetch, &r[i]),
+				 0);
+		assert_true(cache_file_fd(f) >= 0);
+		assert_int_equal(differs(f, &r[i]), 0);
+		cache_file_close(f);
+	}
+	cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +379,7 @@ int main(void)
 		T(test_defer_destroy_writes_what_waits),
 		T(test_broken_folder_reads_uncached),
 		T(test_defer_writer_failure_drops),
+		T(test_emptied_folder_is_made_anew),
 #undef T
 	};
 
