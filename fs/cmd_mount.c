@@ -29,6 +29,7 @@
 #include "exec.h"
 #include "fs.h"
 #include "log.h"
+#include "mono.h"
 #include "output.h"
 #include "path.h"
 
@@ -310,28 +311,63 @@ static void mount_start_sync(const char *config)
 #define MOUNT_TRIM_S		5
 #define MOUNT_TRIM_FREE		(8u << 20)
 
+/* The trim thread, stopped and joined before the tree whose cache it asks is freed. */
+struct mount_trim {
+	struct fs *fs;
+	pthread_t thread;
+	bool on;
+	bool stop;			/* guarded by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* CLOCK_MONOTONIC: stop was asked */
+};
+
 static void *mount_trim_thread(void *arg)
 {
-	struct fs *fs = arg;
+	struct mount_trim *t = arg;
 
-	for (;;) {
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		struct timespec ts = mono_timespec(mono_ns() + MOUNT_TRIM_S * 1000000000ll);
 		struct mallinfo2 mi;
 
-		sleep(MOUNT_TRIM_S);
-		cache_release_idle(fs->cache);	/* its spare fetch buffers, once idle */
+		if (pthread_cond_timedwait(&t->cond, &t->lock, &ts) != ETIMEDOUT || t->stop)
+			continue;
+		pthread_mutex_unlock(&t->lock);
+		cache_release_idle(t->fs->cache);	/* its spare fetch buffers, once idle */
 		mi = mallinfo2();
 		if (mi.fordblks > MOUNT_TRIM_FREE)
 			malloc_trim(0);
+		pthread_mutex_lock(&t->lock);
 	}
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
-static void mount_start_trim(struct fs *fs)
+static void mount_start_trim(struct mount_trim *t, struct fs *fs)
 {
-	pthread_t t;
+	pthread_condattr_t attr;
 
-	if (pthread_create(&t, NULL, mount_trim_thread, fs) == 0)
-		pthread_detach(t);
+	*t = (struct mount_trim){ .fs = fs };
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	t->on = pthread_create(&t->thread, NULL, mount_trim_thread, t) == 0;
+}
+
+static void mount_stop_trim(struct mount_trim *t)
+{
+	if (!t->on)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stop = true;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	t->on = false;
 }
 
 static int mount_loop(struct fuse_session *se)
@@ -353,6 +389,7 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 {
 	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
+	struct mount_trim trim = { .on = false };
 	int status = 1;
 
 	exec_raise_nofile();
@@ -389,10 +426,11 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 	}
 	if (!a->spec_wanted)
 		mount_start_sync(a->realconfig);
-	mount_start_trim(fs);	/* after daemonizing: a fork keeps no thread */
+	mount_start_trim(&trim, fs);	/* after daemonizing: a fork keeps no thread */
 	log_info("serving %s at %s", fs->cfg->file, a->realmount);
 	status = mount_loop(se) < 0 ? 1 : 0;
 out_unmount:
+	mount_stop_trim(&trim);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
