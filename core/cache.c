@@ -232,18 +232,19 @@ int cache_lock_blocks(struct cache_file *f, int fd, uint64_t b0, uint64_t b1, sh
 	return 0;
 }
 
-void cache_warn(struct cache *c, enum cache_warn_kind kind, const char *fmt, ...)
+void cache_warn(struct cache *c, enum cache_warn_kind kind, int err, const char *fmt, ...)
 {
 	int64_t now = mono_ns(), last = atomic_load(&c->warned_at[kind]);
 	unsigned int held;
 	char msg[512];
 	va_list ap;
 
-	if ((last && now - last < 60000000000ll) ||
+	if ((last && now - last < 60000000000ll && atomic_load(&c->warned_err[kind]) == err) ||
 	    !atomic_compare_exchange_strong(&c->warned_at[kind], &last, now)) {
 		atomic_fetch_add(&c->unwarned[kind], 1);
 		return;
 	}
+	atomic_store(&c->warned_err[kind], err);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -647,8 +648,9 @@ static int cache_file_open_how(struct cache *c, struct cache_file **out, const c
 		 */
 		bool full = ret == -ENOSPC || ret == -EDQUOT;
 
-		cache_warn(c, CACHE_WARN_OPEN, "cache: %s: %s object %s (%s), reading it uncached",
-			   c->dir, full ? "no room for" : "cannot keep", f->hash, strerror(-ret));
+		cache_warn(c, CACHE_WARN_OPEN, -ret, "cache: %s: %s object %s (%s), reading it "
+			   "uncached", c->dir, full ? "no room for" : "cannot keep", f->hash,
+			   strerror(-ret));
 		f->bypass = true;
 	}
 	if (f->bypass)

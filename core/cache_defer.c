@@ -244,8 +244,8 @@ static void cache_defer_write(struct cache *c, struct cache_defer *d)
 	if (ret == 0 && !f->bypass)
 		ret = cache_file_fill(f, 0, f->nblocks, true);
 	if (ret < 0)
-		cache_warn(c, CACHE_WARN_DEFER, "cache: %s: object %s: cannot keep it (%s); it is fetched again "
-			   "when read again", c->dir, d->hash, strerror(-ret));
+		cache_warn(c, CACHE_WARN_DEFER, -ret, "cache: %s: object %s: cannot keep it (%s); "
+			   "it is fetched again when read again", c->dir, d->hash, strerror(-ret));
 	cache_file_close(f);
 }
 

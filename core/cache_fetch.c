@@ -256,9 +256,9 @@ static void cache_write_run(struct cache_file *f, struct cache_run *r, int lock_
 		cache_usage_add(f->c, r->len);
 	} else {
 		if (!atomic_exchange(&f->write_failed, true))
-			cache_warn(f->c, CACHE_WARN_KEEP, "cache: %s: object %s: cannot keep fetched blocks (%s); "
-				   "they are fetched again when read again", f->c->dir, f->hash,
-				   strerror((int)-n));
+			cache_warn(f->c, CACHE_WARN_KEEP, (int)-n, "cache: %s: object %s: cannot "
+				   "keep fetched blocks (%s); they are fetched again when read "
+				   "again", f->c->dir, f->hash, strerror((int)-n));
 		if (n == -ENOSPC || n == -EDQUOT)
 			cache_evict(f->c);
 	}

@@ -117,6 +117,7 @@ struct cache {
 	atomic_bool no_dio;			/* the folder refused O_DIRECT once: not again */
 	atomic_int_fast64_t warned_at[CACHE_WARN_KINDS];	/* mono_ns of each kind's last
 								 * cache_warn line; 0: none */
+	atomic_int warned_err[CACHE_WARN_KINDS];	/* ... the errno it named */
 	atomic_uint unwarned[CACHE_WARN_KINDS];		/* ... and those held back since */
 	/* small objects written behind (cache_defer.c) */
 	pthread_mutex_t dlock;
@@ -204,13 +205,13 @@ int cache_open_locked(const char *path, int flags, int op);
 int cache_make_dirs(const char *dir);
 
 /*
- * Logs a failure of the cache's own disk (full, read-only, gone, failing):
- * of each kind the first, then at most one a minute, saying how many were
- * held back, so an epoch over a broken cache folder writes a line, not one
- * per file.
+ * Logs a failure of the cache's own disk (full, read-only, gone, failing)
+ * with errno @err: of each kind the first, then, while the errno stays the
+ * same, at most one a minute, saying how many were held back, so an epoch
+ * over a broken cache folder writes a line, not one per file.
  */
-void cache_warn(struct cache *c, enum cache_warn_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void cache_warn(struct cache *c, enum cache_warn_kind kind, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* cache_evict.c */
 void cache_evict(struct cache *c);

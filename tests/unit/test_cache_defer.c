@@ -238,6 +238,16 @@ static void test_defer_destroy_writes_what_waits(void **state)
 	cache_destroy(c);
 }
 
+/* @key of @r opened in @c, which must work. */
+static struct cache_file *opened(struct cache *c, const char *key, struct remote *r)
+{
+	static struct cache_stats st;
+	struct cache_file *f = NULL;
+
+	assert_int_equal(cache_file_open(c, &f, key, r->size, &st, remote_fetch, r), 0);
+	return f;
+}
+
 /* Makes the cache's objects/ folder unusable (a file in its place), or usable again. */
 static void break_objects(bool broken)
 {
@@ -257,8 +267,8 @@ static void break_objects(bool broken)
 /* A cache folder that fails (here ENOTDIR; read-only, gone, EIO alike): reads go uncached. */
 static void test_broken_folder_reads_uncached(void **state)
 {
-	struct remote small = { .size = 100 * KiB, .salt = 4 }, big = { .size = 3100 * KiB, .salt = 5 };
-	struct cache_stats st = { 0 };
+	struct remote small = { .size = 100 * KiB, .salt = 4 };
+	struct remote big = { .size = 3100 * KiB, .salt = 5 };
 	struct cache_info info;
 	struct cache_file *f;
 	struct cache *c;
@@ -266,21 +276,18 @@ static void test_broken_folder_reads_uncached(void **state)
 	(void)state;
 	assert_int_equal(cache_create(&c, top, 64u << 20), 0);
 	break_objects(true);
-	assert_int_equal(cache_file_open(c, &f, "k\nbroken-small\n1", small.size, &st,
-					 remote_fetch, &small), 0);
+	f = opened(c, "k\nbroken-small\n1", &small);
 	assert_int_equal(differs(f, &small), 0);
 	assert_int_equal(cache_file_fd(f), -1);
 	assert_int_equal(held(c), 0);				/* not held either */
 	cache_file_close(f);
-	assert_int_equal(cache_file_open(c, &f, "k\nbroken-big\n1", big.size, &st, remote_fetch,
-					 &big), 0);
+	f = opened(c, "k\nbroken-big\n1", &big);
 	assert_int_equal(differs(f, &big), 0);
 	cache_file_close(f);
 	cache_get_info(c, &info);
 	assert_int_equal(info.bypassed, 2);
 	atomic_store(&small.calls, 0);
-	assert_int_equal(cache_file_open(c, &f, "k\nbroken-small\n1", small.size, &st,
-					 remote_fetch, &small), 0);
+	f = opened(c, "k\nbroken-small\n1", &small);
 	assert_int_equal(differs(f, &small), 0);		/* kept nowhere: fetched again */
 	assert_true(atomic_load(&small.calls) > 0);
 	cache_file_close(f);
@@ -292,7 +299,6 @@ static void test_broken_folder_reads_uncached(void **state)
 static void test_defer_writer_failure_drops(void **state)
 {
 	struct remote r[5];
-	struct cache_stats st = { 0 };
 	struct cache_file *f[5];
 	struct cache *c;
 	char key[32];
@@ -300,10 +306,10 @@ static void test_defer_writer_failure_drops(void **state)
 	(void)state;
 	assert_int_equal(cache_create(&c, top, 64u << 20), 0);
 	for (int i = 0; i < 5; i++) {
-		r[i] = (struct remote){ .size = 50 * KiB + 17 * (uint64_t)i, .salt = 20 + (unsigned)i };
+		r[i] = (struct remote){ .size = 50 * KiB + 17 * (uint64_t)i,
+					.salt = 20 + (unsigned)i };
 		snprintf(key, sizeof(key), "k\nlost-%d\n1", i);
-		assert_int_equal(cache_file_open(c, &f[i], key, r[i].size, &st, remote_fetch, &r[i]),
-				 0);
+		f[i] = opened(c, key, &r[i]);
 		assert_int_equal(differs(f[i], &r[i]), 0);	/* in memory */
 	}
 	break_objects(true);
@@ -317,8 +323,7 @@ static void test_defer_writer_failure_drops(void **state)
 
 		atomic_store(&r[i].fail, EIO);		/* neither in memory nor on disk */
 		snprintf(key, sizeof(key), "k\nlost-%d\n1", i);
-		assert_int_equal(cache_file_open(c, &f[i], key, r[i].size, &st, remote_fetch, &r[i]),
-				 0);
+		f[i] = opened(c, key, &r[i]);
 		assert_int_equal(cache_file_read(f[i], buf, sizeof(buf), 0), -EIO);
 		atomic_store(&r[i].fail, 0);
 		assert_int_equal(differs(f[i], &r[i]), 0);	/* the folder mended: kept again */
@@ -329,8 +334,7 @@ static void test_defer_writer_failure_drops(void **state)
 	for (int i = 0; i < 5; i++) {
 		atomic_store(&r[i].fail, EIO);
 		snprintf(key, sizeof(key), "k\nlost-%d\n1", i);
-		assert_int_equal(cache_file_open(c, &f[i], key, r[i].size, &st, remote_fetch, &r[i]),
-				 0);
+		f[i] = opened(c, key, &r[i]);
 		assert_int_equal(differs(f[i], &r[i]), 0);	/* from disk */
 		cache_file_close(f[i]);
 	}
@@ -340,9 +344,9 @@ static void test_defer_writer_failure_drops(void **state)
 /* The cache folder emptied under a running cache (rm -rf of its objects): made anew, kept again. */
 static void test_emptied_folder_is_made_anew(void **state)
 {
-	struct remote r[2] = { { .size = 2100 * KiB, .salt = 30 }, { .size = 70 * KiB, .salt = 31 } };
+	struct remote r[2] = { { .size = 2100 * KiB, .salt = 30 },
+			       { .size = 70 * KiB, .salt = 31 } };
 	const char *keys[2] = { "k\nanew-big\n1", "k\nanew-small\n1" };
-	struct cache_stats st = { 0 };
 	struct cache_file *f;
 	struct cache *c;
 	char cmd[128];
@@ -352,16 +356,14 @@ static void test_emptied_folder_is_made_anew(void **state)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/objects'", top);
 	assert_int_equal(system(cmd), 0);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(cache_file_open(c, &f, keys[i], r[i].size, &st, remote_fetch, &r[i]),
-				 0);
+		f = opened(c, keys[i], &r[i]);
 		assert_int_equal(differs(f, &r[i]), 0);
 		cache_file_close(f);
 	}
 	cache_drain(c);
 	for (int i = 0; i < 2; i++) {
 		atomic_store(&r[i].fail, EIO);		/* from disk now */
-		assert_int_equal(cache_file_open(c, &f, keys[i], r[i].size, &st, remote_fetch, &r[i]),
-				 0);
+		f = opened(c, keys[i], &r[i]);
 		assert_true(cache_file_fd(f) >= 0);
 		assert_int_equal(differs(f, &r[i]), 0);
 		cache_file_close(f);
