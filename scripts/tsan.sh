@@ -1,7 +1,7 @@
 #!/bin/bash
 # tsan.sh - builds mlfs with ThreadSanitizer (build/tsan) and runs the tests
 # against it: the unit tests and the integration tests, whose daemons then
-# run sanitized.  Not part of scripts/test.sh (it adds about 25 minutes on two
+# run sanitized.  Not part of scripts/test.sh (it takes about 14 minutes on two
 # cores); run it when the daemon's threads change.  TSAN_TESTS=REGEX runs only
 # the ctest tests it matches (e.g. 'unit_|integration_(cache|http)_test').
 # Reports go to build/tsan/reports/ and are shown at the end; a report fails
