@@ -645,6 +645,7 @@ static int be_azure_copy_wait(struct be_azure *az, const char *from, const char 
 	int ret = url ? 0 : -ENOMEM;
 
 	while (ret == 0 && strcmp(seen[COPY_STATUS], "pending") == 0) {
+		struct timespec pause = mono_timespec(delay);
 		bool moved = false;
 
 		if (mono_ns() - moved_at > az->copy_stall_ns) {
@@ -653,8 +654,7 @@ static int be_azure_copy_wait(struct be_azure *az, const char *from, const char 
 				be_azure_copy_abort(az, to, seen[COPY_ID]);
 			break;
 		}
-		nanosleep(&(struct timespec){ .tv_sec = delay / 1000000000,
-					      .tv_nsec = delay % 1000000000 }, NULL);
+		nanosleep(&pause, NULL);
 		delay = delay * 2 > 1000000000 ? 1000000000 : delay * 2;
 		ret = be_azure_copy_look(az, url, seen, &moved);
 		if (moved)

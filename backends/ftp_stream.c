@@ -47,7 +47,6 @@ struct ftp_streams {
 struct ftp_streams *ftp_streams_new(struct remote *remote, const char *url, long timeout)
 {
 	struct ftp_streams *ss = calloc(1, sizeof(*ss));
-	pthread_condattr_t attr;
 
 	if (!ss)
 		return NULL;
@@ -59,10 +58,7 @@ struct ftp_streams *ftp_streams_new(struct remote *remote, const char *url, long
 	ss->remote = remote;
 	ss->idle_ns = (timeout > 0 ? timeout : 30) * 500000000ll;	/* half the timeout */
 	pthread_mutex_init(&ss->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&ss->cond, &attr);
-	pthread_condattr_destroy(&attr);
+	mono_cond_init(&ss->cond);
 	return ss;
 }
 

@@ -506,7 +506,6 @@ int cache_make_dirs(const char *dir)
 int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
 {
 	struct cache *c = calloc(1, sizeof(*c));
-	pthread_condattr_t attr;
 	bool created = false;
 	int ret;
 
@@ -515,10 +514,7 @@ int cache_create(struct cache **out, const char *dir, uint64_t max_bytes)
 		return -ENOMEM;
 	pthread_mutex_init(&c->qlock, NULL);
 	pthread_cond_init(&c->qcond, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);	/* writers wait for a deadline */
-	pthread_cond_init(&c->wcond, &attr);
-	pthread_condattr_destroy(&attr);
+	mono_cond_init(&c->wcond);	/* writers wait for a deadline */
 	c->max_bytes = max_bytes;
 	c->hot_budget = max_bytes / 8 < CACHE_HOT_BUDGET ? max_bytes / 8 : CACHE_HOT_BUDGET;
 	cache_read_boot_id(c->boot_id);

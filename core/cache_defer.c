@@ -325,17 +325,13 @@ void cache_drain(struct cache *c)
 
 int cache_defer_init(struct cache *c)
 {
-	pthread_condattr_t attr;
 
 	c->dtab = calloc(CACHE_DEFER_SLOTS, sizeof(*c->dtab));
 	if (!c->dtab)
 		return -ENOMEM;
 	c->defer_budget = c->hot_budget;
 	pthread_mutex_init(&c->dlock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);	/* the writer waits for quiet */
-	pthread_cond_init(&c->dcond, &attr);
-	pthread_condattr_destroy(&attr);
+	mono_cond_init(&c->dcond);	/* the writer waits for quiet */
 	return 0;
 }
 

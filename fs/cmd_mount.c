@@ -345,14 +345,10 @@ static void *mount_trim_thread(void *arg)
 
 static void mount_start_trim(struct mount_trim *t, struct fs *fs)
 {
-	pthread_condattr_t attr;
 
 	*t = (struct mount_trim){ .fs = fs };
 	pthread_mutex_init(&t->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&t->cond, &attr);
-	pthread_condattr_destroy(&attr);
+	mono_cond_init(&t->cond);
 	t->on = pthread_create(&t->thread, NULL, mount_trim_thread, t) == 0;
 }
 

@@ -7,6 +7,7 @@
 #ifndef MLFS_MONO_H
 #define MLFS_MONO_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -18,10 +19,24 @@ static inline int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* @ns of mono_ns as a deadline for a condition variable on CLOCK_MONOTONIC. */
+/*
+ * @ns as a struct timespec: a mono_ns deadline for a condition variable made
+ * by mono_cond_init, or a duration (nanosleep).
+ */
 static inline struct timespec mono_timespec(int64_t ns)
 {
 	return (struct timespec){ .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+}
+
+/* A condition variable whose timed waits take mono_timespec deadlines. */
+static inline void mono_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
 }
 
 #endif

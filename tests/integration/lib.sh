@@ -211,7 +211,12 @@ unmount_fg() {
 		ok "daemon of $1 exited cleanly"
 	else
 		not_ok "daemon of $1 exited with $status"
-		sed 's/^/#   /' "$log" | head -40
+		# its start and its end (where an exit's reason is), each at most 20 lines
+		if [ "$(wc -l <"$log")" -le 40 ]; then
+			sed 's/^/#   /' "$log"
+		else
+			{ head -20 "$log"; echo "..."; tail -20 "$log"; } | sed 's/^/#   /'
+		fi
 	fi
 }
 
