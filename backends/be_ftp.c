@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@
 #include "remote_memo.h"
 
 #define BE_FTP_NAME_MAX		255
+#define BE_FTP_PATH_MAX		4096
 
 struct be_ftp {
 	struct backend base;
@@ -57,6 +59,8 @@ struct be_ftp {
 	time_t created;		/* the date of what no listing dates */
 	long timeout;		/* the datastore's, seconds (<= 0: remote.h's default) */
 	struct remote_memo memo;
+	atomic_bool warned_ctrl;	/* a name curl cannot ask for was left out */
+	atomic_bool warned_link;	/* a link to a folder was left out */
 };
 
 static struct be_ftp *be_ftp(struct backend *be)
@@ -207,6 +211,12 @@ static int be_ftp_getattr_known(struct backend *be, const char *path, struct sta
 
 /* ---- listing ---- */
 
+/* A symbolic link a listing met, resolved once the listing is over. */
+struct be_ftp_link {
+	char *name;
+	char *target;		/* as the listing wrote it, or NULL */
+};
+
 struct be_ftp_walk {
 	struct be_ftp *fb;
 	const char *dir;
@@ -214,32 +224,162 @@ struct be_ftp_walk {
 	void *payload;
 	time_t now;
 	int stopped;		/* what fill answered when it asked to stop */
+	struct be_ftp_link *links;
+	size_t n_links;
 };
+
+/* Whether @name holds a control character: curl refuses such an FTP path. */
+static bool be_ftp_name_ctrl(const char *name)
+{
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < 0x20)
+			return true;
+	return false;
+}
+
+static int be_ftp_fill(struct be_ftp_walk *w, const char *name, const struct remote_meta *m)
+{
+	char *path;
+	struct stat st;
+	int ret;
+
+	if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", name) < 0)
+		return -ENOMEM;
+	remote_meta_stat(m, path, w->fb->created, &st);
+	free(path);
+	ret = w->fill(w->payload, name, &st);
+	if (ret != 0) {
+		w->stopped = ret;
+		return -ECANCELED;
+	}
+	return 0;
+}
 
 static int be_ftp_entry(void *arg, const struct remote_entry *e)
 {
 	struct be_ftp_walk *w = arg;
 	struct remote_meta m = { .is_dir = e->is_dir, .size = e->size < 0 ? 0 : e->size,
 				 .mtime = be_ftp_parse_date(e->date, w->now) };
+	struct be_ftp_link *l;
 	char *path;
-	struct stat st;
-	int ret;
 
 	if (strchr(e->name, '/') || strlen(e->name) > BE_FTP_NAME_MAX)
 		return 0;	/* not a name a folder can hold */
-	if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", e->name) < 0)
-		return -ENOMEM;
-	/* a link's target may be a folder: its type is asked for when it is looked up */
-	if (!e->is_link && (e->is_dir || e->size >= 0))
-		remote_memo_put(&w->fb->memo, path, &m);
-	remote_meta_stat(&m, path, w->fb->created, &st);
-	free(path);
-	ret = w->fill(w->payload, e->name, &st);
-	if (ret != 0) {
-		w->stopped = ret;
-		return -ECANCELED;
+	if (be_ftp_name_ctrl(e->name)) {
+		char shown[BE_FTP_NAME_MAX + 1];	/* the name, each control character a '?' */
+
+		for (size_t i = 0; i < sizeof(shown) && (i == 0 || shown[i - 1]); i++)
+			shown[i] = (unsigned char)e->name[i] < 0x20 && e->name[i] ? '?' : e->name[i];
+		if (!atomic_exchange(&w->fb->warned_ctrl, true))
+			log_warn("datastore %s: %s%s%s: a name with a control character, which "
+				 "curl cannot ask an FTP server for: not shown (nor any other such "
+				 "name)", w->fb->base.name, w->dir, w->dir[0] ? "/" : "", shown);
+		return 0;
 	}
-	return 0;
+	if (e->is_link) {	/* its target's type and size are asked once the listing is over */
+		l = realloc(w->links, (w->n_links + 1) * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		w->links = l;
+		l += w->n_links;
+		l->name = strdup(e->name);
+		l->target = e->target ? strdup(e->target) : NULL;
+		if (!l->name || (e->target && !l->target)) {
+			free(l->name);
+			free(l->target);
+			return -ENOMEM;
+		}
+		w->n_links++;
+		return 0;
+	}
+	if (e->is_dir || e->size >= 0) {
+		if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", e->name) < 0)
+			return -ENOMEM;
+		remote_memo_put(&w->fb->memo, path, &m);
+		free(path);
+	}
+	return be_ftp_fill(w, e->name, &m);
+}
+
+/* be_ftp.h */
+bool be_ftp_link_loops(const char *dir, const char *target)
+{
+	char at[2 * BE_FTP_PATH_MAX];	/* where the link leads, lexically */
+	size_t len = strlen(dir);
+
+	if (!target || !target[0] || target[0] == '/' || len >= sizeof(at))
+		return true;
+	memcpy(at, dir, len + 1);
+	while (*target) {
+		size_t n = strcspn(target, "/");
+
+		if (n == 2 && target[0] == '.' && target[1] == '.') {
+			if (len == 0)
+				return true;	/* above the datastore's folder */
+			while (len > 0 && at[len - 1] != '/')
+				len--;
+			len -= len > 0;
+		} else if (n > 0 && !(n == 1 && target[0] == '.')) {
+			if (len + 1 + n >= sizeof(at))
+				return true;
+			if (len > 0)
+				at[len++] = '/';
+			memcpy(at + len, target, n);
+			len += n;
+		}
+		target += n + (target[n] == '/');
+	}
+	return len == 0 || (strncmp(dir, at, len) == 0 && (dir[len] == '\0' || dir[len] == '/'));
+}
+
+/*
+ * The listing's links, in turn: what the server says of each (it follows
+ * links: SIZE and RETR read the target, CWD enters it) is what is shown.
+ * A link that leads nowhere the server can read is left out, and so is one
+ * to a folder that a walk could enter forever (be_ftp_link_loops).
+ */
+static int be_ftp_links(struct be_ftp_walk *w)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < w->n_links && ret == 0; i++) {
+		const struct be_ftp_link *l = &w->links[i];
+		struct remote_meta m;
+		char *path;
+
+		if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", l->name) < 0)
+			return -ENOMEM;
+		ret = be_ftp_ask(w->fb, path, &m);
+		if (ret == -ENOENT || ret == -EACCES || ret == -EPERM) {
+			log_debug("datastore %s: %s -> %s: the server gives no file or folder "
+				  "there (%s): not shown", w->fb->base.name, path,
+				  l->target ? l->target : "?", strerror(-ret));
+			ret = 0;
+		} else if (ret == 0 && m.is_dir && be_ftp_link_loops(w->dir, l->target)) {
+			if (!atomic_exchange(&w->fb->warned_link, true))
+				log_warn("datastore %s: %s -> %s: a link to a folder outside the "
+					 "datastore or above the link: not shown, as a walk of the "
+					 "tree might never end (later ones are said at debug level)",
+					 w->fb->base.name, path, l->target ? l->target : "?");
+			else
+				log_debug("datastore %s: %s -> %s: a link to a folder outside the "
+					  "datastore or above it: not shown", w->fb->base.name,
+					  path, l->target ? l->target : "?");
+		} else if (ret == 0) {
+			ret = be_ftp_fill(w, l->name, &m);
+		}
+		free(path);
+	}
+	return ret;
+}
+
+static void be_ftp_walk_fini(struct be_ftp_walk *w)
+{
+	for (size_t i = 0; i < w->n_links; i++) {
+		free(w->links[i].name);
+		free(w->links[i].target);
+	}
+	free(w->links);
 }
 
 static int be_ftp_readdir(struct backend *be, const char *path, backend_fill_fn *fill,
@@ -260,6 +400,9 @@ static int be_ftp_readdir(struct backend *be, const char *path, backend_fill_fn 
 	ret = remote_do(fb->remote, &req, &resp);
 	remote_resp_free(&resp);
 	free(url);
+	if (ret == 0)
+		ret = be_ftp_links(&w);
+	be_ftp_walk_fini(&w);
 	if (ret == -ECANCELED && w.stopped)
 		return w.stopped;	/* fill's own answer, as the contract says */
 	if (ret == -ENOENT)	/* nothing matched (an empty folder), or no such folder */

@@ -31,4 +31,13 @@ int be_ftp_split_url(const char *url, char **root, bool *tls);
  */
 time_t be_ftp_parse_date(const char *s, time_t now);
 
+/*
+ * Whether a link to a folder, met in folder @dir ("" or "a/b") with
+ * @target as the listing wrote it, is one a walk of the tree could enter
+ * forever: its target, resolved lexically from @dir, is @dir itself or a
+ * folder above it, or leaves the datastore's folder; an absolute target
+ * (the server's root is not the datastore's) or none counts as one.
+ */
+bool be_ftp_link_loops(const char *dir, const char *target);
+
 #endif

@@ -685,6 +685,8 @@ static long remote_chunk_cb(const void *info, void *arg, int remaining)
 		return CURL_CHUNK_BGN_FUNC_SKIP;
 	e.is_dir = fi->filetype == CURLFILETYPE_DIRECTORY;
 	e.is_link = fi->filetype == CURLFILETYPE_SYMLINK;
+	if (e.is_link)
+		e.target = fi->strings.target;
 	if (fi->flags & CURLFINFOFLAG_KNOWN_SIZE)
 		e.size = (int64_t)fi->size;
 	ret = x->req->list(x->req->list_arg, &e);

@@ -84,6 +84,7 @@ struct remote_entry {
 	const char *name;
 	bool is_dir;
 	bool is_link;		/* a symbolic link: its target's type is not known */
+	const char *target;	/* a link's target as the listing wrote it, or NULL */
 	int64_t size;		/* -1: not said */
 	const char *date;	/* the date as the listing wrote it ("Nov 27 15:30"), or NULL */
 };

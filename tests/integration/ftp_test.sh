@@ -36,6 +36,17 @@ head -c 1234567 /dev/urandom >"$P/sub/tls.bin"
 echo "deep" >"$P/sub/deeper/deep.txt"
 for i in $(seq -w 0 99); do echo "00$i" >"$P/many/f00$i"; done
 touch -d '2 hours ago' "$P/small.txt"
+# links the server follows, and what no walk should enter or curl can ask for
+mkdir -p "$P/links/real"
+echo "data" >"$P/links/data.txt"
+echo "in real" >"$P/links/real/f.txt"
+ln -s data.txt "$P/links/link.txt"
+ln -s real "$P/links/dirlink"
+ln -s . "$P/links/self"
+ln -s .. "$P/links/up"
+ln -s nowhere "$P/links/dangling"
+ln -s /etc/passwd "$P/links/abs"
+echo "tab" >"$P/links/$(printf 'ta\tb.txt')"
 mkdir -p arch-src/dir
 echo "zipped member" >arch-src/dir/m.txt
 (cd arch-src && zip -qr "$P/sets.zip" dir)
@@ -145,6 +156,9 @@ timeout = 6
 [dataset many]
 source = ftp://127.0.0.1:$PORT/many/
 
+[dataset links]
+source = ftp://127.0.0.1:$PORT/links/
+
 [dataset zipped]
 source = ftp://127.0.0.1:$PORT/sets.zip
 
@@ -161,7 +175,7 @@ LOG=$T_DIR/mount.mnt.log
 
 # --- listing and reading
 same "ls lists the server's folder (libcurl's listing parser)" \
-	"big.bin cut.bin empty gone.bin many mid.bin rand.bin sets.zip small.txt sub with space.txt ünïcödé.txt" \
+	"big.bin cut.bin empty gone.bin links many mid.bin rand.bin sets.zip small.txt sub with space.txt ünïcödé.txt" \
 	"$(ls "$F" | xargs)"
 same "ls -l shows a file's size" 20971520 "$(ls -l "$F" | awk '$NF == "big.bin" {print $5}')"
 same "stat shows the size" 10 "$(stat -c %s "$F/small.txt")"
@@ -189,6 +203,27 @@ fails "a datastore whose url is a file lists as missing" "No such file" ls "$M/d
 check "... and the log says an ftp url names a folder" grep -q "datastore onefile: .*is no folder" "$LOG"
 same "a zip on the server, as a dataset's source, is shown extracted" "zipped member" \
 	"$(cat "$M/datasets/zipped/dir/m.txt" 2>&1)"
+
+# --- symbolic links on the server: what it follows is shown; loops and dead ends are not
+L=$F/links
+same "a folder of links lists the targets the server gives (none dead, none a loop)" \
+	"data.txt dirlink link.txt real" "$(ls "$L" | xargs)"
+same "a link to a file is that file, with its size (not the link's)" "regular file 5" \
+	"$(ls -l "$L" >/dev/null; stat -c '%F %s' "$L/link.txt")"
+same "... and reads as it" "data" "$(cat "$L/link.txt")"
+check "a link to a folder beside it is a folder" test -d "$L/dirlink"
+same "... whose files read" "in real" "$(cat "$L/dirlink/f.txt")"
+check "a link to its own folder or above it is left out, and the log says why once" \
+	test "$(grep -c 'a link to a folder outside the datastore or above the link' "$LOG")" -eq 1
+check "a name with a control character (curl cannot ask for it) is left out, and said" \
+	grep -q 'links/ta?b.txt: a name with a control character' "$LOG"
+DL=$M/datasets/links
+same "in a dataset (a trusted listing) too: a linked file's size is its target's" 5 \
+	"$(ls -l "$DL" >/dev/null; stat -c %s "$DL/link.txt")"
+same "... its bytes" "data" "$(cat "$DL/link.txt")"
+same "... and a walk of the tree ends, each file once per name" \
+	"data.txt dirlink dirlink/f.txt link.txt real real/f.txt" \
+	"$(cd "$DL" && timeout 20 find . -mindepth 1 | sed 's|^\./||' | sort | xargs)"
 
 # --- FTPS, logins
 same "ftps:// with ca_file lists over explicit TLS" "deeper inner.txt tls.bin" \

@@ -71,6 +71,35 @@ static void test_ftp_listing_dates_are_read_as_unix_listings_write_them(void **s
 	assert_int_equal(be_ftp_parse_date(NULL, now), -1);
 }
 
+static void test_ftp_folder_links_that_could_loop_are_told(void **state)
+{
+	(void)state;
+	/* its own folder, or one above it */
+	assert_true(be_ftp_link_loops("a/b", "."));
+	assert_true(be_ftp_link_loops("a/b", ".."));
+	assert_true(be_ftp_link_loops("a/b", "../"));
+	assert_true(be_ftp_link_loops("a/b", "./.."));
+	assert_true(be_ftp_link_loops("a/b", "../../a"));
+	assert_true(be_ftp_link_loops("a/b", "../b"));
+	assert_true(be_ftp_link_loops("a/b", "../b/../.."));
+	assert_true(be_ftp_link_loops("a/b", "c/../.."));
+	assert_true(be_ftp_link_loops("", "."));
+	/* out of the datastore, absolute, or nothing said */
+	assert_true(be_ftp_link_loops("a/b", "../../.."));
+	assert_true(be_ftp_link_loops("", "../x"));
+	assert_true(be_ftp_link_loops("a", "/srv/ftp/a"));
+	assert_true(be_ftp_link_loops("a", ""));
+	assert_true(be_ftp_link_loops("a", NULL));
+	/* beside it or below it: a walk enters it once */
+	assert_false(be_ftp_link_loops("a/b", "c"));
+	assert_false(be_ftp_link_loops("a/b", "./c/"));
+	assert_false(be_ftp_link_loops("a/b", "../c"));
+	assert_false(be_ftp_link_loops("a/b", "../bc"));
+	assert_false(be_ftp_link_loops("a/b", "../../ab"));
+	assert_false(be_ftp_link_loops("", "real"));
+	assert_false(be_ftp_link_loops("ab", "../a/x"));
+}
+
 static void test_ftp_datastore_sections_are_checked_with_lines(void **state)
 {
 	static const char *const want[] = {
@@ -125,6 +154,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ftp_url_is_a_folder_and_ftps_asks_for_tls),
 		cmocka_unit_test(test_ftp_listing_dates_are_read_as_unix_listings_write_them),
+		cmocka_unit_test(test_ftp_folder_links_that_could_loop_are_told),
 		cmocka_unit_test(test_ftp_datastore_sections_are_checked_with_lines),
 		cmocka_unit_test(test_ftp_url_source_borrows_its_servers_login),
 	};
