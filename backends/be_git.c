@@ -208,8 +208,25 @@ static int be_git_fetch(struct be_git *g, git_remote *remote, const char *refspe
 	return 0;
 }
 
+#define BE_GIT_LFS_SPEC	"version https://git-lfs.github.com/spec/v1\n"
+#define BE_GIT_LFS_MAX	1024	/* a Git LFS pointer is smaller than this */
+
+/*
+ * Whether blob bytes @data are a Git LFS pointer (the spec's first line,
+ * an "oid sha256:" line): what `git clone` without git-lfs leaves in place
+ * of a big file, and what this backend shows too (it fetches no LFS object).
+ */
+bool be_git_is_lfs_pointer(const char *data, size_t len)
+{
+	size_t spec = sizeof(BE_GIT_LFS_SPEC) - 1;
+
+	return len > spec && len < BE_GIT_LFS_MAX && memcmp(data, BE_GIT_LFS_SPEC, spec) == 0 &&
+	       memmem(data, len, "\noid sha256:", 12) != NULL;
+}
+
 /* Writes blob @entry of @repo as @path, its mode as git says (a link as a link). */
-static int be_git_write_blob(git_repository *repo, const git_tree_entry *entry, const char *path)
+static int be_git_write_blob(git_repository *repo, const git_tree_entry *entry, const char *path,
+			     bool *lfs)
 {
 	git_filemode_t mode = git_tree_entry_filemode(entry);
 	git_blob *blob;
@@ -227,6 +244,7 @@ static int be_git_write_blob(git_repository *repo, const git_tree_entry *entry, 
 		ret = !target ? -ENOMEM : symlink(target, path) < 0 ? -errno : 0;
 		free(target);
 	} else {
+		*lfs = be_git_is_lfs_pointer(data, len);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 			  mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0555 : 0444);
 		if (fd < 0)
@@ -250,6 +268,8 @@ struct be_git_walk {
 	git_repository *repo;
 	const char *top;	/* the folder written into */
 	int error;
+	size_t n_lfs;		/* Git LFS pointers written */
+	char lfs_first[256];	/* the first one's path in the tree */
 };
 
 static int be_git_walk_entry(const char *root, const git_tree_entry *entry, void *payload)
@@ -268,9 +288,14 @@ static int be_git_walk_entry(const char *root, const git_tree_entry *entry, void
 	case GIT_OBJECT_TREE:
 		ret = mkdir(path, 0755) < 0 ? -errno : 0;
 		break;
-	case GIT_OBJECT_BLOB:
-		ret = be_git_write_blob(w->repo, entry, path);
+	case GIT_OBJECT_BLOB: {
+		bool lfs = false;
+
+		ret = be_git_write_blob(w->repo, entry, path, &lfs);
+		if (lfs && w->n_lfs++ == 0)
+			snprintf(w->lfs_first, sizeof(w->lfs_first), "%s%s", root, name);
 		break;
+	}
 	default:	/* a submodule: an empty folder, as git clone leaves it */
 		ret = mkdir(path, 0755) < 0 ? -errno : 0;
 		break;
@@ -303,6 +328,13 @@ static int be_git_write_tree(struct be_git *g, git_repository *repo, const git_o
 		ret = w.error ? w.error : -EIO;
 	if (ret == 0 && rename(tmp, final) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 		ret = -errno;
+	if (ret == 0 && w.n_lfs > 0)
+		log_warn("datastore %s: commit %s: %zu file%s (%s%s) %s Git LFS pointer%s: mlfs "
+			 "fetches no LFS object, so %s the pointer's few lines, not the data, as "
+			 "after git clone without git-lfs", g->base.name, g->commit, w.n_lfs,
+			 w.n_lfs == 1 ? "" : "s", w.lfs_first, w.n_lfs == 1 ? "" : ", ...",
+			 w.n_lfs == 1 ? "is a" : "are", w.n_lfs == 1 ? "" : "s",
+			 w.n_lfs == 1 ? "it holds" : "each holds");
 	if (tmp)
 		path_remove_tree(tmp);	/* gone when renamed; else ours, or another's won */
 	if (ret < 0)

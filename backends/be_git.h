@@ -31,4 +31,10 @@ bool be_git_claims(const char *src);
 /* Whether @ref is a full commit id: 40 lowercase hex digits. */
 bool be_git_is_commit(const char *ref);
 
+/*
+ * Whether blob bytes @data (@len of them) are a Git LFS pointer: smaller
+ * than 1 KiB, the spec's version line first, an "oid sha256:" line.
+ */
+bool be_git_is_lfs_pointer(const char *data, size_t len);
+
 #endif

@@ -51,7 +51,11 @@ V1=$(g rev-parse v1^{commit})
 echo "second" >work/a.txt
 echo "only on main" >work/main.txt
 g add -A && g commit -qm two
-g checkout -qb dev && echo "dev" >work/dev.txt && g add -A && g commit -qm dev && g checkout -q main
+# dev also holds what `git clone` without git-lfs leaves for a big file: a Git LFS pointer
+g checkout -qb dev && echo "dev" >work/dev.txt &&
+	printf 'version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 12345\n' \
+		"$(head -c 12345 /dev/urandom | sha256sum | cut -d' ' -f1)" >work/model.safetensors &&
+	g add -A && g commit -qm dev && g checkout -q main
 mkdir -p "$SRV/repos" mnt
 git clone -q --bare work "$SRV/repos/r.git"
 PORT=$(free_port) || { not_ok "a free port"; t_finish; exit 1; }
@@ -172,6 +176,8 @@ check "... the log names the datastore and the server's answer" \
 	grep -q "datastore badtoken: .*private/r.git" "$LOG"
 echo "# $(grep -m1 'datastore badtoken' "$LOG")"
 check "... and never a token" bash -c "! grep -q '$(cat token)\|wrong-token' '$LOG'"
+check "a Git LFS pointer is shown as git stored it, and the log says it is no data" \
+	grep -q "commit $(g rev-parse dev): 1 file (model.safetensors) is a Git LFS pointer" "$LOG"
 check "the log names each commit resolved" \
 	grep -q "datastore tag: git git://127.0.0.1:$PORT/r.git v1 at commit $V1" "$LOG"
 unmount_fg "$M"

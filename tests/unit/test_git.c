@@ -79,6 +79,24 @@ static void test_git_refs_are_what_git_allows(void **state)
 	assert_false(be_git_is_commit("0123456"));
 }
 
+static void test_git_lfs_pointers_are_told_from_files(void **state)
+{
+	static const char ptr[] = "version https://git-lfs.github.com/spec/v1\n"
+		"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+		"size 12345\n";
+	static const char other[] = "version https://git-lfs.github.com/spec/v1\nnot a pointer\n";
+	char big[2048];
+
+	(void)state;
+	assert_true(be_git_is_lfs_pointer(ptr, sizeof(ptr) - 1));
+	assert_false(be_git_is_lfs_pointer(ptr, 20));		/* cut short */
+	assert_false(be_git_is_lfs_pointer(other, sizeof(other) - 1));
+	assert_false(be_git_is_lfs_pointer("hello\n", 6));
+	memset(big, ' ', sizeof(big));
+	memcpy(big, ptr, sizeof(ptr) - 1);
+	assert_false(be_git_is_lfs_pointer(big, sizeof(big)));	/* no pointer is 2 KiB */
+}
+
 static void test_git_datastore_sections_are_checked_with_lines(void **state)
 {
 	static const char *const want[] = {
@@ -129,6 +147,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_git_sources_split_into_url_and_ref),
 		cmocka_unit_test(test_git_refs_are_what_git_allows),
+		cmocka_unit_test(test_git_lfs_pointers_are_told_from_files),
 		cmocka_unit_test(test_git_datastore_sections_are_checked_with_lines),
 		cmocka_unit_test(test_git_source_borrows_its_repositorys_credentials),
 	};
