@@ -51,6 +51,7 @@
 #include "remote.h"
 
 #define REMOTE_POOL_MAX		32
+#define REMOTE_MAX_CONNS	REMOTE_POOL_MAX	/* connections kept to one server, busy or idle */
 #define REMOTE_ERR_BODY_MAX	(64 * 1024)
 #define REMOTE_BODY_DEFAULT	(16u << 20)
 #define REMOTE_MAX_REDIRS	5
@@ -726,6 +727,14 @@ static void remote_set_common(struct remote *r, CURL *h, struct remote_xfer *x)
 {
 	curl_easy_setopt(h, CURLOPT_URL, x->req->url);
 	curl_easy_setopt(h, CURLOPT_SHARE, r->share);
+	/*
+	 * The shared connection cache holds at most this many connections, busy
+	 * ones counted: at each transfer's end past it curl closes the oldest idle
+	 * one.  Its default, 5, is fewer than 8 readers and their read-ahead keep
+	 * busy, so most requests paid a new connection (a login, for FTP; a TLS
+	 * handshake, for HTTPS).
+	 */
+	curl_easy_setopt(h, CURLOPT_MAXCONNECTS, (long)REMOTE_MAX_CONNS);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 50L);	/* see remote_headers */
 	/* 512 KiB receive buffer (curl's most): a 16 KiB one costs a syscall per 16 KiB. */

@@ -2,8 +2,8 @@
 # bench_small.sh - epochs of a dataset of many small files (issue 21): how
 # fast 8 parallel readers walk it through mlfs, first from the server, then
 # from the page cache, then from mlfs's disk cache in the next job, on S3,
-# HTTP, NFS and SMB, next to each protocol's own client, rclone, s3fs, tmpfs
-# and a plain disk folder, in the same run.
+# HTTP, NFS, SMB and FTP, next to each protocol's own client, rclone, s3fs,
+# tmpfs and a plain disk folder, in the same run.
 #
 # The dataset: BENCH_FILES files (default 2,000) of random bytes, each of a
 # random size from 64 to 256 KiB (the same sizes every run: RANDOM is
@@ -19,6 +19,7 @@
 #   HTTP   nginx autoindex (scripts/server-nginx.sh), www/small/...
 #   NFS    nfs-ganesha, NFSv3 (scripts/server-nfs.sh), /export/small/...
 #   SMB    smbd (scripts/server-smb.sh), //127.0.0.1/share/small/...
+#   FTP    vsftpd, anonymous (scripts/server-vsftpd.sh), /small/...
 # all on 127.0.0.1, on free ports, the NFS and SMB data seeded before those
 # servers start.
 #
@@ -28,14 +29,15 @@
 # timed with $EPOCHREALTIME.  The ways:
 #   mlfs-B-sets    mlfs's MOUNT/datasets/small, a dataset whose source is the
 #                  folder small/ of a datastore of backend B (s3, http, nfs,
-#                  smb): one config per backend, cache_dir and state_dir on
+#                  smb, ftp): one config per backend, cache_dir and state_dir on
 #                  disk; the path the bars are about;
 #   mlfs-B-stores  the same files under MOUNT/datastores/NAME/small, for
 #                  information (NFS and SMB reads there go straight to the
 #                  server; S3 and HTTP revalidate each open);
 #   rclone-s3      `rclone mount s3:testbucket MNT --vfs-cache-mode full
 #                  --cache-dir DIR` (provider Other, under env -u
-#                  AWS_CA_BUNDLE), rclone-http the same for `web:` (type http);
+#                  AWS_CA_BUNDLE), rclone-http the same for `web:` (type http),
+#                  rclone-ftp for `ftpd:` (type ftp, anonymous);
 #   s3fs           `s3fs testbucket MNT -o url=.. -o use_path_request_style
 #                  -o passwd_file=..`, defaults otherwise (no local cache);
 #   for each of those three steps:
@@ -50,6 +52,7 @@
 #   curl-s3        8 parallel SigV4-signed `curl` processes, 16 objects each
 #                  (one connection per process);
 #   curl-http      the same, unsigned, from nginx;
+#   curl-ftp       the same from vsftpd (one login per process);
 #   nfs-cat        8 parallel loops of `nfs-cat URL >/dev/null` (libnfs-utils:
 #                  one connection per file);
 #   smbclient      8 parallel `smbclient -c 'get F /dev/null; ...'`, 16 files
@@ -158,7 +161,7 @@ trap 'exit 130' INT TERM
 if [ "$BIG" -gt 0 ]; then
 	WAYS=${BENCH_WAYS:-tmpfs disk list-s3 mlfs-s3-sets list-http mlfs-http-sets list-nfs mlfs-nfs-sets list-smb mlfs-smb-sets}
 else
-	WAYS=${BENCH_WAYS:-tmpfs disk curl-s3 mlfs-s3-sets mlfs-s3-stores rclone-s3 s3fs curl-http mlfs-http-sets mlfs-http-stores rclone-http nfs-cat mlfs-nfs-sets mlfs-nfs-stores smbclient mlfs-smb-sets mlfs-smb-stores}
+	WAYS=${BENCH_WAYS:-tmpfs disk curl-s3 mlfs-s3-sets mlfs-s3-stores rclone-s3 s3fs curl-http mlfs-http-sets mlfs-http-stores rclone-http nfs-cat mlfs-nfs-sets mlfs-nfs-stores smbclient mlfs-smb-sets mlfs-smb-stores curl-ftp mlfs-ftp-sets mlfs-ftp-stores rclone-ftp}
 fi
 # The backend a way reads from (none for tmpfs and disk).
 backend_of() {
@@ -167,6 +170,7 @@ backend_of() {
 	*http*) echo http ;;
 	*nfs*) echo nfs ;;
 	*smb*) echo smb ;;
+	*ftp*) echo ftp ;;
 	esac
 }
 needs() {
@@ -207,11 +211,11 @@ REF_SUM=$(tree_sum "$scratch/disk/small")
 find "$scratch/disk/small" -exec touch -d '1 hour ago' {} +
 
 mkdir -p "$srv" "$scratch/logs" "$scratch/bin"
-# Four copies (www, export, share, the bucket), the pre-touch, and for tiny
-# files a page or more each per copy.
-mount -t tmpfs -o "size=$(((6 * TOTAL + 32768 * NFILES) / 1048576 + 1024))M,mode=755" tmpfs "$srv"
+# Five copies (www, export, share, pub, the bucket), the pre-touch, and for
+# tiny files a page or more each per copy.
+mount -t tmpfs -o "size=$(((7 * TOTAL + 40960 * NFILES) / 1048576 + 1024))M,mode=755" tmpfs "$srv"
 tmpfs_mounted=1
-for d in "$srv/http/www" "$srv/nfs/export" "$srv/smb/share"; do
+for d in "$srv/http/www" "$srv/nfs/export" "$srv/smb/share" "$srv/ftp/pub"; do
 	mkdir -p "$d"
 	cp -a "$scratch/disk/small" "$d/small"
 done
@@ -219,7 +223,7 @@ echo "$bench: $NFILES files, $(awk -v b="$TOTAL" 'BEGIN { printf "%.1f", b / 104
 	"seeded in $(us_to_s $((${EPOCHREALTIME/./} - t0))) s" >&2
 
 # Servers --------------------------------------------------------------------
-s3pid="" httppid="" nfspid="" smbpid=""
+s3pid="" httppid="" nfspid="" smbpid="" ftppid=""
 if needs s3; then
 	s3port=$(free_port)
 	S3=http://127.0.0.1:$s3port
@@ -264,6 +268,12 @@ if needs smb; then
 	smbpid=$(scripts/server-smb.sh start "$srv/smb" "$smbport")
 	echo "$bench: smbd (PID $smbpid) on 127.0.0.1:$smbport" >&2
 fi
+if needs ftp; then	# last: its passive ports are the 100 after its own
+	ftpport=$(free_port)
+	servers="$servers vsftpd:$srv/ftp"
+	ftppid=$(scripts/server-vsftpd.sh start "$srv/ftp" "$ftpport")
+	echo "$bench: vsftpd (PID $ftppid) on 127.0.0.1:$ftpport" >&2
+fi
 
 # Configs --------------------------------------------------------------------
 # One mlfs config per backend, each with its datastore and the dataset
@@ -280,16 +290,17 @@ mlfs_conf() {
 		"$NFSOPT" ;;
 	smb) printf '[datastore share]\ntype = smb\naddress = 127.0.0.1:%s\nshare = share\n%s\n%s\n' \
 		"$smbport" "username = $SMB_USER" "password_file = $scratch/smb.pass" ;;
+	ftp) printf '[datastore ftpd]\ntype = ftp\nurl = ftp://127.0.0.1:%s/\n' "$ftpport" ;;
 	esac
 	printf '\n[dataset small]\nsource = %s:/small\n' "$(store_of "$b")"
 }
 # The datastore's NAME in each config.
 store_of() {
-	case $1 in s3) echo s3 ;; http) echo web ;; nfs) echo lab ;; smb) echo share ;; esac
+	case $1 in s3) echo s3 ;; http) echo web ;; nfs) echo lab ;; smb) echo share ;; ftp) echo ftpd ;; esac
 }
 printf '%s\n' "$SMB_PASS" >"$scratch/smb.pass"
 chmod 600 "$scratch/smb.pass"
-for b in s3 http nfs smb; do
+for b in s3 http nfs smb ftp; do
 	if needs "$b"; then
 		mlfs_conf "$b" >"$scratch/mlfs-$b.conf"
 		chmod 600 "$scratch/mlfs-$b.conf"
@@ -307,6 +318,13 @@ region = us-east-1
 [web]
 type = http
 url = ${WEB:-}/
+
+[ftpd]
+type = ftp
+host = 127.0.0.1
+port = ${ftpport:-21}
+user = anonymous
+pass = $(rclone obscure anonymous 2>/dev/null || true)
 CONF
 chmod 600 "$scratch/rclone.conf"
 echo "S3RVER:S3RVER" >"$scratch/s3fs.passwd"
@@ -317,7 +335,8 @@ chmod 600 "$scratch/smbclient.auth"
 # The references' readers: each takes up to 16 keys (small/d000/f000001.bin)
 # as xargs hands them.  The byte counts go to $srv/out/ (one file per
 # process), summed by got_bytes.
-export S3="${S3:-}" WEB="${WEB:-}" NFSOPT="${NFSOPT:-}" smbport="${smbport:-}" srv scratch
+export S3="${S3:-}" WEB="${WEB:-}" NFSOPT="${NFSOPT:-}" smbport="${smbport:-}" \
+	ftpport="${ftpport:-}" srv scratch
 cat >"$scratch/bin/get-s3" <<'SH'
 #!/bin/bash
 a=()
@@ -330,6 +349,12 @@ cat >"$scratch/bin/get-http" <<'SH'
 #!/bin/bash
 a=()
 for k; do a+=(-o /dev/null "$WEB/$k"); done
+exec curl -sSf -w '%{size_download}\n' "${a[@]}" >"$srv/out/$$"
+SH
+cat >"$scratch/bin/get-ftp" <<'SH'
+#!/bin/bash
+a=()
+for k; do a+=(-o /dev/null "ftp://127.0.0.1:$ftpport/$k"); done
 exec curl -sSf -w '%{size_download}\n' "${a[@]}" >"$srv/out/$$"
 SH
 # nfs-cat: with CHECK=1 (an untimed pass), counts each file's bytes.
@@ -392,6 +417,10 @@ mount_way() {
 		rclone mount --config "$scratch/rclone.conf" --vfs-cache-mode full \
 			--cache-dir "$scratch/cache-$way" web: "$mnt" >>"$log" 2>&1 &
 		root=$mnt/small ;;
+	rclone-ftp)
+		rclone mount --config "$scratch/rclone.conf" --vfs-cache-mode full \
+			--cache-dir "$scratch/cache-$way" ftpd: "$mnt" >>"$log" 2>&1 &
+		root=$mnt/small ;;
 	s3fs)
 		s3fs testbucket "$mnt" -f -o url="$S3" -o use_path_request_style \
 			-o passwd_file="$scratch/s3fs.passwd" >>"$log" 2>&1 &
@@ -419,12 +448,14 @@ mlfs_requests() {
 }
 # The requests the server logged so far: s3rver's request lines ("PATH
 # STATUS 3ms 2b", the size blank for a 304, "-" for a 404), nginx's access
-# log; nothing for NFS and SMB.
+# log, vsftpd's commands that ask for something (RETR, SIZE, MDTM, LIST);
+# nothing for NFS and SMB.
 s3_log_re=' [1-5][0-9][0-9] [0-9]+ms( [^ ]*)?$'
 server_requests() {
 	case $(backend_of "$1") in
 	s3) grep -cE "$s3_log_re" "$srv/s3/s3rver.log" || true ;;
 	http) wc -l <"$srv/http/access.log" ;;
+	ftp) ftp_asks | wc -l ;;
 	*) echo "" ;;
 	esac
 }
@@ -438,7 +469,14 @@ server_mix() {
 			END { for (m in n) printf " %s %d", m, n[m] }' ;;
 	http) tail -n "+$(($2 + 1))" "$srv/http/access.log" |
 		awk '{ n[substr($6, 2)]++ } END { for (m in n) printf " %s %d", m, n[m] }' ;;
+	ftp) ftp_asks | tail -n "+$(($2 + 1))" |
+		awk '{ n[$1]++ } END { for (m in n) printf " %s %d", m, n[m] }' ;;
 	esac
+}
+# vsftpd's log of commands, one per line (RETR, SIZE, MDTM, LIST), and its logins (LOGIN).
+ftp_asks() {
+	sed -n -e 's/.*FTP command: Client "[^"]*", "\(RETR\|SIZE\|MDTM\|LIST\).*/\1/p' \
+		-e 's/.*OK LOGIN: .*/LOGIN/p' "$srv/ftp/vsftpd.log"
 }
 
 # CPU of the first epochs (step in bench_lib.sh): server, daemon, readers.
@@ -458,6 +496,9 @@ cpu_now() {
 	smb)	# the main smbd with the children it reaped, and the live ones
 		s=$(all_ticks "$smbpid")
 		for p in $(pgrep -P "$smbpid" || true); do s=$((s + $(ticks "$p"))); done ;;
+	ftp)	# vsftpd forks a process per login, and another per login after it
+		s=$(all_ticks "$ftppid")
+		for p in $(pgrep -P "$ftppid" || true); do s=$((s + $(all_ticks "$p"))); done ;;
 	esac
 	[ -z "${daemon:-}" ] || d=$(ticks "$daemon")
 	echo "$s $d $(ticks $$ children)"
@@ -610,6 +651,7 @@ measure() {
 		step "$way" next epoch "$scratch/disk/small" || return 0 ;;
 	curl-s3) measure_ref "$way" get-s3 || return 0 ;;
 	curl-http) measure_ref "$way" get-http || return 0 ;;
+	curl-ftp) measure_ref "$way" get-ftp || return 0 ;;
 	nfs-cat) measure_ref "$way" get-nfs || return 0 ;;
 	smbclient) measure_ref "$way" get-smb || return 0 ;;
 	list-*)
@@ -778,7 +820,7 @@ else
 	bar "first: rclone-http / mlfs-http-sets" mlfs-http-sets.first rclone-http.first 2
 	bar "first: mlfs-nfs-stores / mlfs-nfs-sets" mlfs-nfs-sets.first mlfs-nfs-stores.first 1
 	bar "first: mlfs-smb-stores / mlfs-smb-sets" mlfs-smb-sets.first mlfs-smb-stores.first 1
-	for b in s3 http nfs smb; do
+	for b in s3 http nfs smb ftp; do
 		bar "second: tmpfs / mlfs-$b-sets" "mlfs-$b-sets.second" tmpfs.first 0.5
 		req_bar "second: requests, mlfs-$b-sets" "mlfs-$b-sets.second" 0
 		bar "next job: disk / mlfs-$b-sets" "mlfs-$b-sets.next" disk.next 0.5
@@ -789,10 +831,13 @@ else
 	info "first: curl-http / mlfs-http-stores" mlfs-http-stores.first curl-http.first
 	info "first: nfs-cat / mlfs-nfs-sets" mlfs-nfs-sets.first nfs-cat.first
 	info "first: smbclient / mlfs-smb-sets" mlfs-smb-sets.first smbclient.first
+	info "first: curl-ftp / mlfs-ftp-sets" mlfs-ftp-sets.first curl-ftp.first
+	info "first: curl-ftp / mlfs-ftp-stores" mlfs-ftp-stores.first curl-ftp.first
+	info "first: rclone-ftp / mlfs-ftp-sets" mlfs-ftp-sets.first rclone-ftp.first
 	info "first: rclone-s3 / mlfs-s3-stores" mlfs-s3-stores.first rclone-s3.first
 	info "first: tmpfs / curl-s3" curl-s3.first tmpfs.first
 	info "first: tmpfs / curl-http" curl-http.first tmpfs.first
-	for b in s3 http nfs smb; do
+	for b in s3 http nfs smb ftp; do
 		info "second: tmpfs / mlfs-$b-stores" "mlfs-$b-stores.second" tmpfs.first
 		info "next job: disk / mlfs-$b-stores" "mlfs-$b-stores.next" disk.next
 	done
@@ -800,6 +845,8 @@ else
 	info "next job: disk / rclone-s3" rclone-s3.next disk.next
 	info "second: tmpfs / rclone-http" rclone-http.second tmpfs.first
 	info "next job: disk / rclone-http" rclone-http.next disk.next
+	info "second: tmpfs / rclone-ftp" rclone-ftp.second tmpfs.first
+	info "next job: disk / rclone-ftp" rclone-ftp.next disk.next
 fi
 
 echo

@@ -5,7 +5,7 @@
 #                                     local user mlfsftp with password mlfsftp) over FTP
 #                                     with explicit TLS offered (AUTH TLS) under a
 #                                     self-signed certificate, DIR/cert.pem; passive
-#                                     ports PORT+1 to PORT+20; prints the PID once
+#                                     ports PORT+1 to PORT+100; prints the PID once
 #                                     the port answers
 #   server-vsftpd.sh stop DIR         stops it and every login it serves
 #
@@ -56,7 +56,7 @@ write_enable=NO
 pasv_enable=YES
 pasv_address=127.0.0.1
 pasv_min_port=$((port + 1))
-pasv_max_port=$((port + 20))
+pasv_max_port=$((port + 100))
 secure_chroot_dir=/var/run/vsftpd/empty
 seccomp_sandbox=NO
 pam_service_name=vsftpd

@@ -249,6 +249,14 @@ same "... and asks the server nothing (trusted listing, the cache)" "$before" \
 	"$(stat_of "$M" datastore.dataset:many.requests)"
 next_job_epoch mlfs.conf "$M" dataset:many "$D" 'f*' "$want"
 
+# --- 8 readers at once keep their logins: each request does not log in anew
+logins() { grep -c 'CONNECT: Client' "$FTP_DIR/vsftpd.log"; }
+before=$(logins)
+same "8 readers at once read 100 files' bytes" "$want" \
+	"$(find "$F/many" -type f | xargs -P 8 -n 5 cat | sort | sha256sum)"
+check "... logging in at most 16 times, not once per request: $(($(logins) - before))" \
+	test $(($(logins) - before)) -le 16
+
 # --- a RETR kept running: dropped when unused, and the server gone under it
 same "a read left idle past half the timeout, then read on, is the server's bytes" ok \
 	"$(idle_read "$P/mid.bin" "$F/mid.bin" "$FTP_DIR/vsftpd.log" 2>&1)"
