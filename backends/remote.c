@@ -983,13 +983,22 @@ int remote_do(struct remote *r, const struct remote_req *req, struct remote_resp
 	ret = remote_headers(r, req, &headers);
 	if (ret < 0)
 		return ret;
-	h = remote_handle_get(r);
+	/*
+	 * A listing (FTP's wildcard transfer) gets a handle of its own, dropped
+	 * after: libcurl 7.88 leaks every entry of a listing made by a handle
+	 * that ran another transfer before (curl_easy_reset between them), so
+	 * a pooled handle would leak a folder's entries at each listing.
+	 */
+	h = req->list ? curl_easy_init() : remote_handle_get(r);
 	if (!h) {
 		curl_slist_free_all(headers);
 		return -ENOMEM;
 	}
 	ret = remote_run(r, h, &x, headers);
-	remote_handle_put(r, h);
+	if (req->list)
+		curl_easy_cleanup(h);
+	else
+		remote_handle_put(r, h);
 	curl_slist_free_all(headers);
 	return ret;
 }

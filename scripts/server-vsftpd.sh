@@ -92,20 +92,34 @@ vsftpd_start() {
 	server_wait_port vsftpd "$pid" "$port" "$dir/vsftpd.out" "$dir/vsftpd.pid"
 }
 
-# Each login is a process of its own session, which outlives the listener:
-# stop ends them too (found as the listener's descendants before it goes),
-# so a client's kept connection sees the server gone, as after a crash.
+# Each login is a process of its own session (vsftpd calls setsid), which
+# outlives the listener: stop ends them too, so a client's kept connection
+# sees the server gone, as after a crash.  They are found by their command
+# line, which names this DIR's vsftpd.conf: a snapshot of the listener's
+# descendants taken before it went could miss a login forked meanwhile (which
+# then served its connection on, as if the server were still up).
+vsftpd_logins() {
+	local conf=$1 f
+	for f in /proc/[0-9]*/cmdline; do
+		# (a process may be gone by now: its cmdline with it)
+		[ "$({ tr '\0' ' ' <"$f"; } 2>/dev/null)" = "vsftpd $conf " ] || continue
+		f=${f#/proc/}
+		echo "${f%/cmdline}"
+	done
+}
+
 vsftpd_stop() {
-	local pid kids
-	[ -f "$1/vsftpd.pid" ] || return 0
-	pid=$(cat "$1/vsftpd.pid")
-	kids=$(ps -e -o pid=,ppid= | awk -v top="$pid" '
-		{ parent[$1] = $2 }
-		END { for (p in parent) for (q = parent[p]; q > 1; q = parent[q])
-			if (q == top) { print p; break } }')
-	server_stop_pidfile "$1/vsftpd.pid"
-	# shellcheck disable=SC2086
-	[ -z "$kids" ] || kill -KILL $kids 2>/dev/null || true
+	local dir=$1 pids i
+	[ -f "$dir/vsftpd.pid" ] || return 0
+	dir=$(cd "$dir" && pwd)
+	server_stop_pidfile "$dir/vsftpd.pid"	# the listener first: no login after it
+	for i in 1 2 3 4 5; do
+		pids=$(vsftpd_logins "$dir/vsftpd.conf")
+		[ -n "$pids" ] || return 0
+		# shellcheck disable=SC2086
+		kill -KILL $pids 2>/dev/null || true
+		sleep 0.1
+	done
 }
 
 case ${1:-} in
