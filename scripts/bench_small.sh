@@ -52,7 +52,7 @@
 #   curl-s3        8 parallel SigV4-signed `curl` processes, 16 objects each
 #                  (one connection per process);
 #   curl-http      the same, unsigned, from nginx;
-#   curl-ftp       the same from vsftpd (one login per process);
+#   curl-ftp       the same from vsftpd (one login per process; -R: MDTM first);
 #   nfs-cat        8 parallel loops of `nfs-cat URL >/dev/null` (libnfs-utils:
 #                  one connection per file);
 #   smbclient      8 parallel `smbclient -c 'get F /dev/null; ...'`, 16 files
@@ -351,11 +351,14 @@ a=()
 for k; do a+=(-o /dev/null "$WEB/$k"); done
 exec curl -sSf -w '%{size_download}\n' "${a[@]}" >"$srv/out/$$"
 SH
+# -R (MDTM before each RETR, as mlfs sends): without it libcurl 7.88 may
+# wait a second after an EPSV answered at once before it connects the data
+# channel (docs/benchmarks.md, FTP).
 cat >"$scratch/bin/get-ftp" <<'SH'
 #!/bin/bash
 a=()
 for k; do a+=(-o /dev/null "ftp://127.0.0.1:$ftpport/$k"); done
-exec curl -sSf -w '%{size_download}\n' "${a[@]}" >"$srv/out/$$"
+exec curl -sSf -R -w '%{size_download}\n' "${a[@]}" >"$srv/out/$$"
 SH
 # nfs-cat: with CHECK=1 (an untimed pass), counts each file's bytes.
 cat >"$scratch/bin/get-nfs" <<'SH'
