@@ -4,12 +4,14 @@
 # ranged reads, a single-file dataset URL, epochs of a dataset of small files
 # (no HEAD before a GET, none for the next job), ENOENT, EROFS, EPERM for mkfifo,
 # and faults: a server that is gone or stalled fails a read with an error
-# within timeout x (retries + 1) plus a little, and a restarted one serves
-# again without a remount.  Usage: http_test.sh MLFS POSIX_CHECK
+# within timeout x (retries + 1) plus a little, a restarted one serves again
+# without a remount, and a kept connection the server closes as a request
+# comes (a proxy, http_proxy.py) costs no retry.  Usage: http_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
 POSIX_CHECK=$(readlink -f "$2")	# unused: the backend is read-only; kept for the common interface
 NGINX_SH=$(cd "$(dirname "$0")/../../scripts" && pwd)/server-nginx.sh
+HERE=$(cd "$(dirname "$0")" && pwd)		# http_proxy.py
 . "$(dirname "$0")/lib.sh"
 t_setup
 cd "$T_DIR" || exit 1
@@ -17,11 +19,13 @@ cd "$T_DIR" || exit 1
 
 NGINX_DIR=$T_DIR/http
 NGINX_PID=
-# Stops our nginx (by the PID it printed, should its pid file be gone) before lib.sh's t_finish.
+PROXY_PID=
+# Stops our nginx (by the PID it printed, should its pid file be gone) and the proxy before lib.sh's t_finish.
 cleanup() {
 	"$NGINX_SH" stop "$NGINX_DIR" 2>/dev/null
 	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
-	NGINX_PID=
+	[ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null
+	NGINX_PID= PROXY_PID=
 }
 finish() {
 	cleanup
@@ -63,6 +67,33 @@ touch -d '1 hour ago' "$W/tree"/*/*
 PORT=$(free_port) || { not_ok "a free port"; finish; exit 1; }
 NGINX_PID=$("$NGINX_SH" start "$NGINX_DIR" "$PORT") || { not_ok "nginx started"; finish; exit 1; }
 ok "nginx started on 127.0.0.1:$PORT (pid $NGINX_PID)"
+# A proxy in front of nginx that closes each connection unanswered at its second
+# request, as a server closing a kept connection on its idle timer just as a
+# request comes; the datastore behind it has retries = 0.
+cat >proxy.py <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+from http_proxy import Proxy, serve
+
+class DropSecond(Proxy):
+    seen = 0
+
+    def forward(self):
+        self.seen += 1
+        if self.seen == 2:
+            print("DROP", self.command, self.path, flush=True)
+            self.close_connection = True
+            return
+        super().forward()
+
+    do_GET = do_HEAD = forward
+
+serve(DropSecond)
+PY
+PROXY_PORT=$(free_port) || { not_ok "a free port for the proxy"; finish; exit 1; }
+setsid python3 proxy.py "$PROXY_PORT" "$PORT" "$HERE" </dev/null >proxy.log 2>&1 &
+PROXY_PID=$!
+for _ in $(seq 1 100); do port_free "$PROXY_PORT" || break; sleep 0.05; done
 
 cat >mlfs.conf <<CONF
 [mlfs]
@@ -74,6 +105,11 @@ retries = 1
 [datastore web]
 type = http
 url = http://127.0.0.1:$PORT/
+
+[datastore flaky]
+type = http
+url = http://127.0.0.1:$PROXY_PORT/
+retries = 0
 
 [datastore webjson]
 type = http
@@ -159,6 +195,13 @@ same "... none of them a HEAD" 0 "$(heads many/f)"
 before=$(reqs)
 same "a second epoch reads the same bytes" "$first" "$(read_epoch "$M/datasets/many" 'f00*')"
 same "... with no request" 0 $(($(reqs) - before))
+# a kept connection the server closes as a request comes: that request is made again at
+# once on a new connection, and is no retry (the datastore has none)
+got=""
+for i in 01 02 03 04 05 06; do got="$got$(cat "$D/flaky/many/f00$i" 2>&1) "; done
+same "reads over kept connections a server closes at their second request succeed" \
+	"0001 0002 0003 0004 0005 0006 " "$got"
+check "... the server did close some: $(grep -c '^DROP' proxy.log)" grep -q '^DROP' proxy.log
 # rewritten on the server after the listing, to another size under the same date
 printf 'now twenty-two bytes\n' >"$W/many/changed.bin"
 touch -d '1 hour ago' "$W/many/changed.bin"
