@@ -46,6 +46,7 @@
 #include "ftp_stream.h"
 #include "log.h"
 #include "password.h"
+#include "path.h"
 #include "remote.h"
 #include "remote_memo.h"
 
@@ -237,16 +238,14 @@ static bool be_ftp_name_ctrl(const char *name)
 	return false;
 }
 
-static int be_ftp_fill(struct be_ftp_walk *w, const char *name, const struct remote_meta *m)
+/* Hands entry @name, datastore path @path, to the walk's fill. */
+static int be_ftp_fill(struct be_ftp_walk *w, const char *name, const char *path,
+		       const struct remote_meta *m)
 {
-	char *path;
 	struct stat st;
 	int ret;
 
-	if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", name) < 0)
-		return -ENOMEM;
 	remote_meta_stat(m, path, w->fb->created, &st);
-	free(path);
 	ret = w->fill(w->payload, name, &st);
 	if (ret != 0) {
 		w->stopped = ret;
@@ -262,14 +261,17 @@ static int be_ftp_entry(void *arg, const struct remote_entry *e)
 				 .mtime = be_ftp_parse_date(e->date, w->now) };
 	struct be_ftp_link *l;
 	char *path;
+	int ret;
 
 	if (strchr(e->name, '/') || strlen(e->name) > BE_FTP_NAME_MAX)
 		return 0;	/* not a name a folder can hold */
 	if (be_ftp_name_ctrl(e->name)) {
 		char shown[BE_FTP_NAME_MAX + 1];	/* the name, each control character a '?' */
+		size_t i;
 
-		for (size_t i = 0; i < sizeof(shown) && (i == 0 || shown[i - 1]); i++)
-			shown[i] = (unsigned char)e->name[i] < 0x20 && e->name[i] ? '?' : e->name[i];
+		for (i = 0; e->name[i]; i++)
+			shown[i] = (unsigned char)e->name[i] < 0x20 ? '?' : e->name[i];
+		shown[i] = '\0';
 		if (!atomic_exchange(&w->fb->warned_ctrl, true))
 			log_warn("datastore %s: %s%s%s: a name with a control character, which "
 				 "curl cannot ask an FTP server for: not shown (nor any other such "
@@ -292,13 +294,13 @@ static int be_ftp_entry(void *arg, const struct remote_entry *e)
 		w->n_links++;
 		return 0;
 	}
-	if (e->is_dir || e->size >= 0) {
-		if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", e->name) < 0)
-			return -ENOMEM;
+	if (path_join(&path, w->dir, e->name) < 0)
+		return -ENOMEM;
+	if (e->is_dir || e->size >= 0)
 		remote_memo_put(&w->fb->memo, path, &m);
-		free(path);
-	}
-	return be_ftp_fill(w, e->name, &m);
+	ret = be_ftp_fill(w, e->name, path, &m);
+	free(path);
+	return ret;
 }
 
 /* be_ftp.h */
@@ -347,7 +349,7 @@ static int be_ftp_links(struct be_ftp_walk *w)
 		struct remote_meta m;
 		char *path;
 
-		if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", l->name) < 0)
+		if (path_join(&path, w->dir, l->name) < 0)
 			return -ENOMEM;
 		ret = be_ftp_ask(w->fb, path, &m);
 		if (ret == -ENOENT || ret == -EACCES || ret == -EPERM) {
@@ -366,7 +368,7 @@ static int be_ftp_links(struct be_ftp_walk *w)
 					  "datastore or above it: not shown", w->fb->base.name,
 					  path, l->target ? l->target : "?");
 		} else if (ret == 0) {
-			ret = be_ftp_fill(w, l->name, &m);
+			ret = be_ftp_fill(w, l->name, path, &m);
 		}
 		free(path);
 	}

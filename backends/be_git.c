@@ -329,12 +329,10 @@ static int be_git_write_tree(struct be_git *g, git_repository *repo, const git_o
 	if (ret == 0 && rename(tmp, final) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 		ret = -errno;
 	if (ret == 0 && w.n_lfs > 0)
-		log_warn("datastore %s: commit %s: %zu file%s (%s%s) %s Git LFS pointer%s: mlfs "
-			 "fetches no LFS object, so %s the pointer's few lines, not the data, as "
-			 "after git clone without git-lfs", g->base.name, g->commit, w.n_lfs,
-			 w.n_lfs == 1 ? "" : "s", w.lfs_first, w.n_lfs == 1 ? "" : ", ...",
-			 w.n_lfs == 1 ? "is a" : "are", w.n_lfs == 1 ? "" : "s",
-			 w.n_lfs == 1 ? "it holds" : "each holds");
+		log_warn("datastore %s: commit %s: Git LFS pointers in place of %zu file(s), the "
+			 "first %s: mlfs fetches no LFS object, so each shows the pointer's few "
+			 "lines, not the data, as after git clone without git-lfs", g->base.name,
+			 g->commit, w.n_lfs, w.lfs_first);
 	if (tmp)
 		path_remove_tree(tmp);	/* gone when renamed; else ours, or another's won */
 	if (ret < 0)

@@ -325,7 +325,6 @@ void cache_drain(struct cache *c)
 
 int cache_defer_init(struct cache *c)
 {
-
 	c->dtab = calloc(CACHE_DEFER_SLOTS, sizeof(*c->dtab));
 	if (!c->dtab)
 		return -ENOMEM;

@@ -345,7 +345,6 @@ static void *mount_trim_thread(void *arg)
 
 static void mount_start_trim(struct mount_trim *t, struct fs *fs)
 {
-
 	*t = (struct mount_trim){ .fs = fs };
 	pthread_mutex_init(&t->lock, NULL);
 	mono_cond_init(&t->cond);

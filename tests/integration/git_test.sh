@@ -177,7 +177,7 @@ check "... the log names the datastore and the server's answer" \
 echo "# $(grep -m1 'datastore badtoken' "$LOG")"
 check "... and never a token" bash -c "! grep -q '$(cat token)\|wrong-token' '$LOG'"
 check "a Git LFS pointer is shown as git stored it, and the log says it is no data" \
-	grep -q "commit $(g rev-parse dev): 1 file (model.safetensors) is a Git LFS pointer" "$LOG"
+	grep -q "commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors:" "$LOG"
 check "the log names each commit resolved" \
 	grep -q "datastore tag: git git://127.0.0.1:$PORT/r.git v1 at commit $V1" "$LOG"
 unmount_fg "$M"
