@@ -42,12 +42,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "be_git.h"
+#include "be_git_lfs.h"
 #include "be_local.h"
 #include "config.h"
 #include "log.h"
@@ -56,6 +58,11 @@
 #include "path.h"
 
 #define BE_GIT_RETRY_S	10	/* a configured datastore's failed fetch is tried again after */
+#if MLFS_WITH_CURL
+#define BE_GIT_LFS_FETCH 1	/* Git LFS objects are fetched (be_git_lfs.c, libcurl) */
+#else
+#define BE_GIT_LFS_FETCH 0	/* ... or, without libcurl, the pointers stay */
+#endif
 
 struct be_git {
 	struct backend base;
@@ -64,6 +71,9 @@ struct be_git {
 	char *dir;		/* cache_dir/git/<sha256 of url> */
 	char *user;
 	char *token;		/* the password or token; NULL: none */
+	bool lfs;		/* Git LFS objects fetched in place of their pointers */
+	char *lfs_url;		/* the configured LFS endpoint, or NULL */
+	long timeout, retries;
 	pthread_mutex_t lock;
 	struct backend *tree;	/* the local backend of the commit; NULL until fetched; set
 				 * once under lock (release), read without it (acquire) */
@@ -213,8 +223,8 @@ static int be_git_fetch(struct be_git *g, git_remote *remote, const char *refspe
 
 /*
  * Whether blob bytes @data are a Git LFS pointer (the spec's first line,
- * an "oid sha256:" line): what `git clone` without git-lfs leaves in place
- * of a big file, and what this backend shows too (it fetches no LFS object).
+ * an "oid sha256:" line): what git stores in place of a big file kept in
+ * Git LFS, whose object be_git_lfs.c puts in its place.
  */
 bool be_git_is_lfs_pointer(const char *data, size_t len)
 {
@@ -226,7 +236,7 @@ bool be_git_is_lfs_pointer(const char *data, size_t len)
 
 /* Writes blob @entry of @repo as @path, its mode as git says (a link as a link). */
 static int be_git_write_blob(git_repository *repo, const git_tree_entry *entry, const char *path,
-			     bool *lfs)
+			     struct be_git_lfs_obj *lfs)
 {
 	git_filemode_t mode = git_tree_entry_filemode(entry);
 	git_blob *blob;
@@ -244,7 +254,10 @@ static int be_git_write_blob(git_repository *repo, const git_tree_entry *entry, 
 		ret = !target ? -ENOMEM : symlink(target, path) < 0 ? -errno : 0;
 		free(target);
 	} else {
-		*lfs = be_git_is_lfs_pointer(data, len);
+		if (be_git_is_lfs_pointer(data, len) &&
+		    be_git_lfs_parse(data, len, lfs->oid, &lfs->size) < 0)
+			lfs->oid[0] = '-';	/* a pointer, not one of the spec's */
+		lfs->exec = mode == GIT_FILEMODE_BLOB_EXECUTABLE;
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 			  mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0555 : 0444);
 		if (fd < 0)
@@ -268,9 +281,33 @@ struct be_git_walk {
 	git_repository *repo;
 	const char *top;	/* the folder written into */
 	int error;
-	size_t n_lfs;		/* Git LFS pointers written */
-	char lfs_first[256];	/* the first one's path in the tree */
+	struct be_git_lfs_obj *lfs;	/* the Git LFS pointers written */
+	size_t n_lfs, cap_lfs;
+	size_t n_bad;		/* ... and the pointers this mlfs cannot read */
 };
+
+/* Adds pointer @obj, at @root@name, to @w's list. */
+static int be_git_walk_lfs(struct be_git_walk *w, struct be_git_lfs_obj *obj, const char *root,
+			   const char *name)
+{
+	if (obj->oid[0] == '-') {
+		w->n_bad++;
+		return 0;
+	}
+	if (w->n_lfs == w->cap_lfs) {
+		size_t cap = w->cap_lfs ? 2 * w->cap_lfs : 16;
+		struct be_git_lfs_obj *v = realloc(w->lfs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		w->lfs = v;
+		w->cap_lfs = cap;
+	}
+	if (asprintf(&obj->path, "%s%s", root, name) < 0)
+		return -ENOMEM;
+	w->lfs[w->n_lfs++] = *obj;
+	return 0;
+}
 
 static int be_git_walk_entry(const char *root, const git_tree_entry *entry, void *payload)
 {
@@ -289,11 +326,11 @@ static int be_git_walk_entry(const char *root, const git_tree_entry *entry, void
 		ret = mkdir(path, 0755) < 0 ? -errno : 0;
 		break;
 	case GIT_OBJECT_BLOB: {
-		bool lfs = false;
+		struct be_git_lfs_obj obj = { .oid = "" };
 
-		ret = be_git_write_blob(w->repo, entry, path, &lfs);
-		if (lfs && w->n_lfs++ == 0)
-			snprintf(w->lfs_first, sizeof(w->lfs_first), "%s%s", root, name);
+		ret = be_git_write_blob(w->repo, entry, path, &obj);
+		if (ret == 0 && obj.oid[0])
+			ret = be_git_walk_lfs(w, &obj, root, name);
 		break;
 	}
 	default:	/* a submodule: an empty folder, as git clone leaves it */
@@ -305,7 +342,46 @@ static int be_git_walk_entry(const char *root, const git_tree_entry *entry, void
 	return ret < 0 ? -1 : 0;
 }
 
-/* Writes commit @oid's tree out as @g->dir/trees/<commit>, atomically. */
+/*
+ * The Git LFS pointers the walk @w wrote: fetched and put in their place
+ * (be_git_lfs.c), or, with lfs = false or no libcurl, left and said once.
+ */
+static int be_git_lfs_objects(struct be_git *g, struct be_git_walk *w)
+{
+	const char *why = g->lfs ? "this mlfs is built without libcurl" : "lfs = false";
+	char *store = NULL;
+	int ret = 0;
+
+	if (w->n_bad > 0)
+		log_warn("datastore %s: commit %s: %zu file(s) begin as Git LFS pointers but their "
+			 "oid or size line is not the spec's: shown as git stores them",
+			 g->base.name, g->commit, w->n_bad);
+#if BE_GIT_LFS_FETCH
+	if (g->lfs && w->n_lfs > 0) {
+		struct be_git_lfs_opts o = { .name = g->base.name, .commit = g->commit,
+					     .remote = g->url, .lfs_url = g->lfs_url,
+					     .user = g->user, .token = g->token,
+					     .timeout = g->timeout, .retries = g->retries,
+					     .requests = &g->base.stats.requests };
+
+		if (asprintf(&store, "%s/lfs", g->dir) < 0)
+			return -ENOMEM;
+		o.store = store;
+		ret = be_git_lfs_fetch(&o, w->top, w->lfs, w->n_lfs);
+		free(store);
+		return ret;
+	}
+#endif
+	(void)store;
+	if (w->n_lfs > 0)
+		log_warn("datastore %s: commit %s: Git LFS pointers in place of %zu file(s), the "
+			 "first %s (%s): each shows the pointer's few lines, not the data, as "
+			 "after git clone without git-lfs", g->base.name, g->commit, w->n_lfs,
+			 w->lfs[0].path, why);
+	return ret;
+}
+
+/* Writes commit @oid's tree out as @final (be_git_have_tree's path), atomically. */
 static int be_git_write_tree(struct be_git *g, git_repository *repo, const git_oid *oid,
 			     const char *final)
 {
@@ -326,19 +402,19 @@ static int be_git_write_tree(struct be_git *g, git_repository *repo, const git_o
 	w.top = tmp;
 	if (ret == 0 && git_tree_walk(tree, GIT_TREEWALK_PRE, be_git_walk_entry, &w) < 0)
 		ret = w.error ? w.error : -EIO;
+	if (ret == 0)
+		ret = be_git_lfs_objects(g, &w);
 	if (ret == 0 && rename(tmp, final) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 		ret = -errno;
-	if (ret == 0 && w.n_lfs > 0)
-		log_warn("datastore %s: commit %s: Git LFS pointers in place of %zu file(s), the "
-			 "first %s: mlfs fetches no LFS object, so each shows the pointer's few "
-			 "lines, not the data, as after git clone without git-lfs", g->base.name,
-			 g->commit, w.n_lfs, w.lfs_first);
 	if (tmp)
 		path_remove_tree(tmp);	/* gone when renamed; else ours, or another's won */
 	if (ret < 0)
 		log_err("datastore %s: writing out commit %s: %s", g->base.name, g->commit,
 			strerror(-ret));
 	free(tmp);
+	for (size_t i = 0; i < w.n_lfs; i++)
+		free(w.lfs[i].path);
+	free(w.lfs);
 	git_tree_free(tree);
 	git_commit_free(commit);
 	return ret;
@@ -349,7 +425,8 @@ static bool be_git_have_tree(const struct be_git *g, const char *hex, char *path
 {
 	struct stat st;
 
-	snprintf(path, size, "%s/trees/%s", g->dir, hex);
+	/* a tree with LFS objects in place is not the same folder as one with pointers */
+	snprintf(path, size, "%s/trees/%s%s", g->dir, hex, g->lfs && BE_GIT_LFS_FETCH ? "+lfs" : "");
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -607,6 +684,20 @@ static int be_git_try_split(const char *src, bool add_git, char **ref)
 	return ret;
 }
 
+/* The keys lfs (true or false) and lfs_url (an http(s) URL). */
+static void be_git_validate_lfs(const struct datastore_config *cfg, struct diag *d)
+{
+	int line = cfg->line, uline = cfg->line;
+	const char *lfs = config_get(cfg, "lfs", &line), *url = config_get(cfg, "lfs_url", &uline);
+
+	if (lfs && config_parse_bool(lfs) < 0)
+		diag_add(d, cfg->file, line, "[datastore %s] lfs: '%s' is not true or false",
+			 cfg->name, lfs);
+	if (url && strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)
+		diag_add(d, cfg->file, uline, "[datastore %s] lfs_url: '%s' is not an http:// or "
+			 "https:// URL (a Git LFS server's endpoint, .../info/lfs)", cfg->name, url);
+}
+
 static int be_git_validate(const struct datastore_config *cfg, struct diag *d)
 {
 	size_t before = d->n;
@@ -634,6 +725,7 @@ static int be_git_validate(const struct datastore_config *cfg, struct diag *d)
 	free(one);
 	free(r);
 	password_validate(cfg, false, d);
+	be_git_validate_lfs(cfg, d);
 	if (creds) {
 		char *abs = config_resolve_path(cfg->file, creds);
 
@@ -668,6 +760,7 @@ static void be_git_free(struct be_git *g)
 	free(g->ref);
 	free(g->dir);
 	free(g->user);
+	free(g->lfs_url);
 	if (g->token)
 		explicit_bzero(g->token, strlen(g->token));
 	free(g->token);
@@ -699,10 +792,14 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 {
 	struct be_git *g = calloc(1, sizeof(*g));
 	const char *user = config_get(cfg, "username", NULL);
+	const char *lfs = config_get(cfg, "lfs", NULL), *lfs_url = config_get(cfg, "lfs_url", NULL);
 	int ret;
 
 	if (!g)
 		return -ENOMEM;
+	g->lfs = !lfs || config_parse_bool(lfs) != 0;
+	g->timeout = cfg->timeout;
+	g->retries = cfg->retries;
 	git_libgit2_init();
 	pthread_mutex_init(&g->lock, NULL);
 	g->base.name = cfg->name;
@@ -711,6 +808,8 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 		ret = (g->dir = be_git_dir(cfg->cache_dir, g->url)) ? 0 : -ENOMEM;
 	if (ret == 0 && user)
 		ret = (g->user = strdup(user)) ? 0 : -ENOMEM;
+	if (ret == 0 && lfs_url)
+		ret = (g->lfs_url = strdup(lfs_url)) ? 0 : -ENOMEM;
 	if (ret == 0)
 		ret = password_read(cfg, &g->token);
 	if (ret == 0 && !g->token) {

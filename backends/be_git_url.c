@@ -126,7 +126,8 @@ static int git_url_keys(const struct mlfs_config *cfg, struct datastore_config *
 }
 
 static const char *const git_keys[] = {
-	"url", "ref", "username", "password", "password_file", "credentials_file", NULL
+	"url", "ref", "username", "password", "password_file", "credentials_file", "lfs",
+	"lfs_url", NULL
 };
 static const char *const git_schemes[] = { "git", "git+https", "git+http", NULL };
 

@@ -71,21 +71,6 @@ static bool be_s3_region_ok(const char *r)
 	return true;
 }
 
-/* 1 true, 0 false, -1 neither. */
-static int be_s3_parse_bool(const char *s)
-{
-	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
-	static const char *const no[] = { "false", "no", "off", "0", NULL };
-
-	for (size_t i = 0; yes[i]; i++) {
-		if (strcasecmp(s, yes[i]) == 0)
-			return 1;
-		if (strcasecmp(s, no[i]) == 0)
-			return 0;
-	}
-	return -1;
-}
-
 static const char *be_s3_env(const char *name)
 {
 	const char *v = getenv(name);
@@ -149,7 +134,7 @@ int be_s3_addr_init(struct be_s3_addr *a, const struct datastore_config *cfg)
 		region = be_s3_env("AWS_REGION");
 	if (!region && dialect->region_env)
 		region = be_s3_env("AWS_DEFAULT_REGION");
-	style = ps ? be_s3_parse_bool(ps) : endpoint != NULL || dialect->path_style;
+	style = ps ? config_parse_bool(ps) : endpoint != NULL || dialect->path_style;
 	if (!endpoint)
 		endpoint = dialect->endpoint;
 	if (!bucket || !*bucket || strchr(bucket, '/') || style < 0 ||
@@ -455,7 +440,7 @@ static void be_s3_validate_keys(const struct datastore_config *cfg, struct diag 
 	else if (!v && ep_env && be_s3_env(ep_env) && !be_s3_endpoint_ok(be_s3_env(ep_env)))
 		diag_add(d, cfg->file, cfg->line, "[datastore %s] endpoint: %s is not an http:// "
 			 "or https:// URL of a server", cfg->name, ep_env);
-	if ((v = config_get(cfg, "path_style", &line)) && be_s3_parse_bool(v) < 0)
+	if ((v = config_get(cfg, "path_style", &line)) && config_parse_bool(v) < 0)
 		diag_add(d, cfg->file, line, "[datastore %s] path_style: '%s' is not true or false",
 			 cfg->name, v);
 	if ((v = config_get(cfg, "region", &line)) && !be_s3_region_ok(v))

@@ -178,7 +178,7 @@ static int remote_copy_opts(struct remote *r, const struct remote_opts *o)
 	r->tls = o->tls;
 	if (o->ca_file && !(r->ca_file = strdup(o->ca_file)))
 		return -ENOMEM;
-	if (o->ftp && o->user) {
+	if ((o->ftp || o->basic) && o->user) {
 		r->user = strdup(o->user);
 		r->password = strdup(o->password ? o->password : "");
 		return r->user && r->password ? 0 : -ENOMEM;
@@ -750,6 +750,11 @@ static void remote_set_common(struct remote *r, CURL *h, struct remote_xfer *x)
 		curl_easy_setopt(h, CURLOPT_CAINFO, r->ca_file);
 	if (r->ftp)
 		remote_set_ftp(r, h, x);
+	else if (r->user && !r->sigv4) {	/* basic */
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, r->user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, r->password);
+	}
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, r->user_agent);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);

@@ -59,6 +59,9 @@ struct remote_opts {
 	/* Added for azure: every attempt signed by @sign (called with @sign_arg); NULL: none. */
 	remote_sign_fn *sign;
 	void *sign_arg;
+	/* Added for git's LFS: HTTP basic authentication with @user and @password
+	 * (curl sends them to the URL's host only, not after a redirect elsewhere). */
+	bool basic;
 };
 
 int remote_create(struct remote **out, const struct remote_opts *opts);

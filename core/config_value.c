@@ -183,6 +183,20 @@ static int config_value_version(const char *s, void *field, const char *file)
 	return config_value_string(s, field, file);
 }
 
+int config_parse_bool(const char *s)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
+	static const char *const no[] = { "false", "no", "off", "0", NULL };
+
+	for (size_t i = 0; yes[i]; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(s, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
 bool config_dotted_version(const char *s)
 {
 	for (;;) {

@@ -253,6 +253,9 @@ int config_kv_add(struct datastore_config *ds, const char *key, const char *valu
  */
 int config_parse_size(const char *s, uint64_t *out);
 
+/* A boolean value: 1 for true/yes/on/1, 0 for false/no/off/0 (any case), -1 else. */
+int config_parse_bool(const char *s);
+
 /* Whether @s is numbers joined by dots ("3", "3.11", "2.1.0"), as environment versions are. */
 bool config_dotted_version(const char *s);
 

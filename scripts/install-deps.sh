@@ -3,7 +3,8 @@
 # and the npm test servers under build/tools/: for S3 @20minutes/s3rver
 # (which checks SigV4 signatures), for Azure Blob Azurite and Microsoft's own
 # client (@azure/storage-blob, scripts/azure-blob.js).  libgit2 builds the
-# git backend; git, fcgiwrap and nginx serve its tests (scripts/server-git.sh).
+# git backend; git, fcgiwrap and nginx serve its tests (scripts/server-git.sh),
+# git-lfs pushes the Git LFS objects they read.
 # Idempotent: does
 # nothing when all are there.  The container tests' (servers.md §8): podman and runc (crun, which
 # comes too, refuses these hosts' cgroup layout), uidmap for rootless podman,
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 packages="build-essential cmake pkg-config libfuse3-dev fuse3 libcmocka-dev
 	rsync sqlite3 util-linux util-linux-extra mount procps man-db
 	libcurl4-openssl-dev libssl-dev libxml2-dev libjansson-dev libyaml-dev
-	nginx awscli curl vsftpd openssl libgit2-dev fcgiwrap git
+	nginx awscli curl vsftpd openssl libgit2-dev fcgiwrap git git-lfs
 	libnfs-dev libsmbclient-dev nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
 	samba smbclient iproute2 bc python3 libarchive-dev
 	slurmctld slurmd slurm-client munge unzip clang libclang-rt-14-dev

@@ -6,9 +6,12 @@
 #                                  over smart HTTP on PORT+1 (nginx, fcgiwrap and
 #                                  git-http-backend) at http://127.0.0.1:PORT+1/git/NAME.git
 #                                  and, behind basic auth (user mlfs, password
-#                                  DIR/token), at /private/NAME.git; prints the
-#                                  daemon's PID once both ports answer
-#   server-git.sh stop DIR         stops all three
+#                                  DIR/token), at /private/NAME.git; each
+#                                  repository's Git LFS endpoint (URL/info/lfs)
+#                                  is lfs-server.py on PORT+2, keeping its
+#                                  objects in DIR/lfs; prints the daemon's PID
+#                                  once every port answers
+#   server-git.sh stop DIR         stops them all
 #
 # Each runs in its own session, its PID in DIR/*.pid, its log in DIR/*.log.
 # nginx's worker runs as www-data: DIR and the folders above it are made
@@ -22,6 +25,18 @@ BACKEND=/usr/lib/git-core/git-http-backend
 git_nginx_conf() {
 	local dir=$1 port=$2 loc
 	for loc in git private; do
+		# each repository's Git LFS endpoint (.../R.git/info/lfs/) goes to
+		# lfs-server.py; its hrefs name the host the request named, so those
+		# of /private/ come back here (with the same credentials), those of
+		# /git/ go to lfs-server.py's own address (another origin)
+		cat <<LOC
+        location ~ ^/$loc/.*/info/lfs/ {
+            $([ $loc = private ] && printf 'auth_basic "git"; auth_basic_user_file %s/htpasswd;' "$dir")
+            $([ $loc = private ] && printf 'proxy_set_header Host $http_host;')
+            client_max_body_size 0;
+            proxy_pass http://127.0.0.1:$((port + 1));
+        }
+LOC
 		cat <<LOC
         location ~ ^/$loc(/.*)\$ {
             $([ $loc = private ] && printf 'auth_basic "git"; auth_basic_user_file %s/htpasswd;' "$dir")
@@ -73,12 +88,17 @@ git_start() {
 	rm -f "$dir/fcgiwrap.sock"
 	(umask 0; exec setsid fcgiwrap -s "unix:$dir/fcgiwrap.sock" </dev/null >"$dir/fcgiwrap.log" 2>&1) &
 	echo $! >"$dir/fcgiwrap.pid"
+	setsid python3 "$(dirname "$0")/lfs-server.py" $((port + 2)) "$dir/lfs" </dev/null \
+		>"$dir/lfs.log" 2>&1 &
+	echo $! >"$dir/lfs.pid"
 	git_nginx_conf "$dir" $((port + 1))
 	setsid nginx -c "$dir/nginx.conf" -e "$dir/nginx-error.log" </dev/null >"$dir/nginx.out" 2>&1 &
 	echo $! >"$dir/nginx-master.pid"
 	pid=$(cat "$dir/daemon.pid")
 	server_port_up $((port + 1)) "$(cat "$dir/nginx-master.pid")" ||
 		{ tail -5 "$dir/nginx-error.log" "$dir/nginx.out" >&2; git_stop "$dir"; exit 1; }
+	server_port_up $((port + 2)) "$(cat "$dir/lfs.pid")" ||
+		{ tail -5 "$dir/lfs.log" >&2; git_stop "$dir"; exit 1; }
 	server_wait_port "git daemon" "$pid" "$port" "$dir/daemon.log" "$dir/daemon.pid"
 }
 
@@ -87,6 +107,7 @@ git_stop() {
 	server_stop_pidfile "$dir/nginx-master.pid"
 	server_stop_pidfile "$dir/fcgiwrap.pid"
 	server_stop_pidfile "$dir/daemon.pid"
+	server_stop_pidfile "$dir/lfs.pid"
 	rm -f "$dir/fcgiwrap.sock"
 }
 

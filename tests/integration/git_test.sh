@@ -11,6 +11,13 @@
 # proxiML job's git model at /opt/ml/models, and one whose ref does not
 # exist refused at staging, named; the commit in status.json; a Kibernetika
 # task whose git source is its workDir ($SRC_DIR); status.json after a restart.
+# Git LFS (objects pushed by git-lfs itself to scripts/lfs-server.py behind
+# nginx): files in place of their pointers, as git-lfs's own checkout has
+# them, through .lfsconfig's endpoint and the one derived from the URL
+# (behind basic auth), credentials never sent to another origin, objects
+# kept once per repository (the next commit fetches none), lfs = false
+# showing the pointers, an object the server lacks (ENOENT) or sends wrong
+# (EIO), named; bad lfs keys refused by mlfs check.
 # Usage: git_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
@@ -34,9 +41,14 @@ t_cleanup() {
 }
 trap 't_cleanup; rm -rf "$T_DIR"' EXIT
 
-# --- a repository: two commits on main, a tag, a branch
+# --- a repository: two commits on main, a tag, branches with files kept in Git LFS
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.org GIT_COMMITTER_NAME=t \
 	GIT_COMMITTER_EMAIL=t@example.org
+# git-lfs's filters for this test's git commands only (no hooks: objects are pushed by hand)
+export GIT_CONFIG_GLOBAL=$T_DIR/gitconfig
+git lfs install --skip-repo >/dev/null
+PORT=$(free_port) || { not_ok "a free port"; t_finish; exit 1; }
+HPORT=$((PORT + 1))
 g() { git -C work "$@"; }
 git init -q -b main work
 mkdir -p work/sub/deeper
@@ -51,17 +63,35 @@ V1=$(g rev-parse v1^{commit})
 echo "second" >work/a.txt
 echo "only on main" >work/main.txt
 g add -A && g commit -qm two
-# dev also holds what `git clone` without git-lfs leaves for a big file: a Git LFS pointer
-g checkout -qb dev && echo "dev" >work/dev.txt &&
-	printf 'version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 12345\n' \
-		"$(head -c 12345 /dev/urandom | sha256sum | cut -d' ' -f1)" >work/model.safetensors &&
-	g add -A && g commit -qm dev && g checkout -q main
+# dev keeps model.safetensors in Git LFS; its .lfsconfig names the LFS server
+# (git:// sources need it: git-lfs would look for one over https://)
+LFS_URL=http://127.0.0.1:$HPORT/git/r.git/info/lfs
+g checkout -qb dev && echo "dev" >work/dev.txt && g lfs track "*.safetensors" "*.pt" >/dev/null &&
+	head -c 1500000 /dev/urandom >work/model.safetensors && cp work/model.safetensors model.orig &&
+	git config -f work/.lfsconfig lfs.url "$LFS_URL" && g add -A && g commit -qm dev
+# lfs2 has none (the endpoint is the one git-lfs derives from the URL), one more object,
+# an executable one, and the same object at two paths
+g checkout -qb lfs2 && g rm -q .lfsconfig && head -c 700000 /dev/urandom >work/extra.pt &&
+	cp work/extra.pt work/copy.pt && printf '#!/bin/sh\necho lfs ran\n' >work/tool.pt &&
+	chmod 755 work/tool.pt && g add -A && g commit -qm lfs2
+# lost: an object nobody pushed; bad: one the server will hold other bytes for
+g checkout -q dev && g checkout -qb lost && head -c 5000 /dev/urandom >work/lost.pt &&
+	g add -A && g commit -qm lost
+g checkout -q dev && g checkout -qb bad && head -c 6000 /dev/urandom >work/bad.pt &&
+	g add -A && g commit -qm bad && g checkout -q main ||
+	{ not_ok "the repository's branches made"; t_finish; exit 1; }
+LOST_OID=$(git -C work show lost:lost.pt | sed -n 's/^oid sha256://p')
+BAD_OID=$(git -C work show bad:bad.pt | sed -n 's/^oid sha256://p')
 mkdir -p "$SRV/repos" mnt
 git clone -q --bare work "$SRV/repos/r.git"
-PORT=$(free_port) || { not_ok "a free port"; t_finish; exit 1; }
-HPORT=$((PORT + 1))
 "$GIT_SH" start "$SRV" "$PORT" >/dev/null || { not_ok "git servers started"; t_finish; exit 1; }
-ok "git daemon on 127.0.0.1:$PORT, smart HTTP on $HPORT"
+ok "git daemon on 127.0.0.1:$PORT, smart HTTP on $HPORT, Git LFS behind it"
+# git-lfs itself pushes the objects (but lost's) to the LFS server
+g remote add origin "$SRV/repos/r.git" && g config lfs.locksverify false
+check "git lfs push of dev, lfs2 and bad's objects" \
+	git -C work -c lfs.url="$LFS_URL" lfs push origin dev lfs2 bad
+# ... and the server holds other bytes, of the same size, for bad's object
+check "... (bad.pt's object replaced)" bash -c "head -c 6000 /dev/zero >'$SRV/lfs/$BAD_OID'"
 cp "$SRV/token" token && chmod 600 token
 echo wrong-token >bad.token && chmod 600 bad.token
 # git's credential-store format: another host's line first, then this server's
@@ -116,6 +146,30 @@ type = git
 url = git://127.0.0.1:$PORT/r.git
 ref = main
 
+# Git LFS: lfs2 has no .lfsconfig, so its endpoint is URL/info/lfs, behind the same basic auth
+[datastore lfspriv]
+type = git
+url = http://127.0.0.1:$HPORT/private/r.git
+ref = lfs2
+username = mlfs
+password_file = token
+
+[datastore lfsoff]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = dev
+lfs = false
+
+[datastore lost]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = lost
+
+[datastore bad]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = bad
+
 [model dev]
 source = git://127.0.0.1:$PORT/r.git#dev
 
@@ -133,6 +187,12 @@ CONF
 fails "a ref git does not allow is refused by mlfs check, named" \
 	"bad.conf:4: [datastore x] ref: 'a..b' is not a branch, tag or commit name git allows" \
 	"$MLFS" check bad.conf
+printf '[datastore x]\ntype = git\nurl = git://127.0.0.1:%s/r.git\nlfs = maybe\nlfs_url = s3://b/x\n' \
+	"$PORT" >badlfs.conf
+fails "lfs must be true or false, named" "badlfs.conf:4: [datastore x] lfs: 'maybe' is not true or false" \
+	"$MLFS" check badlfs.conf
+fails "lfs_url must be an HTTP(S) URL, named" "badlfs.conf:5: [datastore x] lfs_url: 's3://b/x' is not an http:// or https:// URL" \
+	"$MLFS" check badlfs.conf
 
 # tree_of DIR: "path mode-bit sha" of everything under DIR, sorted (links by their target).
 tree_of() {
@@ -176,20 +236,51 @@ check "... the log names the datastore and the server's answer" \
 	grep -q "datastore badtoken: .*private/r.git" "$LOG"
 echo "# $(grep -m1 'datastore badtoken' "$LOG")"
 check "... and never a token" bash -c "! grep -q '$(cat token)\|wrong-token' '$LOG'"
-check "a Git LFS pointer is shown as git stored it, and the log says it is no data" \
-	grep -q "commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors:" "$LOG"
+# Git LFS: the trees above held git-lfs's checkout of dev (its object in place); now by hand
+same "a file kept in Git LFS reads as its object (git:// source, .lfsconfig's server)" \
+	"$(sha256sum <model.orig)" "$(sha256sum <"$M/models/dev/model.safetensors")"
+same "... over HTTP with a token, through the endpoint derived from the URL" "$(git_tree lfs2)" \
+	"$(tree_of "$M/datastores/lfspriv")"
+same "... an executable object runs" "lfs ran" "$("$M/datastores/lfspriv/tool.pt" 2>&1)"
+check "... the log says how many were put in place and fetched, and from where" \
+	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): 4 Git LFS object(s) in place, 2 fetched (700023 bytes) from http://127.0.0.1:$HPORT/private/r.git/info/lfs" "$LOG"
+check "... no credentials went to the LFS server's own address (its hrefs for /git/)" \
+	bash -c "grep -q '^GET /git/' '$SRV/lfs.log' && ! grep -q ' 400\$' '$SRV/lfs.log'"
+same "with lfs = false the pointer shows, as after git clone without git-lfs" \
+	"version https://git-lfs.github.com/spec/v1" "$(head -1 "$M/datastores/lfsoff/model.safetensors")"
+check "... and the log says so" grep -q "datastore lfsoff: commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors (lfs = false)" "$LOG"
+fails "an object the LFS server lacks fails the datastore (ENOENT)" "No such file or directory" \
+	ls "$M/datastores/lost"
+check "... the log names the file, the object and the server's words" \
+	grep -q "datastore lost: commit $(g rev-parse lost): Git LFS object of lost.pt (sha256 ${LOST_OID:0:12}..., 5000 bytes): the server says 404 Object does not exist" "$LOG"
+echo "# $(grep -m1 'datastore lost: commit' "$LOG")"
+fails "an object whose bytes are not its SHA-256 fails the datastore (EIO)" "Input/output error" \
+	ls "$M/datastores/bad"
+check "... the log says what the server sent" \
+	grep -q "datastore bad: commit $(g rev-parse bad): Git LFS object of bad.pt (sha256 ${BAD_OID:0:12}..., 6000 bytes): .* sent bytes whose SHA-256 is not the pointer's" "$LOG"
+echo "# $(grep -m1 'datastore bad: commit' "$LOG")"
+check "... and keeps nothing of them" bash -c "! ls cache/git/*/lfs/ | grep -q '${BAD_OID:0:12}'"
 check "the log names each commit resolved" \
 	grep -q "datastore tag: git git://127.0.0.1:$PORT/r.git v1 at commit $V1" "$LOG"
 unmount_fg "$M"
 
-# --- a new commit on main: the next mount shows it, fetching only what is new
+# --- a new commit on main and one on lfs2: the next mount shows them, fetching only what is new
 echo "third" >work/a.txt && g commit -qam three
-git -C work push -q "$SRV/repos/r.git" main
+g checkout -q lfs2 && echo "readme" >work/README && g add README && g commit -qm readme &&
+	g checkout -q main
+git -C work push -q "$SRV/repos/r.git" main lfs2
+gets=$(grep -c '^GET ' "$SRV/lfs.log")
 mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up again"; t_finish; exit 1; }
 same "the next mount shows main's new commit" "third" "$(cat "$M/datastores/head/a.txt")"
-# 3 URLs; git:// at v1, main and dev, /git/ at main, v1 and main's new commit, /private/ at dev
+same "... and lfs2's, its LFS objects in place" "readme $(sha256sum <model.orig)" \
+	"$(cat "$M/datastores/lfspriv/README") $(sha256sum <"$M/datastores/lfspriv/model.safetensors")"
+check "... from the repository's store: no object fetched again" \
+	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): 4 Git LFS object(s) in place, 0 fetched" "$LOG"
+same "... the LFS server sent nothing" "$gets" "$(grep -c '^GET ' "$SRV/lfs.log")"
+# 3 URLs; git:// at v1, main and dev, and dev with pointers (lfs = false), /git/ at main, v1
+# and main's new commit, /private/ at dev, lfs2 and lfs2's new commit
 same "... the cache holds one repository per URL and a folder per commit" \
-	"3 7" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
+	"3 10" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
 unmount_fg "$M"
 
 # --- a commit written out already: read with the servers stopped, no fetch at all

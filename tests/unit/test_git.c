@@ -2,8 +2,9 @@
  * test_git.c - the git backend's offline pieces: which sources name a
  * repository, how one splits into the URL libgit2 is given and its ref,
  * which refs git allows (the fuzzed input: a spec's "#REF"), the checks of
- * a datastore section, and a git source borrowing a configured datastore's
- * credentials.
+ * a datastore section, a git source borrowing a configured datastore's
+ * credentials, and Git LFS: a pointer's object and size, and the endpoint
+ * git-lfs derives from a repository's URL.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "be_git.h"
+#include "be_git_lfs.h"
 #include "cfg_check.h"
 
 static void check_split(const char *src, const char *url, const char *ref)
@@ -97,6 +99,71 @@ static void test_git_lfs_pointers_are_told_from_files(void **state)
 	assert_false(be_git_is_lfs_pointer(big, sizeof(big)));	/* no pointer is 2 KiB */
 }
 
+static void test_git_lfs_pointers_name_an_object_and_a_size(void **state)
+{
+	static const char oid[] = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393";
+	char got[BE_GIT_LFS_OID_LEN + 1], text[512];
+	int64_t size = -1;
+	/* what git-lfs writes, and what a pointer may add (ext lines, sorted keys) */
+	static const char *const good[] = {
+		"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 12345\n",
+		"version https://git-lfs.github.com/spec/v1\next-0-foo sha256:aa\noid sha256:%s\n"
+		"size 12345\n",
+	};
+	static const char *const bad[] = {
+		"version https://git-lfs.github.com/spec/v1\noid sha256:%s\n",	/* no size */
+		"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 12x45\n",
+		"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 12345",	/* no \n */
+		"version https://git-lfs.github.com/spec/v1\noid sha256:%.63s\nsize 1\n",
+		"version https://git-lfs.github.com/spec/v1\noid md5:%s\nsize 1\n",
+		"version https://hawser.github.com/spec/v1\noid sha256:%s\nsize 1\n",
+		"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 1234567890123456789\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), good[i], oid);
+		assert_int_equal(be_git_lfs_parse(text, strlen(text), got, &size), 0);
+		assert_string_equal(got, oid);
+		assert_int_equal(size, 12345);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), bad[i], oid);
+		assert_int_equal(be_git_lfs_parse(text, strlen(text), got, &size), -EINVAL);
+	}
+	snprintf(text, sizeof(text), good[0], "4D7A214614AB2935C943F9E0FF69D22EADBB8F32B1258DAAA5E2CA"
+		 "24D17E2393");
+	assert_int_equal(be_git_lfs_parse(text, strlen(text), got, &size), -EINVAL);
+}
+
+static void check_endpoint(const char *remote, const char *want)
+{
+	char *got = be_git_lfs_endpoint(remote);
+
+	if (!want) {
+		assert_null(got);
+		return;
+	}
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_git_lfs_endpoints_are_derived_as_git_lfs_does(void **state)
+{
+	(void)state;
+	check_endpoint("https://git-server.com/foo/bar", "https://git-server.com/foo/bar.git/info/lfs");
+	check_endpoint("https://git-server.com/foo/bar.git",
+		       "https://git-server.com/foo/bar.git/info/lfs");
+	check_endpoint("https://huggingface.co/gpt2/", "https://huggingface.co/gpt2.git/info/lfs");
+	check_endpoint("http://127.0.0.1:8080/git/r.git", "http://127.0.0.1:8080/git/r.git/info/lfs");
+	/* git:// has no LFS of its own: git-lfs asks the same host over https */
+	check_endpoint("git://127.0.0.1:9418/r.git", "https://127.0.0.1:9418/r.git/info/lfs");
+	check_endpoint("ssh://git@host/r.git", NULL);
+	check_endpoint("https://host", NULL);
+	check_endpoint("no-scheme/r.git", NULL);
+}
+
 static void test_git_datastore_sections_are_checked_with_lines(void **state)
 {
 	static const char *const want[] = {
@@ -148,6 +215,8 @@ int main(void)
 		cmocka_unit_test(test_git_sources_split_into_url_and_ref),
 		cmocka_unit_test(test_git_refs_are_what_git_allows),
 		cmocka_unit_test(test_git_lfs_pointers_are_told_from_files),
+		cmocka_unit_test(test_git_lfs_pointers_name_an_object_and_a_size),
+		cmocka_unit_test(test_git_lfs_endpoints_are_derived_as_git_lfs_does),
 		cmocka_unit_test(test_git_datastore_sections_are_checked_with_lines),
 		cmocka_unit_test(test_git_source_borrows_its_repositorys_credentials),
 	};
