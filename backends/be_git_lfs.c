@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <git2.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@
 #define LFS_SPEC	"version https://git-lfs.github.com/spec/v1\n"
 #define LFS_BATCH_MAX	100	/* objects per batch request, as git-lfs asks */
 #define LFS_HEADERS_MAX	16	/* an action's headers kept */
+#define LFS_PARALLEL	4	/* objects downloaded at once */
 #define LFS_JSON_TYPE	"application/vnd.git-lfs+json"
 
 /* ---- pointers and endpoints ---- */
@@ -315,10 +317,6 @@ static int lfs_download(struct lfs_run *run, const struct be_git_lfs_obj *obj, c
 		ret = -errno;
 	if (ret < 0 && part)
 		unlink(part);
-	if (ret == 0) {
-		run->fetched++;
-		run->bytes += obj->size;
-	}
 	remote_resp_free(&resp);
 	EVP_MD_CTX_free(s.md);
 	free(part);
@@ -375,12 +373,70 @@ static int lfs_take(struct lfs_run *run, const struct be_git_lfs_obj *obj, json_
 	return ret;
 }
 
+/* Objects of one batch answer downloaded by LFS_PARALLEL threads at once. */
+struct lfs_pool {
+	struct lfs_run *run;
+	const struct be_git_lfs_obj *const *want;
+	json_t **answers;	/* the answer for each of @want: read only, shared */
+	size_t n, next;		/* lock: the next to take */
+	int err;		/* lock: the first failure; nothing new is taken after it */
+	pthread_mutex_t lock;
+};
+
+static void *lfs_worker(void *arg)
+{
+	struct lfs_pool *p = arg;
+
+	for (;;) {
+		size_t i;
+		int ret;
+
+		pthread_mutex_lock(&p->lock);
+		i = p->err ? p->n : p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i >= p->n)
+			return NULL;
+		ret = lfs_take(p->run, p->want[i], p->answers[i]);
+		pthread_mutex_lock(&p->lock);
+		if (ret < 0 && !p->err)
+			p->err = ret;
+		if (ret == 0) {
+			p->run->fetched++;
+			p->run->bytes += p->want[i]->size;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/*
+ * Downloads @want[0..n), @answers[i] saying how, LFS_PARALLEL at a time
+ * (git-lfs has 8 transfers going): this thread and up to LFS_PARALLEL - 1
+ * more, fewer when threads cannot be had.  0, or the first failure.
+ */
+static int lfs_take_all(struct lfs_run *run, const struct be_git_lfs_obj *const *want,
+			json_t **answers, size_t n)
+{
+	struct lfs_pool p = { .run = run, .want = want, .answers = answers, .n = n };
+	pthread_t t[LFS_PARALLEL - 1];
+	size_t started = 0;
+
+	pthread_mutex_init(&p.lock, NULL);
+	while (started < LFS_PARALLEL - 1 && started + 1 < n &&
+	       pthread_create(&t[started], NULL, lfs_worker, &p) == 0)
+		started++;
+	lfs_worker(&p);
+	while (started > 0)
+		pthread_join(t[--started], NULL);
+	pthread_mutex_destroy(&p.lock);
+	return p.err;
+}
+
 /* One batch request for @want (@n objects, none stored yet) and their downloads. */
 static int lfs_batch(struct lfs_run *run, const struct be_git_lfs_obj *const *want, size_t n)
 {
 	const struct be_git_lfs_opts *o = run->o;
 	const char *headers[] = { "Accept: " LFS_JSON_TYPE, "Content-Type: " LFS_JSON_TYPE, NULL };
-	json_t *objs = json_array(), *answer = NULL, *list;
+	json_t *objs = json_array(), *answer = NULL, *list, **answers = NULL;
 	struct remote_resp resp = { 0 };
 	char *url = NULL, *body = NULL;
 	size_t i;
@@ -414,21 +470,26 @@ static int lfs_batch(struct lfs_run *run, const struct be_git_lfs_obj *const *wa
 			"batch response", o->name, o->commit, url);
 		ret = -EIO;
 	}
+	answers = ret == 0 ? calloc(n, sizeof(*answers)) : NULL;
+	if (ret == 0 && !answers)
+		ret = -ENOMEM;
 	for (i = 0; ret == 0 && i < n; i++) {
-		json_t *a = NULL, *v;
+		json_t *v;
 		size_t k;
 
 		json_array_foreach(list, k, v)
-			if (!a && lfs_find(want[i], 1, json_string_value(json_object_get(v, "oid"))))
-				a = v;
-		if (!a) {
+			if (!answers[i] &&
+			    lfs_find(want[i], 1, json_string_value(json_object_get(v, "oid"))))
+				answers[i] = v;
+		if (!answers[i]) {
 			log_err("datastore %s: commit %s: Git LFS object of %s: not in the server's "
 				"batch answer", o->name, o->commit, want[i]->path);
 			ret = -EIO;
-		} else {
-			ret = lfs_take(run, want[i], a);
 		}
 	}
+	if (ret == 0)
+		ret = lfs_take_all(run, want, answers, n);
+	free(answers);
 	remote_resp_free(&resp);
 	json_decref(answer);
 	json_decref(objs);
@@ -510,6 +571,14 @@ int be_git_lfs_fetch(const struct be_git_lfs_opts *o, const char *top,
 		ro.password = o->token;
 		if (ret == 0)
 			ret = remote_create(&run.auth, &ro);
+	}
+	if (ret == 0 && n_want > 0) {
+		int64_t bytes = 0;
+
+		for (size_t i = 0; i < n_want; i++)
+			bytes += want[i]->size;
+		log_info("datastore %s: commit %s: fetching %zu Git LFS object(s), %lld bytes, from "
+			 "%s", o->name, o->commit, n_want, (long long)bytes, endpoint);
 	}
 	for (size_t i = 0; ret == 0 && i < n_want; i += LFS_BATCH_MAX)
 		ret = lfs_batch(&run, want + i, n_want - i < LFS_BATCH_MAX ? n_want - i :

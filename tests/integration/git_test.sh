@@ -242,7 +242,9 @@ same "a file kept in Git LFS reads as its object (git:// source, .lfsconfig's se
 same "... over HTTP with a token, through the endpoint derived from the URL" "$(git_tree lfs2)" \
 	"$(tree_of "$M/datastores/lfspriv")"
 same "... an executable object runs" "lfs ran" "$("$M/datastores/lfspriv/tool.pt" 2>&1)"
-check "... the log says how many were put in place and fetched, and from where" \
+check "... the log says what it fetches (each object once, two at once), from where" \
+	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): fetching 2 Git LFS object(s), 700023 bytes, from http://127.0.0.1:$HPORT/private/r.git/info/lfs" "$LOG"
+check "... and how many were put in place and fetched" \
 	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): 4 Git LFS object(s) in place, 2 fetched (700023 bytes) from http://127.0.0.1:$HPORT/private/r.git/info/lfs" "$LOG"
 check "... no credentials went to the LFS server's own address (its hrefs for /git/)" \
 	bash -c "grep -q '^GET /git/' '$SRV/lfs.log' && ! grep -q ' 400\$' '$SRV/lfs.log'"
@@ -253,12 +255,12 @@ fails "an object the LFS server lacks fails the datastore (ENOENT)" "No such fil
 	ls "$M/datastores/lost"
 check "... the log names the file, the object and the server's words" \
 	grep -q "datastore lost: commit $(g rev-parse lost): Git LFS object of lost.pt (sha256 ${LOST_OID:0:12}..., 5000 bytes): the server says 404 Object does not exist" "$LOG"
-echo "# $(grep -m1 'datastore lost: commit' "$LOG")"
+echo "# $(grep -m1 'datastore lost: commit .*Git LFS object of' "$LOG")"
 fails "an object whose bytes are not its SHA-256 fails the datastore (EIO)" "Input/output error" \
 	ls "$M/datastores/bad"
 check "... the log says what the server sent" \
 	grep -q "datastore bad: commit $(g rev-parse bad): Git LFS object of bad.pt (sha256 ${BAD_OID:0:12}..., 6000 bytes): .* sent bytes whose SHA-256 is not the pointer's" "$LOG"
-echo "# $(grep -m1 'datastore bad: commit' "$LOG")"
+echo "# $(grep -m1 'datastore bad: commit .*Git LFS object of' "$LOG")"
 check "... and keeps nothing of them" bash -c "! ls cache/git/*/lfs/ | grep -q '${BAD_OID:0:12}'"
 check "the log names each commit resolved" \
 	grep -q "datastore tag: git git://127.0.0.1:$PORT/r.git v1 at commit $V1" "$LOG"
