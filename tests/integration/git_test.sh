@@ -69,10 +69,10 @@ LFS_URL=http://127.0.0.1:$HPORT/git/r.git/info/lfs
 g checkout -qb dev && echo "dev" >work/dev.txt && g lfs track "*.safetensors" "*.pt" >/dev/null &&
 	head -c 1500000 /dev/urandom >work/model.safetensors && cp work/model.safetensors model.orig &&
 	git config -f work/.lfsconfig lfs.url "$LFS_URL" && g add -A && g commit -qm dev
-# lfs2 has none (the endpoint is the one git-lfs derives from the URL), one more object,
-# an executable one, and the same object at two paths
-g checkout -qb lfs2 && g rm -q .lfsconfig && head -c 700000 /dev/urandom >work/extra.pt &&
-	cp work/extra.pt work/copy.pt && printf '#!/bin/sh\necho lfs ran\n' >work/tool.pt &&
+# lfs2 has none (the endpoint is the one git-lfs derives from the URL), one more object
+# (in a folder), an executable one, and the same object at two paths
+g checkout -qb lfs2 && g rm -q .lfsconfig && head -c 700000 /dev/urandom >work/sub/extra.pt &&
+	cp work/sub/extra.pt work/copy.pt && printf '#!/bin/sh\necho lfs ran\n' >work/tool.pt &&
 	chmod 755 work/tool.pt && g add -A && g commit -qm lfs2
 # lost: an object nobody pushed; bad: one the server will hold other bytes for
 g checkout -q dev && g checkout -qb lost && head -c 5000 /dev/urandom >work/lost.pt &&
@@ -325,6 +325,12 @@ timeout 60 "$MLFS" job -f mlfs.conf nope.json "$T_DIR/view" --worker 1 2>nope.lo
 check "a ref the server does not have fails the view" test "$st" -ne 0
 check "... saying which ref and where" grep -q "r.git has no branch or tag 'nope'" nope.log
 check "... and mounts nothing" bash -c "! grep -q ' $T_DIR/view ' /proc/self/mounts"
+sed 's/r.git#dev/r.git#lost/' job.json >lostjob.json
+st=0
+timeout 60 "$MLFS" job -f mlfs.conf lostjob.json "$T_DIR/view" --worker 1 2>lostjob.log || st=$?
+check "a job whose model lacks a Git LFS object fails at staging" test "$st" -ne 0
+check "... naming the file and the server's words" \
+	grep -q "Git LFS object of lost.pt (sha256 ${LOST_OID:0:12}..., 5000 bytes): the server says 404" lostjob.log
 
 # --- the same job through jobs/: status.json records the commit
 mount_fg mlfs.conf "$T_DIR/mnt" || { not_ok "mount came up for jobs"; t_finish; exit 1; }
