@@ -67,6 +67,7 @@
 struct be_git {
 	struct backend base;
 	char *url;
+	char *shown;		/* the URL as logs show it: no user info (a token) */
 	char *ref;		/* "" for the server's HEAD */
 	char *dir;		/* cache_dir/git/<sha256 of url> */
 	char *user;
@@ -192,7 +193,7 @@ static int be_git_resolve(struct be_git *g, git_remote *remote, git_oid *oid, ch
 			return 0;
 		}
 	}
-	log_err("datastore %s: %s has no branch or tag '%s'", g->base.name, g->url,
+	log_err("datastore %s: %s has no branch or tag '%s'", g->base.name, g->shown,
 		g->ref[0] ? g->ref : "HEAD");
 	return -ENOENT;
 }
@@ -212,7 +213,7 @@ static int be_git_fetch(struct be_git *g, git_remote *remote, const char *refspe
 	opts.update_fetchhead = 0;
 	ret = git_remote_fetch(remote, &arr, &opts, NULL);
 	if (ret < 0) {
-		log_err("datastore %s: fetching %s: %s", g->base.name, g->url, be_git_why(ret));
+		log_err("datastore %s: fetching %s: %s", g->base.name, g->shown, be_git_why(ret));
 		return be_git_errno(ret);
 	}
 	return 0;
@@ -451,7 +452,7 @@ static int be_git_get(struct be_git *g, git_repository *repo, char *tree_path, s
 		git_oid_fromstr(&oid, g->ref);
 	}
 	if (git_remote_create_anonymous(&remote, repo, g->url) < 0) {
-		log_err("datastore %s: %s: %s", g->base.name, g->url, be_git_why(-1));
+		log_err("datastore %s: %s: %s", g->base.name, g->shown, be_git_why(-1));
 		return -EINVAL;
 	}
 	cb.credentials = be_git_credentials;
@@ -460,7 +461,7 @@ static int be_git_get(struct be_git *g, git_repository *repo, char *tree_path, s
 		if (git_commit_lookup(&have, repo, &oid) < 0)
 			ret = be_git_fetch(g, remote, "+refs/heads/*:refs/mlfs/heads/*");
 	} else if ((ret = git_remote_connect(remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL)) < 0) {
-		log_err("datastore %s: %s: %s", g->base.name, g->url, be_git_why(ret));
+		log_err("datastore %s: %s: %s", g->base.name, g->shown, be_git_why(ret));
 		ret = be_git_errno(ret);
 	} else {
 		ret = be_git_resolve(g, remote, &oid, name, sizeof(name));
@@ -553,7 +554,7 @@ static int be_git_load(struct be_git *g)
 	}
 	free(ds.kv);
 	if (ret == 0)
-		log_info("datastore %s: git %s%s%s at commit %s", g->base.name, g->url,
+		log_info("datastore %s: git %s%s%s at commit %s", g->base.name, g->shown,
 			 g->ref[0] ? " " : "", g->ref, g->commit);
 	return ret;
 }
@@ -757,6 +758,7 @@ static void be_git_free(struct be_git *g)
 		g->tree->ops->destroy(g->tree);
 	pthread_mutex_destroy(&g->lock);
 	free(g->url);
+	free(g->shown);
 	free(g->ref);
 	free(g->dir);
 	free(g->user);
@@ -788,6 +790,30 @@ static int be_git_where(struct be_git *g, const struct datastore_config *cfg)
 	return ret;
 }
 
+/*
+ * Credentials the URL holds (https://USER:TOKEN@HOST/..., as GitLab's CI
+ * writes them) as @g's, so Git LFS requests, whose URLs do not carry them,
+ * are sent them too; libgit2 reads them from the URL itself.
+ */
+static int be_git_url_credentials(struct be_git *g)
+{
+	const char *host = strstr(g->url, "://"), *at, *colon;
+	size_t len;
+
+	if (!host)
+		return 0;
+	host += 3;
+	len = strcspn(host, "/");
+	at = memchr(host, '@', len);
+	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (!colon)
+		return 0;
+	free(g->user);
+	g->user = strndup(host, (size_t)(colon - host));
+	g->token = strndup(colon + 1, (size_t)(at - colon - 1));
+	return g->user && g->token ? 0 : -ENOMEM;
+}
+
 static int be_git_create(struct backend **out, const struct datastore_config *cfg)
 {
 	struct be_git *g = calloc(1, sizeof(*g));
@@ -804,6 +830,10 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 	pthread_mutex_init(&g->lock, NULL);
 	g->base.name = cfg->name;
 	ret = be_git_where(g, cfg);
+	if (ret == 0 && !(g->shown = malloc(strlen(g->url) + 1)))
+		ret = -ENOMEM;
+	if (ret == 0)
+		password_url_shown(g->shown, strlen(g->url) + 1, g->url);
 	if (ret == 0)
 		ret = (g->dir = be_git_dir(cfg->cache_dir, g->url)) ? 0 : -ENOMEM;
 	if (ret == 0 && user)
@@ -812,6 +842,8 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 		ret = (g->lfs_url = strdup(lfs_url)) ? 0 : -ENOMEM;
 	if (ret == 0)
 		ret = password_read(cfg, &g->token);
+	if (ret == 0 && !g->token)
+		ret = be_git_url_credentials(g);
 	if (ret == 0 && !g->token) {
 		char *file = config_get(cfg, "credentials_file", NULL) ?
 			     config_resolve_path(cfg->file, config_get(cfg, "credentials_file",

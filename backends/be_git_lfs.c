@@ -39,6 +39,7 @@
 
 #include "be_git_lfs.h"
 #include "log.h"
+#include "password.h"
 #include "path.h"
 #if MLFS_WITH_CURL
 #include "remote.h"
@@ -100,7 +101,7 @@ int be_git_lfs_parse(const char *data, size_t len, char oid[BE_GIT_LFS_OID_LEN +
 
 char *be_git_lfs_endpoint(const char *remote)
 {
-	const char *sep = strstr(remote, "://"), *rest, *scheme;
+	const char *sep = strstr(remote, "://"), *rest, *scheme, *at;
 	size_t slen, len;
 	char *out = NULL;
 
@@ -116,6 +117,9 @@ char *be_git_lfs_endpoint(const char *remote)
 	else
 		return NULL;
 	rest = sep + 3;
+	at = memchr(rest, '@', strcspn(rest, "/"));
+	if (at)
+		rest = at + 1;	/* the user info: credentials go apart (basic auth) */
 	len = strlen(rest);
 	while (len > 0 && rest[len - 1] == '/')
 		len--;
@@ -141,19 +145,32 @@ struct lfs_run {
 	int64_t bytes;
 };
 
-/* The length of "scheme://host:port" at the start of @url. */
-static size_t lfs_origin_len(const char *url)
+/* The scheme of @url (its length into *slen) and its host:port, user info left out. */
+static const char *lfs_origin(const char *url, size_t *slen, size_t *hlen)
 {
-	const char *sep = strstr(url, "://");
+	const char *sep = strstr(url, "://"), *host, *at;
 
-	return sep ? (size_t)(sep + 3 - url) + strcspn(sep + 3, "/?#") : 0;
+	if (!sep)
+		return NULL;
+	*slen = (size_t)(sep - url);
+	host = sep + 3;
+	*hlen = strcspn(host, "/?#");
+	at = memchr(host, '@', *hlen);
+	if (at) {
+		*hlen -= (size_t)(at + 1 - host);
+		host = at + 1;
+	}
+	return host;
 }
 
+/* Whether @a and @b have one scheme, host and port (ignoring case and user info). */
 static bool lfs_same_origin(const char *a, const char *b)
 {
-	size_t n = lfs_origin_len(a);
+	size_t sa, ha, sb, hb;
+	const char *x = lfs_origin(a, &sa, &ha), *y = lfs_origin(b, &sb, &hb);
 
-	return n > 0 && n == lfs_origin_len(b) && strncasecmp(a, b, n) == 0;
+	return x && y && sa == sb && ha == hb && strncasecmp(a, b, sa) == 0 &&
+	       strncasecmp(x, y, ha) == 0;
 }
 
 /*
@@ -203,6 +220,9 @@ static bool lfs_stored(const struct be_git_lfs_opts *o, const struct be_git_lfs_
 	free(p);
 	return ret;
 }
+
+/* @url as logs show it (password_url_shown: no token, no signature), in @buf. */
+#define LFS_SHOWN(buf, url) (password_url_shown((buf), sizeof(buf), (url)), (buf))
 
 /* The server's words from an LFS error body ({"message": ...}), or "". */
 static const char *lfs_message(json_t *body)
@@ -262,13 +282,14 @@ static void lfs_said(const struct be_git_lfs_opts *o, const char *what, const ch
 {
 	json_t *body = resp->body ? json_loads(resp->body, 0, NULL) : NULL;
 	const char *m = lfs_message(body);
+	char shown[1024];
 
 	if (resp->status >= 300)
 		log_err("datastore %s: commit %s: %s: HTTP %ld from %s%s%s", o->name, o->commit,
-			what, resp->status, url, m[0] ? ": " : "", m);
+			what, resp->status, LFS_SHOWN(shown, url), m[0] ? ": " : "", m);
 	else
-		log_err("datastore %s: commit %s: %s from %s: %s", o->name, o->commit, what, url,
-			strerror(-err));
+		log_err("datastore %s: commit %s: %s from %s: %s", o->name, o->commit, what,
+			LFS_SHOWN(shown, url), strerror(-err));
 	json_decref(body);
 }
 
@@ -285,7 +306,7 @@ static int lfs_download(struct lfs_run *run, const struct be_git_lfs_obj *obj, c
 				  .body_fd = -1, .sink = lfs_sink, .sink_arg = &s };
 	struct remote_resp resp = { 0 };
 	char *part = lfs_store_path(o, obj->oid, ".part"), *final = lfs_store_path(o, obj->oid, "");
-	char what[PATH_MAX + 64];
+	char what[PATH_MAX + 64], shown[1024];
 	const char *bad = NULL;
 	int ret = s.md && part && final ? 0 : -ENOMEM;
 
@@ -304,7 +325,8 @@ static int lfs_download(struct lfs_run *run, const struct be_git_lfs_obj *obj, c
 		bad = "bytes whose SHA-256 is not the pointer's";
 	if (bad) {
 		log_err("datastore %s: commit %s: %s (sha256 %.12s..., %lld bytes): %s sent %s",
-			o->name, o->commit, what, obj->oid, (long long)obj->size, href, bad);
+			o->name, o->commit, what, obj->oid, (long long)obj->size,
+			LFS_SHOWN(shown, href), bad);
 		ret = -EIO;
 	} else if (ret < 0 && s.fd >= 0) {
 		lfs_said(o, what, href, &resp, ret);
@@ -438,7 +460,7 @@ static int lfs_batch(struct lfs_run *run, const struct be_git_lfs_obj *const *wa
 	const char *headers[] = { "Accept: " LFS_JSON_TYPE, "Content-Type: " LFS_JSON_TYPE, NULL };
 	json_t *objs = json_array(), *answer = NULL, *list, **answers = NULL;
 	struct remote_resp resp = { 0 };
-	char *url = NULL, *body = NULL;
+	char *url = NULL, *body = NULL, shown[1024];
 	size_t i;
 	int ret = objs ? 0 : -ENOMEM;
 
@@ -467,7 +489,7 @@ static int lfs_batch(struct lfs_run *run, const struct be_git_lfs_obj *const *wa
 	list = json_object_get(answer, "objects");
 	if (ret == 0 && !json_is_array(list)) {
 		log_err("datastore %s: commit %s: Git LFS batch request to %s: the answer is not a "
-			"batch response", o->name, o->commit, url);
+			"batch response", o->name, o->commit, LFS_SHOWN(shown, url));
 		ret = -EIO;
 	}
 	answers = ret == 0 ? calloc(n, sizeof(*answers)) : NULL;
@@ -545,7 +567,7 @@ int be_git_lfs_fetch(const struct be_git_lfs_opts *o, const char *top,
 {
 	struct lfs_run run = { .o = o };
 	const struct be_git_lfs_obj **want = calloc(n ? n : 1, sizeof(*want));
-	char *endpoint = NULL;
+	char *endpoint = NULL, shown[1024];
 	size_t n_want = 0;
 	int ret = want && path_mkdirs(o->store, 0755) == 0 ? 0 : -ENOMEM;
 
@@ -560,7 +582,8 @@ int be_git_lfs_fetch(const struct be_git_lfs_opts *o, const char *top,
 		if (!endpoint) {
 			log_err("datastore %s: commit %s: %zu Git LFS object(s), the first %s, and no "
 				"LFS server for %s: set lfs_url (or lfs = false to keep the "
-				"pointers)", o->name, o->commit, n_want, want[0]->path, o->remote);
+				"pointers)", o->name, o->commit, n_want, want[0]->path,
+				LFS_SHOWN(shown, o->remote));
 			ret = -EINVAL;
 		}
 		run.endpoint = endpoint;
@@ -578,7 +601,8 @@ int be_git_lfs_fetch(const struct be_git_lfs_opts *o, const char *top,
 		for (size_t i = 0; i < n_want; i++)
 			bytes += want[i]->size;
 		log_info("datastore %s: commit %s: fetching %zu Git LFS object(s), %lld bytes, from "
-			 "%s", o->name, o->commit, n_want, (long long)bytes, endpoint);
+			 "%s", o->name, o->commit, n_want, (long long)bytes,
+			 LFS_SHOWN(shown, endpoint));
 	}
 	for (size_t i = 0; ret == 0 && i < n_want; i += LFS_BATCH_MAX)
 		ret = lfs_batch(&run, want + i, n_want - i < LFS_BATCH_MAX ? n_want - i :
@@ -588,7 +612,8 @@ int be_git_lfs_fetch(const struct be_git_lfs_opts *o, const char *top,
 	if (ret == 0)
 		log_info("datastore %s: commit %s: %zu Git LFS object(s) in place, %zu fetched "
 			 "(%lld bytes)%s%s", o->name, o->commit, n, run.fetched,
-			 (long long)run.bytes, endpoint ? " from " : "", endpoint ? endpoint : "");
+			 (long long)run.bytes, endpoint ? " from " : "",
+			 endpoint ? LFS_SHOWN(shown, endpoint) : "");
 	if (run.auth)
 		remote_destroy(run.auth);
 	if (run.anon)

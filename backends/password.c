@@ -1,10 +1,11 @@
 /*
- * password.c - a datastore's password from `password` or `password_file`
- * (password.h).
+ * password.c - a datastore's password from `password` or `password_file`,
+ * and URLs as logs show them, without the secrets they may hold (password.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -93,4 +94,18 @@ int password_read(const struct datastore_config *cfg, char **out)
 	if (pass && !(*out = strdup(pass)))
 		return -ENOMEM;
 	return 0;
+}
+
+void password_url_shown(char *out, size_t size, const char *url)
+{
+	const char *host = strstr(url, "://");
+	const char *end = url + strcspn(url, "?#");
+	const char *at;
+
+	host = host ? host + 3 : url;
+	at = memchr(host, '@', (size_t)(end - host));
+	if (at && at < host + strcspn(host, "/"))
+		snprintf(out, size, "%.*s%.*s", (int)(host - url), url, (int)(end - at - 1), at + 1);
+	else
+		snprintf(out, size, "%.*s", (int)(end - url), url);
 }

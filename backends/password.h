@@ -2,7 +2,8 @@
  * password.h - a datastore's password given as `password` or `password_file`
  * (smb, ftp): the offline check and the read at create.  The file's first
  * line is the password; a file others can read or change is refused, as
- * ssh refuses a key.  The password is never logged.
+ * ssh refuses a key.  The password is never logged, nor the secrets a URL
+ * holds (password_url_shown).
  */
 #ifndef MLFS_PASSWORD_H
 #define MLFS_PASSWORD_H
@@ -25,5 +26,12 @@ void password_validate(const struct datastore_config *cfg, bool required, struct
  * -ENOMEM.
  */
 int password_read(const struct datastore_config *cfg, char **out);
+
+/*
+ * @url as a log line shows it, into @out (@size bytes, cut if longer):
+ * without its user info (https://USER:TOKEN@HOST), query (a signed URL's
+ * signature) and fragment.
+ */
+void password_url_shown(char *out, size_t size, const char *url);
 
 #endif

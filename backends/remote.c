@@ -48,6 +48,7 @@
 
 #include "backoff.h"
 #include "log.h"
+#include "password.h"
 #include "remote.h"
 
 #define REMOTE_POOL_MAX		32
@@ -361,24 +362,6 @@ static const char *const remote_method_name[] = {
 	[REMOTE_POST] = "POST", [REMOTE_DELETE] = "DELETE",
 };
 
-/* @url without its query, fragment and user info, into @out. */
-static void remote_log_url(char *out, size_t size, const char *url)
-{
-	const char *host = strstr(url, "://");
-	const char *end = url + strcspn(url, "?#");
-	const char *at;
-	int n;
-
-	host = host ? host + 3 : url;
-	at = memchr(host, '@', (size_t)(end - host));
-	if (at && at < host + strcspn(host, "/"))
-		n = snprintf(out, size, "%.*s%.*s", (int)(host - url), url, (int)(end - at - 1),
-			     at + 1);
-	else
-		n = snprintf(out, size, "%.*s", (int)(end - url), url);
-	(void)n;
-}
-
 /* What went wrong, in words, into @out. */
 static void remote_log_what(char *out, size_t size, int code, long status,
 			    const struct remote_xfer *x)
@@ -401,7 +384,7 @@ static void remote_log(struct remote *r, int level, const struct remote_xfer *x,
 {
 	char url[1024], what[CURL_ERROR_SIZE + 64];
 
-	remote_log_url(url, sizeof(url), x->req->url);
+	password_url_shown(url, sizeof(url), x->req->url);
 	remote_log_what(what, sizeof(what), code, status, x);
 	log_msg(level, "%s: %s %s: %s%s", r->name, remote_method_name[x->req->method], url, what,
 		tail);

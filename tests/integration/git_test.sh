@@ -154,6 +154,12 @@ ref = lfs2
 username = mlfs
 password_file = token
 
+# ... and with the token in the URL, as GitLab's CI writes it
+[datastore lfsurl]
+type = git
+url = http://mlfs:$(cat token)@127.0.0.1:$HPORT/private/r.git
+ref = lfs2
+
 [datastore lfsoff]
 type = git
 url = git://127.0.0.1:$PORT/r.git
@@ -248,6 +254,9 @@ check "... and how many were put in place and fetched" \
 	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): 4 Git LFS object(s) in place, 2 fetched (700023 bytes) from http://127.0.0.1:$HPORT/private/r.git/info/lfs" "$LOG"
 check "... no credentials went to the LFS server's own address (its hrefs for /git/)" \
 	bash -c "grep -q '^GET /git/' '$SRV/lfs.log' && ! grep -q ' 400\$' '$SRV/lfs.log'"
+same "... and with the token in the URL (the objects' URLs hold none: it goes as basic auth)" \
+	"$(git_tree lfs2)" "$(tree_of "$M/datastores/lfsurl")"
+check "... which the log never shows" bash -c "grep -q 'datastore lfsurl: git http://127.0.0.1:$HPORT/private/r.git lfs2 at commit' '$LOG' && ! grep -q '$(cat token)' '$LOG'"
 same "with lfs = false the pointer shows, as after git clone without git-lfs" \
 	"version https://git-lfs.github.com/spec/v1" "$(head -1 "$M/datastores/lfsoff/model.safetensors")"
 check "... and the log says so" grep -q "datastore lfsoff: commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors (lfs = false)" "$LOG"
@@ -279,10 +288,11 @@ same "... and lfs2's, its LFS objects in place" "readme $(sha256sum <model.orig)
 check "... from the repository's store: no object fetched again" \
 	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): 4 Git LFS object(s) in place, 0 fetched" "$LOG"
 same "... the LFS server sent nothing" "$gets" "$(grep -c '^GET ' "$SRV/lfs.log")"
-# 3 URLs; git:// at v1, main and dev, and dev with pointers (lfs = false), /git/ at main, v1
-# and main's new commit, /private/ at dev, lfs2 and lfs2's new commit
+# 4 URLs; git:// at v1, main and dev, and dev with pointers (lfs = false), /git/ at main, v1
+# and main's new commit, /private/ at dev, lfs2 and lfs2's new commit, /private/ with the
+# token in the URL at lfs2
 same "... the cache holds one repository per URL and a folder per commit" \
-	"3 10" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
+	"4 11" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
 unmount_fg "$M"
 
 # --- a commit written out already: read with the servers stopped, no fetch at all

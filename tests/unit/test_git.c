@@ -159,6 +159,10 @@ static void test_git_lfs_endpoints_are_derived_as_git_lfs_does(void **state)
 	check_endpoint("http://127.0.0.1:8080/git/r.git", "http://127.0.0.1:8080/git/r.git/info/lfs");
 	/* git:// has no LFS of its own: git-lfs asks the same host over https */
 	check_endpoint("git://127.0.0.1:9418/r.git", "https://127.0.0.1:9418/r.git/info/lfs");
+	/* credentials in the URL are not part of the endpoint (they go as basic auth) */
+	check_endpoint("https://oauth2:glpat-x@gitlab.example.org/team/r.git",
+		       "https://gitlab.example.org/team/r.git/info/lfs");
+	check_endpoint("HTTPS://Host/r", "https://Host/r.git/info/lfs");
 	check_endpoint("ssh://git@host/r.git", NULL);
 	check_endpoint("https://host", NULL);
 	check_endpoint("no-scheme/r.git", NULL);
