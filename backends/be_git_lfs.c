@@ -481,9 +481,14 @@ static int lfs_batch(struct lfs_run *run, const struct be_git_lfs_obj *const *wa
 					  .body = body, .body_len = strlen(body), .body_fd = -1 };
 
 		ret = remote_do(lfs_trusted(o, url) ? run->auth : run->anon, &req, &resp);
-		if (ret < 0)
+		if (ret < 0) {
 			lfs_said(o, "Git LFS batch request", url, &resp, ret);
-		else
+			if (ret != -EACCES)	/* (refused credentials need no more words) */
+				log_err("datastore %s: ... the repository's files kept in Git LFS "
+					"(%s, ...) need that server: name another with lfs_url, or "
+					"set lfs = false to show their pointers", o->name,
+					want[0]->path);
+		} else
 			answer = resp.body ? json_loads(resp.body, 0, NULL) : NULL;
 	}
 	list = json_object_get(answer, "objects");

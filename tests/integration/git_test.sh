@@ -166,6 +166,12 @@ url = git://127.0.0.1:$PORT/r.git
 ref = dev
 lfs = false
 
+# lfs2 over git:// has no LFS server: git-lfs (and mlfs) would ask https://HOST:PORT/r.git/info/lfs
+[datastore nolfs]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = lfs2
+
 [datastore lost]
 type = git
 url = git://127.0.0.1:$PORT/r.git
@@ -260,6 +266,8 @@ check "... which the log never shows" bash -c "grep -q 'datastore lfsurl: git ht
 same "with lfs = false the pointer shows, as after git clone without git-lfs" \
 	"version https://git-lfs.github.com/spec/v1" "$(head -1 "$M/datastores/lfsoff/model.safetensors")"
 check "... and the log says so" grep -q "datastore lfsoff: commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors (lfs = false)" "$LOG"
+fails "a repository without an LFS server fails (EIO)" "Input/output error" ls "$M/datastores/nolfs"
+check "... the log says which endpoint failed and what to do" bash -c "grep -q 'datastore nolfs: commit $(g rev-parse lfs2): Git LFS batch request from https://127.0.0.1:$PORT/r.git/info/lfs/objects/batch: ' '$LOG' && grep -q 'datastore nolfs: ... the repository.s files kept in Git LFS (.*, ...) need that server: name another with lfs_url, or set lfs = false' '$LOG'"
 fails "an object the LFS server lacks fails the datastore (ENOENT)" "No such file or directory" \
 	ls "$M/datastores/lost"
 check "... the log names the file, the object and the server's words" \
