@@ -166,7 +166,7 @@ static const char *lfs_origin(const char *url, size_t *slen, size_t *hlen)
 /* Whether @a and @b have one scheme, host and port (ignoring case and user info). */
 static bool lfs_same_origin(const char *a, const char *b)
 {
-	size_t sa, ha, sb, hb;
+	size_t sa = 0, ha = 0, sb = 0, hb = 0;
 	const char *x = lfs_origin(a, &sa, &ha), *y = lfs_origin(b, &sb, &hb);
 
 	return x && y && sa == sb && ha == hb && strncasecmp(a, b, sa) == 0 &&
