@@ -8,6 +8,10 @@
 # CMAKE_BUILD_TYPE=None, as debhelper configures a CMake package); and one
 # without the optional backends (nfs, smb, and s3, gcs, azure, http, ftp), whose unit tests it runs.
 #
+# MATRIX_BUILT names builds the caller made already with the same compiler,
+# type and -Werror (scripts/test.sh: its plain build is gcc-RelWithDebInfo,
+# its sanitizer build gcc-Debug): each is said and not made again.
+#
 # Each build goes to build/matrix/<compiler>-<type>, its output to a .log
 # beside it.  Prints one line per build and a summary "N passed, N failed";
 # exits non-zero when one failed.  scripts/test.sh runs it.
@@ -22,6 +26,10 @@ failed=0
 build_one() {
 	local name=$1 cc=$2 type=$3 cflags=${4:-} ldflags=${5:-} dir=$out/$1
 	local start=$SECONDS
+	case " ${MATRIX_BUILT:-} " in *" $name "*)
+		echo "# $name: built by the caller already"
+		return ;;
+	esac
 	rm -rf "$dir"
 	if CFLAGS=$cflags LDFLAGS=$ldflags cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" \
 		-DCMAKE_BUILD_TYPE="$type" -DMLFS_WERROR=ON >"$dir.log" 2>&1 &&
