@@ -163,7 +163,10 @@ static json_t *spec_names_json(char *const *names, size_t n)
 	return a;
 }
 
-/* Adds @l as {"type", "path"} (and "archive" when @archive) under @key, when set. */
+/*
+ * Adds @l as {"type", "path"} (and "archive" when @archive) under @key, when
+ * set; the password of a URL path redacted.
+ */
 static void spec_location_json(json_t *o, const char *key, const struct spec_location *l,
 			       bool archive)
 {
@@ -171,7 +174,9 @@ static void spec_location_json(json_t *o, const char *key, const struct spec_loc
 
 	if (!l->type)
 		return;
-	v = json_pack("{s:s, s:s?}", "type", l->type, "path", l->path);
+	/* a URL's password (a git or web source's token) shown as the environment's are */
+	v = json_pack("{s:s, s:o?}", "type", l->type, "path",
+		      l->path ? spec_env_value(l->path) : NULL);
 	if (v && archive)
 		json_object_set_new(v, "archive", json_boolean(l->archive));
 	json_object_set_new(o, key, v);

@@ -524,7 +524,7 @@ static void test_spec_to_json_shows_the_data_object(void **state)
 	struct spec *s = parse_ok(WITH_WORKER(
 		"  \"type\": \"inference\",\n"
 		"  \"data\": {\"datasets\": [\"PASCAL VOC\", \"mnist\"],\n"
-		"    \"input\": {\"type\": \"web\", \"path\": \"https://h/x.tar.gz\"},\n"
+		"    \"input\": {\"type\": \"web\", \"path\": \"https://me:tok@h/x.tar.gz\"},\n"
 		"    \"output\": {\"type\": \"s3\", \"path\": \"s3://b/out/\", \"archive\": false}},\n"
 		"  \"model\": {\"type\": \"datastore\", \"path\": \"code:/m/\"},\n"
 		"  \"checkpoints\": [\"ck1\"],\n"));
@@ -546,7 +546,7 @@ static void test_spec_to_json_shows_the_data_object(void **state)
 		"    ],\n"
 		"    \"input\": {\n"
 		"      \"type\": \"web\",\n"
-		"      \"path\": \"https://h/x.tar.gz\"\n"
+		"      \"path\": \"https://me:<redacted>@h/x.tar.gz\"\n"
 		"    },\n"
 		"    \"output\": {\n"
 		"      \"type\": \"s3\",\n"
@@ -559,6 +559,8 @@ static void test_spec_to_json_shows_the_data_object(void **state)
 		"    }\n"
 		"  }\n"
 		"}");
+	/* the model itself keeps the password */
+	assert_string_equal(s->data.input.path, "https://me:tok@h/x.tar.gz");
 	free(text);
 	spec_free(s);
 	/* absent parts are left out */
