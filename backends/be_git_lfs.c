@@ -189,10 +189,13 @@ static char *lfs_endpoint_of(const struct be_git_lfs_opts *o, const char *top)
 	git_config *cfg = NULL;
 	git_buf buf = { 0 };
 	char *path = NULL, *url = NULL;
+	struct stat st;
 
 	if (o->lfs_url)
 		return strdup(o->lfs_url);
-	if (path_join(&path, top, ".lfsconfig") == 0 && access(path, R_OK) == 0 &&
+	/* the commit's own file: a link in it (to a file of this machine) is not read */
+	if (path_join(&path, top, ".lfsconfig") == 0 && lstat(path, &st) == 0 &&
+	    S_ISREG(st.st_mode) &&
 	    git_config_open_ondisk(&cfg, path) == 0 &&
 	    git_config_get_string_buf(&buf, cfg, "lfs.url") == 0 && buf.ptr && buf.ptr[0])
 		url = strdup(buf.ptr);
@@ -574,7 +577,7 @@ int be_git_lfs_fetch(const struct be_git_lfs_opts *o, const char *top,
 	const struct be_git_lfs_obj **want = calloc(n ? n : 1, sizeof(*want));
 	char *endpoint = NULL, shown[1024];
 	size_t n_want = 0;
-	int ret = want && path_mkdirs(o->store, 0755) == 0 ? 0 : -ENOMEM;
+	int ret = want ? path_mkdirs(o->store, 0755) : -ENOMEM;
 
 	for (size_t i = 0; ret == 0 && i < n; i++)
 		if (!lfs_stored(o, &objs[i]) && lfs_find(objs, i, objs[i].oid) == NULL)

@@ -74,8 +74,12 @@ g checkout -qb dev && echo "dev" >work/dev.txt && g lfs track "*.safetensors" "*
 g checkout -qb lfs2 && g rm -q .lfsconfig && head -c 700000 /dev/urandom >work/sub/extra.pt &&
 	cp work/sub/extra.pt work/copy.pt && printf '#!/bin/sh\necho lfs ran\n' >work/tool.pt &&
 	chmod 755 work/tool.pt && g add -A && g commit -qm lfs2
+# lnk: .lfsconfig a link to a file of this machine naming another server: not read
+printf '[lfs]\n\turl = http://127.0.0.1:1/elsewhere/info/lfs\n' >"$T_DIR/evil.lfsconfig"
+g checkout -qb lnk && ln -s "$T_DIR/evil.lfsconfig" work/.lfsconfig && g add -A &&
+	g commit -qm lnk && g checkout -q dev
 # lost: an object nobody pushed; bad: one the server will hold other bytes for
-g checkout -q dev && g checkout -qb lost && head -c 5000 /dev/urandom >work/lost.pt &&
+g checkout -qb lost && head -c 5000 /dev/urandom >work/lost.pt &&
 	g add -A && g commit -qm lost
 g checkout -q dev && g checkout -qb bad && head -c 6000 /dev/urandom >work/bad.pt &&
 	g add -A && g commit -qm bad && g checkout -q main ||
@@ -151,6 +155,13 @@ ref = main
 type = git
 url = http://127.0.0.1:$HPORT/private/r.git
 ref = lfs2
+username = mlfs
+password_file = token
+
+[datastore lfslink]
+type = git
+url = http://127.0.0.1:$HPORT/private/r.git
+ref = lnk
 username = mlfs
 password_file = token
 
@@ -263,6 +274,8 @@ check "... no credentials went to the LFS server's own address (its hrefs for /g
 same "... and with the token in the URL (the objects' URLs hold none: it goes as basic auth)" \
 	"$(git_tree lfs2)" "$(tree_of "$M/datastores/lfsurl")"
 check "... which the log never shows" bash -c "grep -q 'datastore lfsurl: git http://127.0.0.1:$HPORT/private/r.git lfs2 at commit' '$LOG' && ! grep -q '$(cat token)' '$LOG'"
+same "a .lfsconfig that is a link (to a file of this machine) is not read" \
+	"$(sha256sum <model.orig)" "$(sha256sum <"$M/datastores/lfslink/model.safetensors")"
 same "with lfs = false the pointer shows, as after git clone without git-lfs" \
 	"version https://git-lfs.github.com/spec/v1" "$(head -1 "$M/datastores/lfsoff/model.safetensors")"
 check "... and the log says so" grep -q "datastore lfsoff: commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors (lfs = false)" "$LOG"
@@ -297,10 +310,10 @@ check "... from the repository's store: no object fetched again" \
 	grep -q "datastore lfspriv: commit $(g rev-parse lfs2): 4 Git LFS object(s) in place, 0 fetched" "$LOG"
 same "... the LFS server sent nothing" "$gets" "$(grep -c '^GET ' "$SRV/lfs.log")"
 # 4 URLs; git:// at v1, main and dev, and dev with pointers (lfs = false), /git/ at main, v1
-# and main's new commit, /private/ at dev, lfs2 and lfs2's new commit, /private/ with the
-# token in the URL at lfs2
+# and main's new commit, /private/ at dev, lfs2, lfs2's new commit and lnk, /private/ with
+# the token in the URL at lfs2
 same "... the cache holds one repository per URL and a folder per commit" \
-	"4 11" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
+	"4 12" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
 unmount_fg "$M"
 
 # --- a commit written out already: read with the servers stopped, no fetch at all
