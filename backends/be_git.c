@@ -349,37 +349,34 @@ static int be_git_walk_entry(const char *root, const git_tree_entry *entry, void
  */
 static int be_git_lfs_objects(struct be_git *g, struct be_git_walk *w)
 {
-	const char *why = g->lfs ? "this mlfs is built without libcurl" : "lfs = false";
-	char *store = NULL;
-	int ret = 0;
-
 	if (w->n_bad > 0)
 		log_warn("datastore %s: commit %s: %zu file(s) begin as Git LFS pointers but their "
 			 "oid or size line is not the spec's: shown as git stores them",
 			 g->base.name, g->commit, w->n_bad);
+	if (w->n_lfs == 0)
+		return 0;
 #if BE_GIT_LFS_FETCH
-	if (g->lfs && w->n_lfs > 0) {
+	if (g->lfs) {
 		struct be_git_lfs_opts o = { .name = g->base.name, .commit = g->commit,
 					     .remote = g->url, .lfs_url = g->lfs_url,
 					     .user = g->user, .token = g->token,
 					     .timeout = g->timeout, .retries = g->retries,
 					     .requests = &g->base.stats.requests };
+		char *store = NULL;
+		int ret = asprintf(&store, "%s/lfs", g->dir) < 0 ? -ENOMEM : 0;
 
-		if (asprintf(&store, "%s/lfs", g->dir) < 0)
-			return -ENOMEM;
 		o.store = store;
-		ret = be_git_lfs_fetch(&o, w->top, w->lfs, w->n_lfs);
+		if (ret == 0)
+			ret = be_git_lfs_fetch(&o, w->top, w->lfs, w->n_lfs);
 		free(store);
 		return ret;
 	}
 #endif
-	(void)store;
-	if (w->n_lfs > 0)
-		log_warn("datastore %s: commit %s: Git LFS pointers in place of %zu file(s), the "
-			 "first %s (%s): each shows the pointer's few lines, not the data, as "
-			 "after git clone without git-lfs", g->base.name, g->commit, w->n_lfs,
-			 w->lfs[0].path, why);
-	return ret;
+	log_warn("datastore %s: commit %s: Git LFS pointers in place of %zu file(s), the first %s "
+		 "(%s): each shows the pointer's few lines, not the data, as after git clone "
+		 "without git-lfs", g->base.name, g->commit, w->n_lfs, w->lfs[0].path,
+		 g->lfs ? "this mlfs is built without libcurl" : "lfs = false");
+	return 0;
 }
 
 /* Writes commit @oid's tree out as @final (be_git_have_tree's path), atomically. */
@@ -797,20 +794,14 @@ static int be_git_where(struct be_git *g, const struct datastore_config *cfg)
  */
 static int be_git_url_credentials(struct be_git *g)
 {
-	const char *host = strstr(g->url, "://"), *at, *colon;
+	const char *user, *colon;
 	size_t len;
 
-	if (!host)
-		return 0;
-	host += 3;
-	len = strcspn(host, "/");
-	at = memchr(host, '@', len);
-	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-	if (!colon)
+	if (!password_url_userinfo(g->url, &user, &len) || !(colon = memchr(user, ':', len)))
 		return 0;
 	free(g->user);
-	g->user = strndup(host, (size_t)(colon - host));
-	g->token = strndup(colon + 1, (size_t)(at - colon - 1));
+	g->user = strndup(user, (size_t)(colon - user));
+	g->token = strndup(colon + 1, len - (size_t)(colon + 1 - user));
 	return g->user && g->token ? 0 : -ENOMEM;
 }
 
@@ -830,7 +821,7 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 	pthread_mutex_init(&g->lock, NULL);
 	g->base.name = cfg->name;
 	ret = be_git_where(g, cfg);
-	if (ret == 0 && !(g->shown = malloc(strlen(g->url) + 1)))
+	if (ret == 0 && !(g->shown = strdup(g->url)))	/* as long as it can get */
 		ret = -ENOMEM;
 	if (ret == 0)
 		password_url_shown(g->shown, strlen(g->url) + 1, g->url);

@@ -101,8 +101,8 @@ int be_git_lfs_parse(const char *data, size_t len, char oid[BE_GIT_LFS_OID_LEN +
 
 char *be_git_lfs_endpoint(const char *remote)
 {
-	const char *sep = strstr(remote, "://"), *rest, *scheme, *at;
-	size_t slen, len;
+	const char *sep = strstr(remote, "://"), *rest, *scheme, *user;
+	size_t slen, len, ulen;
 	char *out = NULL;
 
 	if (!sep)
@@ -117,9 +117,8 @@ char *be_git_lfs_endpoint(const char *remote)
 	else
 		return NULL;
 	rest = sep + 3;
-	at = memchr(rest, '@', strcspn(rest, "/"));
-	if (at)
-		rest = at + 1;	/* the user info: credentials go apart (basic auth) */
+	if (password_url_userinfo(remote, &user, &ulen))
+		rest = user + ulen + 1;	/* credentials go apart (basic auth) */
 	len = strlen(rest);
 	while (len > 0 && rest[len - 1] == '/')
 		len--;
@@ -148,18 +147,14 @@ struct lfs_run {
 /* The scheme of @url (its length into *slen) and its host:port, user info left out. */
 static const char *lfs_origin(const char *url, size_t *slen, size_t *hlen)
 {
-	const char *sep = strstr(url, "://"), *host, *at;
+	const char *sep = strstr(url, "://"), *host, *user;
+	size_t ulen;
 
 	if (!sep)
 		return NULL;
 	*slen = (size_t)(sep - url);
-	host = sep + 3;
+	host = password_url_userinfo(url, &user, &ulen) ? user + ulen + 1 : sep + 3;
 	*hlen = strcspn(host, "/?#");
-	at = memchr(host, '@', *hlen);
-	if (at) {
-		*hlen -= (size_t)(at + 1 - host);
-		host = at + 1;
-	}
 	return host;
 }
 
@@ -508,9 +503,9 @@ static int lfs_batch(struct lfs_run *run, const struct be_git_lfs_obj *const *wa
 		size_t k;
 
 		json_array_foreach(list, k, v)
-			if (!answers[i] &&
-			    lfs_find(want[i], 1, json_string_value(json_object_get(v, "oid"))))
-				answers[i] = v;
+			if (!answers[i] && lfs_find(want[i], 1, json_string_value(
+							json_object_get(v, "oid"))))
+				answers[i] = v;	/* (a search of one: want[i] names it) */
 		if (!answers[i]) {
 			log_err("datastore %s: commit %s: Git LFS object of %s: not in the server's "
 				"batch answer", o->name, o->commit, want[i]->path);

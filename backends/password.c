@@ -96,16 +96,29 @@ int password_read(const struct datastore_config *cfg, char **out)
 	return 0;
 }
 
+bool password_url_userinfo(const char *url, const char **start, size_t *len)
+{
+	const char *auth = strstr(url, "://"), *at;
+
+	if (!auth)
+		return false;
+	auth += 3;
+	at = memchr(auth, '@', strcspn(auth, "/?#"));
+	if (!at)
+		return false;
+	*start = auth;
+	*len = (size_t)(at - auth);
+	return true;
+}
+
 void password_url_shown(char *out, size_t size, const char *url)
 {
-	const char *host = strstr(url, "://");
-	const char *end = url + strcspn(url, "?#");
-	const char *at;
+	const char *end = url + strcspn(url, "?#"), *user;
+	size_t len;
 
-	host = host ? host + 3 : url;
-	at = memchr(host, '@', (size_t)(end - host));
-	if (at && at < host + strcspn(host, "/"))
-		snprintf(out, size, "%.*s%.*s", (int)(host - url), url, (int)(end - at - 1), at + 1);
+	if (password_url_userinfo(url, &user, &len))
+		snprintf(out, size, "%.*s%.*s", (int)(user - url), url,
+			 (int)(end - (user + len + 1)), user + len + 1);
 	else
 		snprintf(out, size, "%.*s", (int)(end - url), url);
 }

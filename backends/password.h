@@ -28,6 +28,13 @@ void password_validate(const struct datastore_config *cfg, bool required, struct
 int password_read(const struct datastore_config *cfg, char **out);
 
 /*
+ * Where the user info of @url is (scheme://USER[:PASSWORD]@HOST/...): its
+ * start into *start, its length (the '@' left out) into *len.  False when
+ * @url has none (no scheme, or no '@' before the path, query or fragment).
+ */
+bool password_url_userinfo(const char *url, const char **start, size_t *len);
+
+/*
  * @url as a log line shows it, into @out (@size bytes, cut if longer):
  * without its user info (https://USER:TOKEN@HOST), query (a signed URL's
  * signature) and fragment.

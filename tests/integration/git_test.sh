@@ -76,7 +76,10 @@ g checkout -qb lfs2 && g rm -q .lfsconfig && head -c 700000 /dev/urandom >work/s
 	chmod 755 work/tool.pt && g add -A && g commit -qm lfs2
 # lnk: .lfsconfig a link to a file of this machine naming another server: not read
 printf '[lfs]\n\turl = http://127.0.0.1:1/elsewhere/info/lfs\n' >"$T_DIR/evil.lfsconfig"
-g checkout -qb lnk && ln -s "$T_DIR/evil.lfsconfig" work/.lfsconfig && g add -A &&
+# (and odd.txt begins as a pointer but names no SHA-256: shown as it is, said)
+printf 'version https://git-lfs.github.com/spec/v1\noid sha256:nothex\nsize 1\n' >odd.txt
+g checkout -qb lnk && ln -s "$T_DIR/evil.lfsconfig" work/.lfsconfig && cp odd.txt work/ &&
+	g add -A &&
 	g commit -qm lnk && g checkout -q dev
 # lost: an object nobody pushed; bad: one the server will hold other bytes for
 g checkout -qb lost && head -c 5000 /dev/urandom >work/lost.pt &&
@@ -276,6 +279,9 @@ same "... and with the token in the URL (the objects' URLs hold none: it goes as
 check "... which the log never shows" bash -c "grep -q 'datastore lfsurl: git http://127.0.0.1:$HPORT/private/r.git lfs2 at commit' '$LOG' && ! grep -q '$(cat token)' '$LOG'"
 same "a .lfsconfig that is a link (to a file of this machine) is not read" \
 	"$(sha256sum <model.orig)" "$(sha256sum <"$M/datastores/lfslink/model.safetensors")"
+same "... a file that begins as a pointer but is none of the spec's is shown as git has it" \
+	"$(sha256sum <odd.txt)" "$(sha256sum <"$M/datastores/lfslink/odd.txt")"
+check "... and said once" grep -q "datastore lfslink: commit $(g rev-parse lnk): 1 file(s) begin as Git LFS pointers but their oid or size line is not the spec's" "$LOG"
 same "with lfs = false the pointer shows, as after git clone without git-lfs" \
 	"version https://git-lfs.github.com/spec/v1" "$(head -1 "$M/datastores/lfsoff/model.safetensors")"
 check "... and the log says so" grep -q "datastore lfsoff: commit $(g rev-parse dev): Git LFS pointers in place of 1 file(s), the first model.safetensors (lfs = false)" "$LOG"

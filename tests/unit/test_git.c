@@ -19,6 +19,7 @@
 #include "be_git.h"
 #include "be_git_lfs.h"
 #include "cfg_check.h"
+#include "password.h"
 
 static void check_split(const char *src, const char *url, const char *ref)
 {
@@ -168,6 +169,36 @@ static void test_git_lfs_endpoints_are_derived_as_git_lfs_does(void **state)
 	check_endpoint("no-scheme/r.git", NULL);
 }
 
+static void check_shown(const char *url, const char *want)
+{
+	char out[256];
+
+	password_url_shown(out, sizeof(out), url);
+	assert_string_equal(out, want);
+}
+
+/* The user info git and LFS take credentials from, and log lines leave out (password.c). */
+static void test_git_urls_give_credentials_and_are_logged_without(void **state)
+{
+	const char *user;
+	size_t len;
+
+	(void)state;
+	assert_true(password_url_userinfo("https://oauth2:tok@gitlab.example.org/t/r.git", &user,
+					  &len));
+	assert_int_equal(len, strlen("oauth2:tok"));
+	assert_memory_equal(user, "oauth2:tok", len);
+	assert_true(password_url_userinfo("git://me@h/r.git", &user, &len));
+	assert_int_equal(len, 2);
+	assert_false(password_url_userinfo("https://h/a@b/r.git", &user, &len));	/* in the path */
+	assert_false(password_url_userinfo("https://h/r?x=a@b", &user, &len));	/* in the query */
+	assert_false(password_url_userinfo("me:tok@h/r.git", &user, &len));	/* no scheme */
+	check_shown("https://oauth2:tok@gitlab.example.org/t/r.git", "https://gitlab.example.org/t/r.git");
+	check_shown("https://h/o?X-Amz-Signature=abc", "https://h/o");
+	check_shown("https://u:p@h/o#frag", "https://h/o");
+	check_shown("http://127.0.0.1:8080/git/r.git", "http://127.0.0.1:8080/git/r.git");
+}
+
 static void test_git_datastore_sections_are_checked_with_lines(void **state)
 {
 	static const char *const want[] = {
@@ -221,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_git_lfs_pointers_are_told_from_files),
 		cmocka_unit_test(test_git_lfs_pointers_name_an_object_and_a_size),
 		cmocka_unit_test(test_git_lfs_endpoints_are_derived_as_git_lfs_does),
+		cmocka_unit_test(test_git_urls_give_credentials_and_are_logged_without),
 		cmocka_unit_test(test_git_datastore_sections_are_checked_with_lines),
 		cmocka_unit_test(test_git_source_borrows_its_repositorys_credentials),
 	};
