@@ -11,6 +11,8 @@
  * tree happen under flock(LOCK_EX) of the folder's `lock` file, so two
  * datastores of one repository, in one process or two, take turns: the
  * second finds what the first brought and writes nothing.
+ * The folder is kept under git_cache_size by be_git_evict.c: the tree a
+ * datastore reads is held (be_git_hold) for as long as the datastore lives.
  *
  * What a ref means: a full commit id is used as it is, and when its tree
  * is written out already nothing is asked of the server at all; a branch or
@@ -75,12 +77,15 @@ struct be_git {
 	bool lfs;		/* Git LFS objects fetched in place of their pointers */
 	char *lfs_url;		/* the configured LFS endpoint, or NULL */
 	long timeout, retries;
+	uint64_t cache_max;	/* git_cache_size: cache_dir/git kept under it; 0: no limit */
 	pthread_mutex_t lock;
 	struct backend *tree;	/* the local backend of the commit; NULL until fetched; set
 				 * once under lock (release), read without it (acquire) */
 	int error;		/* lock: the last failure */
 	time_t failed_at;	/* lock: when (CLOCK_MONOTONIC seconds) */
 	int auth_tries;		/* lock: credentials handed out in this fetch */
+	bool wrote;		/* lock: this load wrote a tree out */
+	int held;		/* the tree's stamp, held while @tree lives (be_git_hold); or -1 */
 	char commit[GIT_OID_HEXSZ + 1];
 };
 
@@ -473,38 +478,18 @@ static int be_git_get(struct be_git *g, git_repository *repo, char *tree_path, s
 	}
 	git_commit_free(have);
 	git_remote_free(remote);
-	if (ret == 0 && !be_git_have_tree(g, g->commit, tree_path, size))
+	if (ret == 0 && !be_git_have_tree(g, g->commit, tree_path, size)) {
 		ret = be_git_write_tree(g, repo, &oid, tree_path);
+		g->wrote = ret == 0;
+	}
 	return ret;
 }
 
-/* be_git_get under flock(LOCK_EX) of @g->dir/lock: one fetch and one writer of a tree at a time. */
-static int be_git_get_locked(struct be_git *g, git_repository *repo, char *tree_path,
-			     size_t size)
-{
-	char *path = NULL;
-	int fd = -1, ret = asprintf(&path, "%s/lock", g->dir) < 0 ? -ENOMEM : 0;
-
-	if (ret == 0 && (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		ret = -errno;
-	while (ret == 0 && flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			ret = -errno;
-	if (ret < 0)
-		log_err("datastore %s: %s: %s", g->base.name, path ? path : g->dir,
-			strerror(-ret));
-	free(path);
-	if (ret == 0)
-		ret = be_git_get(g, repo, tree_path, size);
-	if (fd >= 0)
-		close(fd);	/* and the lock with it */
-	return ret;
-}
-
-/* Opens (or makes) the cache's bare repository of @g. */
+/* Opens (or makes) the cache's bare repository of @g; under its lock. */
 static int be_git_repo(struct be_git *g, git_repository **repo)
 {
 	char *path = NULL;
+	FILE *f;
 	int ret;
 
 	if (asprintf(&path, "%s/trees", g->dir) < 0)
@@ -513,11 +498,46 @@ static int be_git_repo(struct be_git *g, git_repository **repo)
 	free(path);
 	if (ret < 0 || asprintf(&path, "%s/repo.git", g->dir) < 0)
 		return ret < 0 ? ret : -ENOMEM;
-	if (git_repository_open_bare(repo, path) < 0 && git_repository_init(repo, path, 1) < 0) {
-		log_err("datastore %s: %s: %s", g->base.name, path, be_git_why(-1));
-		ret = -EIO;
+	if (git_repository_open_bare(repo, path) < 0) {
+		if (git_repository_init(repo, path, 1) < 0) {
+			log_err("datastore %s: %s: %s", g->base.name, path, be_git_why(-1));
+			ret = -EIO;
+		}
+		/* which repository the folder is, for people and the evictor's log */
+		free(path);
+		path = NULL;
+		if (ret == 0 && asprintf(&path, "%s/url", g->dir) >= 0 && (f = fopen(path, "we"))) {
+			fprintf(f, "%s\n", g->shown);
+			fclose(f);
+		}
 	}
 	free(path);
+	return ret;
+}
+
+/*
+ * be_git_get under flock(LOCK_EX) of @g->dir/lock (be_git_lock): one fetch
+ * and one writer of a tree at a time, and no evictor; the tree found is
+ * held (be_git_hold) before the lock goes.
+ */
+static int be_git_get_locked(struct be_git *g, char *tree_path, size_t size)
+{
+	git_repository *repo = NULL;
+	int fd = be_git_lock(g->dir, true), ret = fd < 0 ? fd : 0;
+
+	if (ret < 0)
+		log_err("datastore %s: %s/lock: %s", g->base.name, g->dir, strerror(-ret));
+	if (ret == 0)
+		ret = be_git_repo(g, &repo);
+	if (ret == 0)
+		ret = be_git_get(g, repo, tree_path, size);
+	if (ret == 0 && (g->held = be_git_hold(tree_path)) < 0) {
+		ret = g->held;
+		log_err("datastore %s: %s.used: %s", g->base.name, tree_path, strerror(-ret));
+	}
+	git_repository_free(repo);
+	if (fd >= 0)
+		close(fd);	/* and the lock with it */
 	return ret;
 }
 
@@ -526,15 +546,13 @@ static int be_git_load(struct be_git *g)
 {
 	struct datastore_config ds = { .file = NULL, .name = g->base.name, .uid = -1, .gid = -1,
 				       .mode = -1, .timeout = -1, .retries = -1 };
-	git_repository *repo = NULL;
 	struct backend *tree = NULL;
 	char tree_path[PATH_MAX];
-	int ret = be_git_repo(g, &repo);
+	int ret;
 
 	g->auth_tries = 0;
-	if (ret == 0)
-		ret = be_git_get_locked(g, repo, tree_path, sizeof(tree_path));
-	git_repository_free(repo);
+	g->wrote = false;
+	ret = be_git_get_locked(g, tree_path, sizeof(tree_path));
 	if (ret == 0)
 		ret = config_kv_add(&ds, "root", tree_path, 0);
 	if (ret == 0)
@@ -545,6 +563,10 @@ static int be_git_load(struct be_git *g)
 		tree->index = g->base.index;
 		__atomic_store_n(&g->tree, tree, __ATOMIC_RELEASE);
 	}
+	if (ret < 0 && g->held >= 0) {
+		close(g->held);
+		g->held = -1;
+	}
 	for (size_t i = 0; i < ds.n_kv; i++) {
 		free(ds.kv[i].key);
 		free(ds.kv[i].value);
@@ -553,6 +575,16 @@ static int be_git_load(struct be_git *g)
 	if (ret == 0)
 		log_info("datastore %s: git %s%s%s at commit %s", g->base.name, g->shown,
 			 g->ref[0] ? " " : "", g->ref, g->commit);
+	/* the folder grew: the least recently read trees no one reads go, while it is too big */
+	if (ret == 0 && g->wrote && g->cache_max > 0) {
+		char *top = strdup(g->dir);
+
+		if (top && strrchr(top, '/'))
+			*strrchr(top, '/') = '\0';
+		if (top)
+			be_git_evict(top, g->cache_max);
+		free(top);
+	}
 	return ret;
 }
 
@@ -753,6 +785,8 @@ static void be_git_free(struct be_git *g)
 {
 	if (g->tree)
 		g->tree->ops->destroy(g->tree);
+	if (g->held >= 0)
+		close(g->held);	/* the tree may go now */
 	pthread_mutex_destroy(&g->lock);
 	free(g->url);
 	free(g->shown);
@@ -815,6 +849,8 @@ static int be_git_create(struct backend **out, const struct datastore_config *cf
 	if (!g)
 		return -ENOMEM;
 	g->lfs = !lfs || config_parse_bool(lfs) != 0;
+	g->held = -1;
+	g->cache_max = cfg->git_cache_size;
 	g->timeout = cfg->timeout;
 	g->retries = cfg->retries;
 	git_libgit2_init();

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
 
@@ -36,5 +37,29 @@ bool be_git_is_commit(const char *ref);
  * than 1 KiB, the spec's version line first, an "oid sha256:" line.
  */
 bool be_git_is_lfs_pointer(const char *data, size_t len);
+
+/* ---- cache_dir/git kept under git_cache_size (be_git_evict.c) ---- */
+
+/*
+ * Takes flock(LOCK_EX) of @dir/lock (a repository's folder, made when
+ * missing), waiting for it or not (@wait): the lock's fd, -EWOULDBLOCK
+ * when not waiting and it is held, or -errno.  The lock is that of the
+ * folder as it is now: one the evictor took away while we waited is left.
+ */
+int be_git_lock(const char *dir, bool wait);
+
+/*
+ * Marks tree folder @tree read (flock(LOCK_SH) of @tree.used, its mtime
+ * now) until the fd returned is closed; -errno.  Taken under be_git_lock.
+ */
+int be_git_hold(const char *tree);
+
+/*
+ * Removes from cache_dir/git (@top) the least recently read trees that no
+ * one holds, the Git LFS objects no tree links any more and a repository
+ * whose last tree went, while it takes more than @max bytes (0: no limit,
+ * nothing removed).  What it takes afterwards, in bytes.
+ */
+uint64_t be_git_evict(const char *top, uint64_t max);
 
 #endif

@@ -298,6 +298,7 @@ int config_finish(struct mlfs_config *cfg)
 
 		ds->state_dir = cfg->state_dir;
 		ds->cache_dir = cfg->cache_dir;
+		ds->git_cache_size = cfg->git_cache_size;
 		if (ds->timeout < 0)
 			ds->timeout = cfg->timeout;
 		if (ds->retries < 0)

@@ -49,6 +49,7 @@ struct datastore_config {
 	/* Borrowed from struct mlfs_config, for backends that stage or cache. */
 	const char *state_dir;
 	const char *cache_dir;
+	uint64_t git_cache_size;	/* the same: cache_dir/git kept under it (be_git_evict) */
 	/* Every key of the section, in file order, common keys included. */
 	struct config_kv *kv;
 	size_t n_kv;
@@ -162,6 +163,7 @@ struct mlfs_config {
 	char *state_dir;
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes */
+	uint64_t git_cache_size;	/* bytes of cache_dir/git (git backend); 0: no limit */
 	char *executor;		/* an executor's name (exec.h checks it: exec_check_config);
 				 * NULL: not set, the registry's default */
 	int executor_line;	/* where it was set; 0 = not set */

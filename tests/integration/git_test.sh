@@ -17,7 +17,9 @@
 # (behind basic auth), credentials never sent to another origin, objects
 # kept once per repository (the next commit fetches none), lfs = false
 # showing the pointers, an object the server lacks (ENOENT) or sends wrong
-# (EIO), named; bad lfs keys refused by mlfs check.
+# (EIO), named; bad lfs keys refused by mlfs check. git_cache_size: trees two
+# mounts read kept over it, the least recently read removed (and named) once no
+# mount reads them, and written out again from the kept repository.
 # Usage: git_test.sh MLFS POSIX_CHECK
 set -u
 MLFS=$(readlink -f "$1")
@@ -319,7 +321,7 @@ same "... the LFS server sent nothing" "$gets" "$(grep -c '^GET ' "$SRV/lfs.log"
 # and main's new commit, /private/ at dev, lfs2, lfs2's new commit and lnk, /private/ with
 # the token in the URL at lfs2
 same "... the cache holds one repository per URL and a folder per commit" \
-	"4 12" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/* | wc -l)"
+	"4 12" "$(ls -d cache/git/*/repo.git | wc -l) $(ls -d cache/git/*/trees/*/ | wc -l)"
 unmount_fg "$M"
 
 # --- a commit written out already: read with the servers stopped, no fetch at all
@@ -337,6 +339,37 @@ CONF
 mount_fg pinned.conf "$T_DIR/mnt" || { not_ok "mount of the pinned model came up"; t_finish; exit 1; }
 same "a pinned commit in the cache reads with every server stopped" "$(git_tree v1)" \
 	"$(tree_of "$M/models/pinned")"
+unmount_fg "$M"
+"$GIT_SH" start "$SRV" "$PORT" >/dev/null || not_ok "git servers started again"
+
+# --- git_cache_size: what a mount reads stays, the least recently read goes when it is over
+# evict_conf NAME REF: NAME.conf, a mount of git://.../r.git at REF, in a cache of 1 KiB
+evict_conf() {
+	printf '[mlfs]\nstate_dir = state\ncache_dir = cache2\ngit_cache_size = 1K\n\n' >"$1.conf"
+	printf '[datastore r]\ntype = git\nurl = git://127.0.0.1:%s/r.git\nref = %s\n' "$PORT" "$2" >>"$1.conf"
+}
+evict_conf ev1 "$V1" && evict_conf ev2 main && evict_conf ev3 dev
+mkdir -p mnt2
+mount_fg ev1.conf "$T_DIR/mnt" || { not_ok "mount at v1 came up"; t_finish; exit 1; }
+same "over git_cache_size, a tree a mount reads is kept" "first" "$(cat "$M/datastores/r/a.txt")"
+P1=$MOUNT_PID
+mount_fg ev2.conf "$T_DIR/mnt2" || { not_ok "mount at main came up"; t_finish; exit 1; }
+same "... and another mount's next to it" "third" "$(cat "$T_DIR/mnt2/datastores/r/a.txt")"
+same "... both in the cache" "2" "$(ls -d cache2/git/*/trees/*/ | wc -l)"
+check "... and the log says why it is over" grep -q "git cache: .*cache2/git takes [0-9]* bytes, more than git_cache_size (1024): the rest is read by datastores" "$T_DIR/mount.mnt2.log"
+unmount_fg "$T_DIR/mnt2"
+MOUNT_PID=$P1
+unmount_fg "$M"
+mount_fg ev3.conf "$T_DIR/mnt" || { not_ok "mount at dev came up"; t_finish; exit 1; }
+same "the next commit written out reads" "$(sha256sum <model.orig)" \
+	"$(sha256sum <"$M/datastores/r/model.safetensors")"
+same "... and the trees no mount reads went" "$(g rev-parse dev)+lfs/" "$(cd cache2/git/*/trees && ls -d */)"
+check "... the oldest first, each named with its repository" bash -c "grep -n 'git cache: removed commit $V1 of git://127.0.0.1:$PORT/r.git, last read ' '$LOG' | cut -d: -f1 >a && grep -n 'git cache: removed commit $(g rev-parse main) of git://' '$LOG' | cut -d: -f1 >b && [ \$(cat a) -lt \$(cat b) ]"
+unmount_fg "$M"
+"$GIT_SH" stop "$SRV"
+mount_fg ev1.conf "$T_DIR/mnt" || { not_ok "mount at v1 came up again"; t_finish; exit 1; }
+same "... a removed tree is written out again from the repository, kept, with no server" \
+	"$(git_tree v1)" "$(tree_of "$M/datastores/r")"
 unmount_fg "$M"
 "$GIT_SH" start "$SRV" "$PORT" >/dev/null || not_ok "git servers started again"
 

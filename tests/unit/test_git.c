@@ -3,23 +3,30 @@
  * repository, how one splits into the URL libgit2 is given and its ref,
  * which refs git allows (the fuzzed input: a spec's "#REF"), the checks of
  * a datastore section, a git source borrowing a configured datastore's
- * credentials, and Git LFS: a pointer's object and size, and the endpoint
- * git-lfs derives from a repository's URL.
+ * credentials, Git LFS: a pointer's object and size, and the endpoint
+ * git-lfs derives from a repository's URL; and cache_dir/git kept under its
+ * size (be_git_evict.c) on real folders, locks and links.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "be_git.h"
 #include "be_git_lfs.h"
 #include "cfg_check.h"
 #include "password.h"
+#include "path.h"
 
 static void check_split(const char *src, const char *url, const char *ref)
 {
@@ -244,6 +251,144 @@ static void test_git_source_borrows_its_repositorys_credentials(void **state)
 	config_free(cfg);
 }
 
+/* ---- cache_dir/git under git_cache_size ---- */
+
+#define REPO_A	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define REPO_B	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define OID_1	"1111111111111111111111111111111111111111"
+#define OID_2	"2222222222222222222222222222222222222222"
+#define OID_3	"3333333333333333333333333333333333333333"
+
+static void put_file(const char *top, const char *name, size_t size)
+{
+	char *path = NULL, *data = calloc(1, size ? size : 1);
+	int fd;
+
+	assert_true(asprintf(&path, "%s/%s", top, name) > 0);
+	memset(data, 'x', size);
+	assert_int_equal(path_mkdirs(dirname(strdupa(path)), 0755), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, size), (ssize_t)size);
+	close(fd);
+	free(data);
+	free(path);
+}
+
+static bool there(const char *top, const char *name)
+{
+	char *path = NULL;
+	bool ret;
+
+	assert_true(asprintf(&path, "%s/%s", top, name) > 0);
+	ret = access(path, F_OK) == 0;
+	free(path);
+	return ret;
+}
+
+/* Holds tree @name (be_git_hold), then dates its last use @when seconds after 1970. */
+static int hold_at(const char *top, const char *name, time_t when, bool keep)
+{
+	struct timespec ts[2] = { { .tv_sec = when }, { .tv_sec = when } };
+	char *path = NULL, *stamp = NULL;
+	int fd;
+
+	assert_true(asprintf(&path, "%s/%s", top, name) > 0);
+	assert_true(asprintf(&stamp, "%s.used", path) > 0);
+	fd = be_git_hold(path);
+	assert_true(fd >= 0);
+	assert_int_equal(utimensat(AT_FDCWD, stamp, ts, 0), 0);
+	if (!keep) {
+		close(fd);
+		fd = -1;
+	}
+	free(path);
+	free(stamp);
+	return fd;
+}
+
+static void test_git_cache_keeps_what_is_read_and_evicts_the_oldest(void **state)
+{
+	char top[] = "/tmp/test_git_evict.XXXXXX", *path = NULL, *obj = NULL, *link_ = NULL;
+	uint64_t all, now;
+	int held, held2, lock;
+
+	(void)state;
+	assert_non_null(mkdtemp(top));
+	/* A: tree 1 (Git LFS object linked in), tree 2; B: tree 3; 256 KiB files */
+	put_file(top, REPO_A "/repo.git/objects/pack", 4096);
+	put_file(top, REPO_A "/trees/" OID_1 "+lfs/weights.bin", 0);
+	put_file(top, REPO_A "/trees/" OID_1 "+lfs/a.txt", 256 << 10);
+	put_file(top, REPO_A "/lfs/" "cafe", 512 << 10);
+	assert_true(asprintf(&obj, "%s/%s/lfs/cafe", top, REPO_A) > 0);
+	assert_true(asprintf(&link_, "%s/%s/trees/%s+lfs/weights.bin", top, REPO_A, OID_1) > 0);
+	assert_int_equal(unlink(link_), 0);
+	assert_int_equal(link(obj, link_), 0);
+	put_file(top, REPO_A "/trees/" OID_2 "/b.txt", 256 << 10);
+	put_file(top, REPO_B "/repo.git/objects/pack", 4096);
+	put_file(top, REPO_B "/trees/" OID_3 "/c.txt", 256 << 10);
+	/* what crashes leave: a half-written tree and object, a half-removed repository */
+	put_file(top, REPO_A "/trees/" OID_2 ".tmp.99999/x", 16);
+	put_file(top, REPO_A "/lfs/beef.part", 16);
+	put_file(top, ".gone." REPO_B ".99999/trees/x", 16);
+	/* the oldest is read now; B's is next */
+	held = hold_at(top, REPO_A "/trees/" OID_1 "+lfs", 1000, true);
+	hold_at(top, REPO_B "/trees/" OID_3, 2000, false);
+	hold_at(top, REPO_A "/trees/" OID_2, 3000, false);
+
+	/* no limit, or under it: nothing goes; the LFS object counts once */
+	all = be_git_evict(top, 0);
+	assert_true(all >= (uint64_t)(256 + 512 + 256 + 256) << 10);
+	assert_true(all < (uint64_t)(256 + 512 + 512 + 256 + 256) << 10);
+	assert_int_equal(be_git_evict(top, all + 65536), all);
+	assert_true(there(top, REPO_B "/trees/" OID_3));
+	assert_false(there(top, ".gone." REPO_B ".99999"));	/* ... but that */
+
+	/* a busy repository (a fetch holds its lock) is passed over: with tree 2 read too,
+	 * nothing goes */
+	assert_true(asprintf(&path, "%s/%s", top, REPO_B) > 0);
+	lock = be_git_lock(path, false);
+	assert_true(lock >= 0);
+	assert_int_equal(be_git_lock(path, false), -EWOULDBLOCK);
+	held2 = hold_at(top, REPO_A "/trees/" OID_2, 3000, true);
+	assert_int_equal(be_git_evict(top, all - (128 << 10)), all);
+	assert_true(there(top, REPO_B "/trees/" OID_3));
+	close(lock);
+	close(held2);
+	free(path);
+	/* ... and so is the oldest, read: B's tree goes, and B with its last tree */
+	now = be_git_evict(top, all - (128 << 10));
+	assert_true(there(top, REPO_A "/trees/" OID_1 "+lfs/weights.bin"));
+	assert_false(there(top, REPO_B));
+	assert_true(there(top, REPO_A "/trees/" OID_2));
+	assert_true(now <= all - (128 << 10) && now + (256 << 10) <= all);
+	assert_true(there(top, REPO_A "/lfs/beef.part"));	/* A was not touched */
+
+	/* once no one reads it, the oldest goes, and its LFS object with it */
+	close(held);
+	now = be_git_evict(top, 600 << 10);
+	assert_false(there(top, REPO_A "/trees/" OID_1 "+lfs"));
+	assert_false(there(top, REPO_A "/trees/" OID_1 "+lfs.used"));
+	assert_false(there(top, REPO_A "/lfs/cafe"));
+	assert_false(there(top, REPO_A "/lfs/beef.part"));
+	assert_false(there(top, REPO_A "/trees/" OID_2 ".tmp.99999"));
+	assert_true(there(top, REPO_A "/trees/" OID_2 "/b.txt"));
+	assert_true(there(top, REPO_A "/repo.git/objects/pack"));
+	assert_true(now <= 600 << 10);
+
+	/* a reader of tree 2 keeps it even over the limit: all of A stays */
+	held = hold_at(top, REPO_A "/trees/" OID_2, 4000, true);
+	assert_int_equal(be_git_evict(top, 1), now);
+	assert_true(there(top, REPO_A "/trees/" OID_2 "/b.txt"));
+	close(held);
+	/* ... and without it, A goes with its last tree */
+	assert_int_equal(be_git_evict(top, 1), 0);
+	assert_false(there(top, REPO_A));
+	path_remove_tree(top);
+	free(obj);
+	free(link_);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_git_urls_give_credentials_and_are_logged_without),
 		cmocka_unit_test(test_git_datastore_sections_are_checked_with_lines),
 		cmocka_unit_test(test_git_source_borrows_its_repositorys_credentials),
+		cmocka_unit_test(test_git_cache_keeps_what_is_read_and_evicts_the_oldest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
