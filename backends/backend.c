@@ -286,9 +286,9 @@ int backend_create(struct backend **out, const struct datastore_config *cfg,
 }
 
 int backend_create_archive(struct backend **out, struct backend *inner, const char *path,
-			   const char *cache_dir, const char *name)
+			   const char *cache_dir, uint64_t cache_max, const char *name)
 {
-	return be_archive_create(out, inner, path, cache_dir, name);
+	return be_archive_create(out, inner, path, cache_dir, cache_max, name);
 }
 
 void backend_destroy(struct backend *be)

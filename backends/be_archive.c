@@ -50,7 +50,8 @@
  * same extraction has to wait for it anyway.
  *
  * What it does not do: write (no write ops: the wrappers answer EROFS),
- * evict extracted files (cache_dir/archives grows; remove old keys by hand),
+ * keep what it extracted past archive_cache_size while no one reads it
+ * (be_archive_extract.c holds the key's folder, dir_cache.h, and evicts),
  * show hard links, or cache in-place reads of a remote inner backend itself
  * (cache_key is -ENOTSUP: fs/ reads it directly).  Opening the compressed zip
  * member k for the first time after member j > k walks the central directory
@@ -751,6 +752,8 @@ static void be_archive_destroy(struct backend *be)
 	free(ab->ents);
 	free(ab->need);
 	backend_release(ab->inner_file);
+	if (ab->held >= 0)
+		close(ab->held);	/* the extraction may be evicted now */
 	if (ab->tmp_root)
 		be_archive_rm_tree(ab->tmp_root);
 	free(ab->tmp_root);
@@ -803,7 +806,7 @@ static int be_archive_set_cache_dir(struct be_archive *ab, const char *cache_dir
 }
 
 int be_archive_create(struct backend **out, struct backend *inner, const char *path,
-		      const char *cache_dir, const char *name)
+		      const char *cache_dir, uint64_t cache_max, const char *name)
 {
 	struct be_archive *ab = calloc(1, sizeof(*ab));
 	int ret = -ENOMEM;
@@ -811,6 +814,8 @@ int be_archive_create(struct backend **out, struct backend *inner, const char *p
 	if (!ab)
 		return -ENOMEM;
 	pthread_mutex_init(&ab->lock, NULL);
+	ab->held = -1;
+	ab->cache_max = cache_dir ? cache_max : 0;	/* a private folder goes at destroy */
 	ab->base.ops = &be_archive_ops;
 	ab->inner = inner;
 	if (!(ab->base.name = strdup(name)) || !(ab->path = strdup(path)))

@@ -30,6 +30,9 @@ extern const struct backend_ops be_archive_ops;
  * under cache_dir/archives/<sha256 of inner name, path, size, mtime>/, shared
  * with other processes and kept across restarts; created when missing.  NULL:
  * a private folder under /tmp, removed by destroy.
+ * @cache_max: archive_cache_size: after an extraction, cache_dir/archives is
+ * kept under it (dir_cache_evict: the least recently read extractions no
+ * archive backend reads go); 0: no limit.
  * @name: the backend's name, for messages and statistics (copied).
  *
  * Returns 0, -EINVAL for a corrupt or unsupported archive (one log line
@@ -37,6 +40,6 @@ extern const struct backend_ops be_archive_ops;
  * -ENOMEM.  Free the backend with backend_destroy().
  */
 int be_archive_create(struct backend **out, struct backend *inner, const char *path,
-		      const char *cache_dir, const char *name);
+		      const char *cache_dir, uint64_t cache_max, const char *name);
 
 #endif

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "be_archive_int.h"
+#include "dir_cache.h"
 #include "log.h"
 #include "path.h"
 
@@ -226,25 +228,60 @@ out_close:
 	return ret < 0 ? ret : -EIO;
 }
 
+/*
+ * Holds ab->dir as read (dir_cache_hold) from now until destroy, so no
+ * evictor removes it under us; before it is looked at.  Caller holds ab->lock.
+ */
+static int be_archive_hold(struct be_archive *ab)
+{
+	int ret;
+
+	if (ab->held >= 0)
+		return 0;
+	if ((ret = be_archive_mkdirs(ab)) < 0 || (ret = dir_cache_hold(ab->dir)) < 0) {
+		log_err("archive %s: %s.used: %s", ab->base.name, ab->dir, strerror(-ret));
+		return ret;
+	}
+	ab->held = ret;
+	return 0;
+}
+
+/* Whether @name, in cache_dir/archives, is an extraction's folder: a key, 64 hex digits. */
+static bool be_archive_is_key(const char *name)
+{
+	return strlen(name) == 64 && strspn(name, "0123456789abcdef") == 64;
+}
+
 /* Opens the extracted file of member @e, extracting what is needed first. */
 int be_archive_member_fd(struct be_archive *ab, const struct be_archive_entry *e)
 {
 	char path[PATH_MAX];
 	struct stat st;
-	int ret = 0, fd;
+	bool wrote = false;
+	int ret, fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%u", ab->dir, e->ord) >= sizeof(path))
 		return -ENAMETOOLONG;
 	pthread_mutex_lock(&ab->lock);
-	if (ab->kind == BE_ARCHIVE_ZIP) {
+	ret = be_archive_hold(ab);
+	if (ret == 0 && ab->kind == BE_ARCHIVE_ZIP) {
 		if (access(path, F_OK) < 0)
-			ret = be_archive_extract_zip_member(ab, e, path);
-	} else {
+			wrote = (ret = be_archive_extract_zip_member(ab, e, path)) == 0;
+	} else if (ret == 0) {
+		wrote = !ab->extracted;
 		ret = be_archive_extract_tar(ab);
 	}
 	pthread_mutex_unlock(&ab->lock);
 	if (ret < 0)
 		return ret;
+	/* the folder grew (or another process made it): the least recently read extractions
+	 * no one reads go, while it is too big */
+	if (wrote && ab->cache_max > 0 && snprintf(path, sizeof(path), "%s/archives",
+						   ab->cache_dir) < (int)sizeof(path)) {
+		dir_cache_evict(path, ab->cache_max, be_archive_is_key, "archive cache",
+				"archive_cache_size");
+		snprintf(path, sizeof(path), "%s/%u", ab->dir, e->ord);
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;

@@ -60,10 +60,13 @@ struct be_archive {
 	char *cache_dir;
 	char *dir;			/* cache_dir/archives/<key> */
 	char *tmp_root;			/* the private cache_dir made when none was given */
+	uint64_t cache_max;		/* archive_cache_size; 0: no limit */
 
 	pthread_mutex_t lock;
 	int extracted;			/* lock: a filtered tar's dir is complete */
 	struct be_archive_reader *cursor;	/* lock: the zip reader of compressed members */
+	int held;			/* lock: dir held as read (dir_cache_hold) from the first
+					 * extracted member's open until destroy; or -1 */
 };
 
 struct be_archive_file {

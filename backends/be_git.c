@@ -12,7 +12,7 @@
  * datastores of one repository, in one process or two, take turns: the
  * second finds what the first brought and writes nothing.
  * The folder is kept under git_cache_size by be_git_evict.c: the tree a
- * datastore reads is held (be_git_hold) for as long as the datastore lives.
+ * datastore reads is held (dir_cache_hold) for as long as the datastore lives.
  *
  * What a ref means: a full commit id is used as it is, and when its tree
  * is written out already nothing is asked of the server at all; a branch or
@@ -53,6 +53,7 @@
 #include "be_git.h"
 #include "be_git_lfs.h"
 #include "be_local.h"
+#include "dir_cache.h"
 #include "config.h"
 #include "log.h"
 #include "mono.h"
@@ -85,7 +86,7 @@ struct be_git {
 	time_t failed_at;	/* lock: when (CLOCK_MONOTONIC seconds) */
 	int auth_tries;		/* lock: credentials handed out in this fetch */
 	bool wrote;		/* lock: this load wrote a tree out */
-	int held;		/* the tree's stamp, held while @tree lives (be_git_hold); or -1 */
+	int held;		/* the tree's stamp, held while @tree lives (dir_cache_hold); or -1 */
 	char commit[GIT_OID_HEXSZ + 1];
 };
 
@@ -518,7 +519,7 @@ static int be_git_repo(struct be_git *g, git_repository **repo)
 /*
  * be_git_get under flock(LOCK_EX) of @g->dir/lock (be_git_lock): one fetch
  * and one writer of a tree at a time, and no evictor; the tree found is
- * held (be_git_hold) before the lock goes.
+ * held (dir_cache_hold) before the lock goes.
  */
 static int be_git_get_locked(struct be_git *g, char *tree_path, size_t size)
 {
@@ -531,7 +532,7 @@ static int be_git_get_locked(struct be_git *g, char *tree_path, size_t size)
 		ret = be_git_repo(g, &repo);
 	if (ret == 0)
 		ret = be_git_get(g, repo, tree_path, size);
-	if (ret == 0 && (g->held = be_git_hold(tree_path)) < 0) {
+	if (ret == 0 && (g->held = dir_cache_hold(tree_path)) < 0) {
 		ret = g->held;
 		log_err("datastore %s: %s.used: %s", g->base.name, tree_path, strerror(-ret));
 	}

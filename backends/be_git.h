@@ -49,12 +49,6 @@ bool be_git_is_lfs_pointer(const char *data, size_t len);
 int be_git_lock(const char *dir, bool wait);
 
 /*
- * Marks tree folder @tree read (flock(LOCK_SH) of @tree.used, its mtime
- * now) until the fd returned is closed; -errno.  Taken under be_git_lock.
- */
-int be_git_hold(const char *tree);
-
-/*
  * Removes from cache_dir/git (@top) the least recently read trees that no
  * one holds, the Git LFS objects no tree links any more and a repository
  * whose last tree went, while it takes more than @max bytes (0: no limit,

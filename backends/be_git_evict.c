@@ -10,7 +10,7 @@
  * trees, and by the evictor before it removes anything of it: LOCK_EX,
  * the evictor's without waiting (a busy repository is passed over).  A
  * datastore that reads trees/NAME holds flock(LOCK_SH) of trees/NAME.used
- * for as long as it lives (be_git_hold, taken before it lets the lock go),
+ * for as long as it lives (dir_cache_hold, taken before it lets the lock go),
  * and the stamp's mtime is the tree's last use; the evictor removes a tree
  * only with LOCK_EX of its stamp.  So a reader either holds its stamp
  * before the evictor looks, or finds its tree gone and writes it out again.
@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,115 +40,29 @@
 #include <unistd.h>
 
 #include "be_git.h"
+#include "dir_cache.h"
 #include "log.h"
 #include "path.h"
 
 #define BE_GIT_OID_HEX	40	/* a tree's name: the commit, and "+lfs" with objects in place */
 #define BE_GIT_URL_HEX	64	/* a repository's folder: the SHA-256 of its URL */
 
-/* snprintf into @buf: false when it does not fit (a path too long for PATH_MAX). */
-__attribute__((format(printf, 3, 4)))
-static bool be_git_fmt(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	return n >= 0 && (size_t)n < size;
-}
-
-/* ---- the lock and the stamp ---- */
+/* ---- the lock ---- */
 
 int be_git_lock(const char *dir, bool wait)
 {
 	char path[PATH_MAX];
-	struct stat at, have;
-	int ret = path_mkdirs(dir, 0755), fd;
+	int ret = path_mkdirs(dir, 0755);
 
 	if (ret < 0)
 		return ret;
-	if (!be_git_fmt(path, sizeof(path), "%s/lock", dir))
+	if (!dir_cache_fmt(path, sizeof(path), "%s/lock", dir))
 		return -ENAMETOOLONG;
-	for (;;) {
-		if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-			return -errno;
-		while ((ret = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) < 0 && errno == EINTR)
-			;
-		if (ret < 0) {
-			ret = -errno;
-			close(fd);
-			return ret;
-		}
-		/* the evictor may have taken the repository away while we waited */
-		if (fstat(fd, &have) == 0 && stat(path, &at) == 0 && at.st_ino == have.st_ino &&
-		    at.st_dev == have.st_dev)
-			return fd;
-		close(fd);
-		if (!wait)
-			return -EWOULDBLOCK;
+	/* the evictor may take the repository away while we wait: then its lock is a new file */
+	while ((ret = dir_cache_flock(path, LOCK_EX | (wait ? 0 : LOCK_NB))) == -ENOENT && wait)
 		if ((ret = path_mkdirs(dir, 0755)) < 0)
 			return ret;
-	}
-}
-
-int be_git_hold(const char *tree)
-{
-	char path[PATH_MAX];
-	int fd, ret;
-
-	if (!be_git_fmt(path, sizeof(path), "%s.used", tree))
-		return -ENAMETOOLONG;
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
-		return -errno;
-	while ((ret = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
-		;
-	if (ret < 0 || futimens(fd, NULL) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
-/* ---- what the folder takes ---- */
-
-/* Bytes under folder @fd (closed here), each file's split among its links. */
-static uint64_t be_git_du(int fd)
-{
-	DIR *d = fdopendir(fd);
-	struct dirent *e;
-	struct stat st;
-	uint64_t sum = 0;
-
-	if (!d) {
-		close(fd);
-		return 0;
-	}
-	while ((e = readdir(d))) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		sum += (uint64_t)st.st_blocks * 512 / (st.st_nlink > 1 && !S_ISDIR(st.st_mode) ?
-						       (uint64_t)st.st_nlink : 1);
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub >= 0)
-				sum += be_git_du(sub);
-		}
-	}
-	closedir(d);
-	return sum;
-}
-
-static uint64_t be_git_du_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	return fd < 0 ? 0 : be_git_du(fd);
+	return ret;
 }
 
 static bool be_git_is_hex(const char *s, size_t n)
@@ -196,7 +109,7 @@ static int be_git_list_trees(struct be_git_pass *p, const char *repo)
 	struct stat st;
 	DIR *d;
 
-	if (!be_git_fmt(path, sizeof(path), "%s/%s/trees", p->top, repo) || !(d = opendir(path)))
+	if (!dir_cache_fmt(path, sizeof(path), "%s/%s/trees", p->top, repo) || !(d = opendir(path)))
 		return 0;
 	while ((e = readdir(d))) {
 		struct be_git_tree *t;
@@ -220,7 +133,7 @@ static int be_git_list_trees(struct be_git_pass *p, const char *repo)
 		memcpy(t->repo, repo, sizeof(t->repo));	/* checked: BE_GIT_URL_HEX digits */
 		memcpy(t->name, e->d_name, strlen(e->d_name) + 1);	/* ... and a tree's name */
 		t->used = st.st_mtim;
-		if (be_git_fmt(stamp, sizeof(stamp), "%s.used", e->d_name) &&
+		if (dir_cache_fmt(stamp, sizeof(stamp), "%s.used", e->d_name) &&
 		    fstatat(dirfd(d), stamp, &st, 0) == 0)
 			t->used = st.st_mtim;
 	}
@@ -230,12 +143,8 @@ static int be_git_list_trees(struct be_git_pass *p, const char *repo)
 
 static int be_git_older(const void *a, const void *b)
 {
-	const struct timespec *x = &((const struct be_git_tree *)a)->used;
-	const struct timespec *y = &((const struct be_git_tree *)b)->used;
-
-	if (x->tv_sec != y->tv_sec)
-		return x->tv_sec < y->tv_sec ? -1 : 1;
-	return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+	return dir_cache_time_cmp(&((const struct be_git_tree *)a)->used,
+				  &((const struct be_git_tree *)b)->used);
 }
 
 /*
@@ -251,17 +160,17 @@ static size_t be_git_sweep(const char *repo)
 	size_t trees = 0;
 	DIR *d;
 
-	if (be_git_fmt(path, sizeof(path), "%s/trees", repo) && (d = opendir(path))) {
+	if (dir_cache_fmt(path, sizeof(path), "%s/trees", repo) && (d = opendir(path))) {
 		while ((e = readdir(d))) {
 			if (be_git_is_tree_name(e->d_name))
 				trees++;
 			else if ((strstr(e->d_name, ".tmp.") || strstr(e->d_name, ".gone.")) &&
-				 be_git_fmt(sub, sizeof(sub), "%s/%s", path, e->d_name))
+				 dir_cache_fmt(sub, sizeof(sub), "%s/%s", path, e->d_name))
 				path_remove_tree(sub);
 		}
 		closedir(d);
 	}
-	if (be_git_fmt(path, sizeof(path), "%s/lfs", repo) && (d = opendir(path))) {
+	if (dir_cache_fmt(path, sizeof(path), "%s/lfs", repo) && (d = opendir(path))) {
 		while ((e = readdir(d)))
 			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    S_ISREG(st.st_mode) && (st.st_nlink == 1 || strstr(e->d_name, ".part")))
@@ -278,7 +187,7 @@ static void be_git_repo_url(const char *repo, char *url, size_t size)
 	FILE *f;
 
 	snprintf(url, size, "?");
-	if (be_git_fmt(path, sizeof(path), "%s/url", repo) && (f = fopen(path, "re"))) {
+	if (dir_cache_fmt(path, sizeof(path), "%s/url", repo) && (f = fopen(path, "re"))) {
 		if (fgets(url, (int)size, f))
 			url[strcspn(url, "\n")] = '\0';
 		fclose(f);
@@ -291,40 +200,33 @@ static void be_git_repo_url(const char *repo, char *url, size_t size)
  */
 static uint64_t be_git_remove(struct be_git_pass *p, const struct be_git_tree *t)
 {
-	char repo[PATH_MAX], tree[PATH_MAX], gone[PATH_MAX], url[1024], when[32];
+	char repo[PATH_MAX], tree[PATH_MAX], used[PATH_MAX], gone[PATH_MAX], url[1024], when[32];
 	uint64_t before, after = 0, freed;
 	struct tm tm;
 	bool removed, whole;
 	int lock, stamp;
 
-	if (!be_git_fmt(repo, sizeof(repo), "%s/%s", p->top, t->repo) ||
-	    !be_git_fmt(tree, sizeof(tree), "%s/trees/%s", repo, t->name) ||
-	    !be_git_fmt(gone, sizeof(gone), "%s.used", tree))
+	if (!dir_cache_fmt(repo, sizeof(repo), "%s/%s", p->top, t->repo) ||
+	    !dir_cache_fmt(tree, sizeof(tree), "%s/trees/%s", repo, t->name) ||
+	    !dir_cache_fmt(used, sizeof(used), "%s.used", tree))
 		return 0;
 	if ((lock = be_git_lock(repo, false)) < 0)
 		return 0;	/* a fetch or a write-out: not now */
-	stamp = open(gone, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (stamp < 0 || flock(stamp, LOCK_EX | LOCK_NB) < 0) {
-		if (stamp >= 0)
-			close(stamp);
+	if ((stamp = dir_cache_flock(used, LOCK_EX | LOCK_NB)) < 0) {
 		close(lock);
 		return 0;	/* read by a datastore */
 	}
-	before = be_git_du_path(repo);
+	before = dir_cache_du(repo);
 	be_git_repo_url(repo, url, sizeof(url));
-	unlink(gone);	/* the stamp: a later reader makes a new one, under the lock */
-	removed = be_git_fmt(gone, sizeof(gone), "%s.gone.%ld", tree, (long)getpid()) &&
-		  rename(tree, gone) == 0;	/* else another evictor's, just now */
-	if (removed)
-		path_remove_tree(gone);
-	close(stamp);
+	removed = access(tree, F_OK) == 0;	/* else another evictor's, just now */
+	dir_cache_remove(tree, stamp);
 	whole = be_git_sweep(repo) == 0 &&
-		be_git_fmt(gone, sizeof(gone), "%s/.gone.%s.%ld", p->top, t->repo, (long)getpid()) &&
+		dir_cache_fmt(gone, sizeof(gone), "%s/.gone.%s.%ld", p->top, t->repo, (long)getpid()) &&
 		rename(repo, gone) == 0;
 	if (whole)
 		path_remove_tree(gone);
 	else
-		after = be_git_du_path(repo);
+		after = dir_cache_du(repo);
 	close(lock);
 	freed = before > after ? before - after : 0;
 	if (!removed)
@@ -347,13 +249,13 @@ uint64_t be_git_evict(const char *top, uint64_t max)
 	if (!d)
 		return 0;
 	while ((e = readdir(d))) {
-		if (!be_git_fmt(path, sizeof(path), "%s/%s", top, e->d_name))
+		if (!dir_cache_fmt(path, sizeof(path), "%s/%s", top, e->d_name))
 			continue;
 		if (strncmp(e->d_name, ".gone.", 6) == 0)	/* a removal a crash cut short */
 			path_remove_tree(path);
 		if (!be_git_is_hex(e->d_name, BE_GIT_URL_HEX))
 			continue;
-		p.total += be_git_du_path(path);
+		p.total += dir_cache_du(path);
 		if (be_git_list_trees(&p, e->d_name) < 0)
 			break;
 	}

@@ -167,6 +167,7 @@ const struct config_key config_mlfs_keys[] = {
 	{ "cache_dir", CT_PATH, CONFIG_AT(cache_dir) },
 	{ "cache_size", CT_SIZE, CONFIG_AT(cache_size) },
 	{ "git_cache_size", CT_SIZE, CONFIG_AT(git_cache_size) },
+	{ "archive_cache_size", CT_SIZE, CONFIG_AT(archive_cache_size) },
 	{ "executor", CT_STRING, CONFIG_AT(executor) },	/* checked by exec_check_config */
 	{ "log_size", CT_LOG_SIZE, CONFIG_AT(log_size) },
 	{ "max_jobs", CT_POSITIVE, CONFIG_AT(max_jobs) },
@@ -649,6 +650,7 @@ static int config_new(struct mlfs_config **out, const char *file)
 		return -ENOMEM;
 	cfg->cache_size = 10ull << 30;
 	cfg->git_cache_size = 20ull << 30;
+	cfg->archive_cache_size = 20ull << 30;
 	cfg->log_size = 256ull << 20;
 	cfg->max_jobs = 1000;
 	cfg->read_ahead_files = 32;

@@ -466,7 +466,8 @@ static size_t fs_shown_datastores(const struct mlfs_config *cfg)
 static int fs_open_archive(struct fs *fs, struct backend *inner, const struct source_config *src)
 {
 	struct backend *ab;
-	int ret = backend_create_archive(&ab, inner, src->path, fs->cfg->cache_dir, src->name);
+	int ret = backend_create_archive(&ab, inner, src->path, fs->cfg->cache_dir,
+					 fs->cfg->archive_cache_size, src->name);
 
 	if (ret < 0) {
 		if (ret != -EINVAL)	/* a corrupt archive was named by its create */

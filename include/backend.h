@@ -272,11 +272,12 @@ int backend_create(struct backend **out, const struct datastore_config *cfg,
  * Creates the backend that shows the archive (zip, tar, tar.gz, tar.bz2) at
  * @path inside @inner (borrowed: it must outlive the new one) as a
  * read-only folder named @name, extracting what cannot be read in place
- * under @cache_dir/archives (NULL: a private folder).  0, -EINVAL for a
+ * under @cache_dir/archives (NULL: a private folder), kept under @cache_max
+ * bytes (0: no limit).  0, -EINVAL for a
  * corrupt or unsupported archive (logged), @inner's error, or -ENOMEM.
  */
 int backend_create_archive(struct backend **out, struct backend *inner, const char *path,
-			   const char *cache_dir, const char *name);
+			   const char *cache_dir, uint64_t cache_max, const char *name);
 void backend_destroy(struct backend *be);
 
 /* ---- the wrappers fs/ calls ---- */

@@ -164,6 +164,7 @@ struct mlfs_config {
 	char *cache_dir;
 	uint64_t cache_size;	/* bytes */
 	uint64_t git_cache_size;	/* bytes of cache_dir/git (git backend); 0: no limit */
+	uint64_t archive_cache_size;	/* bytes of cache_dir/archives; 0: no limit */
 	char *executor;		/* an executor's name (exec.h checks it: exec_check_config);
 				 * NULL: not set, the registry's default */
 	int executor_line;	/* where it was set; 0 = not set */

@@ -2,8 +2,9 @@
 # archive_test.sh - archive sources (zip, tar, tar.gz, tar.bz2) shown
 # extracted under datasets/ through a real mount: listing, reads equal to the
 # originals, a member that would land outside its folder ("zip slip") never
-# shown, writes refused, and a corrupt archive refused at mount with a
-# message naming it.  Usage: archive_test.sh MLFS
+# shown, writes refused, extractions no mount reads removed past
+# archive_cache_size, and a corrupt archive refused at mount with a message
+# naming it.  Usage: archive_test.sh MLFS
 set -u
 MLFS=$1
 . "$(dirname "$0")/lib.sh"
@@ -53,6 +54,17 @@ check "... and nothing was written outside" test ! -e "$T_DIR/evil.txt"
 check "... the log says why" grep -q 'evil.txt' "$T_DIR/mount.mnt.log"
 fails "an archive is read-only" "Read-only file system" touch "$M/datasets/zipped/voc/new"
 check "find walks it without loops" sh -c "find '$M/datasets' >/dev/null"
+unmount_fg "$M"
+# archive_cache_size: the extractions no mount reads go at the next extraction
+same "three extractions are kept" 3 "$(ls -d cache/archives/*/ | wc -l)"
+cp lab/data.tar.gz lab/next.tar.gz
+printf '[mlfs]\nstate_dir = %s/state\ncache_dir = %s/cache\narchive_cache_size = 1K\n' "$T_DIR" "$T_DIR" >e.conf
+printf '[datastore lab]\ntype = local\nroot = %s/lab\n[dataset next]\nsource = lab:/next.tar.gz\n' "$T_DIR" >>e.conf
+mount_fg e.conf "$M" || { t_finish; exit 1; }
+same "over archive_cache_size, the archive read is extracted" "$(sha lab/src/voc/img/big.bin)" \
+	"$(sha "$M/datasets/next/voc/img/big.bin")"
+same "... and the three no mount reads went, named in the log" "1 3" \
+	"$(ls -d cache/archives/*/ | wc -l) $(grep -c 'archive cache: removed .*/cache/archives/[0-9a-f]*, last read ' "$T_DIR/mount.mnt.log")"
 unmount_fg "$M"
 head -c 5000 /dev/urandom >lab/broken.zip
 printf '[datastore lab]\ntype = local\nroot = %s/lab\n[dataset broken]\nsource = lab:/broken.zip\n' "$T_DIR" >b.conf

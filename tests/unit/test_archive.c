@@ -204,7 +204,7 @@ static struct backend *open_archive(const char *rel, const char *cache_dir)
 {
 	struct backend *be = NULL;
 
-	assert_int_equal(be_archive_create(&be, local, rel, cache_dir, "arch"), 0);
+	assert_int_equal(be_archive_create(&be, local, rel, cache_dir, 0, "arch"), 0);
 	assert_non_null(be);
 	return be;
 }
@@ -473,14 +473,14 @@ static void test_archive_zip_stored_and_plain_tar_members_are_read_in_place(void
 	backend_destroy(tgz);
 }
 
-/* Finds the one folder cache/archives/<key> (no temp folder left beside it). */
+/* Finds the one folder cache/archives/<key> (no temp folder left beside it; its stamp, key.used). */
 static void key_dir(const char *cache_dir, char *out, size_t size)
 {
 	char name[128], line[128];
 	char *cmd;
 	FILE *p;
 
-	assert_true(asprintf(&cmd, "ls -A '%s/archives'", cache_dir) > 0);
+	assert_true(asprintf(&cmd, "ls -A '%s/archives' | grep -v '[.]used$'", cache_dir) > 0);
 	p = popen(cmd, "r");
 	free(cmd);
 	assert_non_null(p);
@@ -516,6 +516,41 @@ static void test_archive_tar_gz_is_extracted_once(void **state)
 	backend_destroy(be);
 }
 
+/*
+ * archive_cache_size: an extraction a backend reads stays over the size; once
+ * none reads it, the next extraction removes it, and it is extracted again
+ * when read again.
+ */
+static void test_archive_extractions_unread_are_evicted(void **state)
+{
+	char cache3[400], tgz_dir[512], used[600];
+	struct backend *tgz, *zip;
+	struct stat st;
+
+	(void)state;
+	snprintf(cache3, sizeof(cache3), "%s/cache-evict", root);
+	assert_int_equal(be_archive_create(&tgz, local, "t.tar.gz", cache3, 1, "tgz"), 0);
+	check_file(tgz, "a.txt", hello, sizeof(hello) - 1);
+	key_dir(cache3, tgz_dir, sizeof(tgz_dir));
+	assert_int_equal(be_archive_create(&zip, local, "t.zip", cache3, 1, "zip"), 0);
+	check_file(zip, "sub/deep/mid.bin", mid, MID_SIZE);	/* an extraction: a pass */
+	assert_int_equal(stat(tgz_dir, &st), 0);		/* read by tgz: kept */
+	check_file(tgz, "big.bin", big, BIG_SIZE);
+
+	backend_destroy(tgz);
+	check_file(zip, "secret.txt", hello, 5);		/* the next extraction's pass */
+	assert_int_equal(stat(tgz_dir, &st), -1);		/* ... removed it */
+	snprintf(used, sizeof(used), "%s.used", tgz_dir);
+	assert_int_equal(access(used, F_OK), -1);		/* and its stamp */
+	check_file(zip, "sub/deep/mid.bin", mid, MID_SIZE);	/* zip's, read, stays */
+
+	assert_int_equal(be_archive_create(&tgz, local, "t.tar.gz", cache3, 1, "tgz"), 0);
+	check_file(tgz, "big.bin", big, BIG_SIZE);		/* extracted again */
+	assert_int_equal(stat(tgz_dir, &st), 0);
+	backend_destroy(tgz);
+	backend_destroy(zip);
+}
+
 static void test_archive_corrupt_archives_fail_cleanly(void **state)
 {
 	struct backend *be = NULL;
@@ -534,13 +569,13 @@ static void test_archive_corrupt_archives_fail_cleanly(void **state)
 	snprintf(path, sizeof(path), "%s/t.zip", root);
 	assert_int_equal(stat(path, &st), 0);
 	truncated_copy("t.zip", "half.zip", (size_t)st.st_size - 100);	/* central directory cut */
-	assert_int_equal(be_archive_create(&be, local, "junk.zip", cache, "j"), -EINVAL);
-	assert_int_equal(be_archive_create(&be, local, "empty.tar", cache, "j"), -EINVAL);
-	assert_int_equal(be_archive_create(&be, local, "half.tar.gz", cache, "j"), -EINVAL);
-	assert_int_equal(be_archive_create(&be, local, "half.tar", cache, "j"), -EINVAL);
-	assert_int_equal(be_archive_create(&be, local, "half.zip", cache, "j"), -EINVAL);
-	assert_int_equal(be_archive_create(&be, local, "missing.zip", cache, "j"), -ENOENT);
-	assert_int_equal(be_archive_create(&be, local, "sub-missing/x.tar", cache, "j"), -ENOENT);
+	assert_int_equal(be_archive_create(&be, local, "junk.zip", cache, 0, "j"), -EINVAL);
+	assert_int_equal(be_archive_create(&be, local, "empty.tar", cache, 0, "j"), -EINVAL);
+	assert_int_equal(be_archive_create(&be, local, "half.tar.gz", cache, 0, "j"), -EINVAL);
+	assert_int_equal(be_archive_create(&be, local, "half.tar", cache, 0, "j"), -EINVAL);
+	assert_int_equal(be_archive_create(&be, local, "half.zip", cache, 0, "j"), -EINVAL);
+	assert_int_equal(be_archive_create(&be, local, "missing.zip", cache, 0, "j"), -ENOENT);
+	assert_int_equal(be_archive_create(&be, local, "sub-missing/x.tar", cache, 0, "j"), -ENOENT);
 	assert_null(be);
 }
 
@@ -655,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_archive_without_cache_dir_uses_a_private_folder),
 		cmocka_unit_test(test_archive_zip_stored_and_plain_tar_members_are_read_in_place),
 		cmocka_unit_test(test_archive_tar_gz_is_extracted_once),
+		cmocka_unit_test(test_archive_extractions_unread_are_evicted),
 		cmocka_unit_test(test_archive_corrupt_archives_fail_cleanly),
 		cmocka_unit_test(test_archive_threads_read_at_once),
 		cmocka_unit_test(test_archive_is_not_a_datastore_type),

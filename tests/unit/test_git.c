@@ -24,6 +24,7 @@
 
 #include "be_git.h"
 #include "be_git_lfs.h"
+#include "dir_cache.h"
 #include "cfg_check.h"
 #include "password.h"
 #include "path.h"
@@ -286,7 +287,7 @@ static bool there(const char *top, const char *name)
 	return ret;
 }
 
-/* Holds tree @name (be_git_hold), then dates its last use @when seconds after 1970. */
+/* Holds tree @name (dir_cache_hold), then dates its last use @when seconds after 1970. */
 static int hold_at(const char *top, const char *name, time_t when, bool keep)
 {
 	struct timespec ts[2] = { { .tv_sec = when }, { .tv_sec = when } };
@@ -295,7 +296,7 @@ static int hold_at(const char *top, const char *name, time_t when, bool keep)
 
 	assert_true(asprintf(&path, "%s/%s", top, name) > 0);
 	assert_true(asprintf(&stamp, "%s.used", path) > 0);
-	fd = be_git_hold(path);
+	fd = dir_cache_hold(path);
 	assert_true(fd >= 0);
 	assert_int_equal(utimensat(AT_FDCWD, stamp, ts, 0), 0);
 	if (!keep) {
