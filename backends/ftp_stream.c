@@ -22,6 +22,15 @@
 #include "ftp_stream.h"
 #include "mono.h"
 
+/*
+ * A read that starts past a running stream's end by at most a read-ahead
+ * (the disk cache's fetches, issued in order, can arrive out of order)
+ * waits this long for the reads between to take the stream up to it before
+ * it starts its own RETR (a new login).
+ */
+#define FTP_FOLLOW_AHEAD	(64 << 20)
+#define FTP_FOLLOW_WAIT_NS	20000000ll	/* 20 ms */
+
 struct ftp_stream {
 	struct ftp_streams *ss;
 	pthread_t thread;
@@ -181,9 +190,12 @@ static struct ftp_stream *ftp_streams_start(struct ftp_streams *ss, off_t off, i
 static struct ftp_stream *ftp_streams_pick(struct ftp_streams *ss, off_t off, int *err,
 					   struct ftp_stream **drop, int *n_drop)
 {
+	int64_t deadline = 0;
+
 	for (;;) {
 		struct ftp_stream *s = NULL;
 		int parked = -1;
+		bool behind = false;
 
 		for (int i = 0; i < FTP_STREAMS_MAX; i++) {
 			struct ftp_stream *t = ss->s[i];
@@ -194,12 +206,20 @@ static struct ftp_stream *ftp_streams_pick(struct ftp_streams *ss, off_t off, in
 				s = t;
 			else if (t && !t->busy && !t->over)
 				parked = i;
+			if (t && !t->over && t->end < off && off - t->end <= FTP_FOLLOW_AHEAD)
+				behind = true;
 		}
 		if (s && !s->busy)
 			return s;
 		if (s) {	/* a read under way stops where this one starts: follow it */
 			pthread_cond_wait(&ss->cond, &ss->lock);
 			continue;
+		}
+		if (behind) {	/* the reads before this one may be on their way */
+			if (!deadline)
+				deadline = mono_ns() + FTP_FOLLOW_WAIT_NS;
+			if (mono_ns() < deadline && !ftp_streams_wait_until(ss, deadline))
+				continue;
 		}
 		s = ftp_streams_start(ss, off, err);
 		if (s || *err != -EAGAIN || parked < 0 || *n_drop == FTP_STREAMS_MAX)

@@ -188,11 +188,12 @@ same "a name in UTF-8 reads" "unicode" "$(cat "$F/ünïcödé.txt")"
 same "a nested file reads" "deep" "$(cat "$F/sub/deeper/deep.txt")"
 retrs() { grep -c "\"RETR $1\"" "$FTP_DIR/vsftpd.log"; }
 same "a 20 MiB file reads whole, byte for byte" "$(sha "$P/big.bin")" "$(sha "$F/big.bin")"
-# One per fetch would be 5 or more; streams kept running make it 2 or 3, and 4 about one
-# run in ten: a read-ahead fetch that reaches ftp_streams_read before the fetch just below it
-# has taken the stream finds no stream ending at its offset and starts one of its own.
-check "... through at most 4 RETRs (one kept running, not one per fetch): $(retrs big.bin)" \
-	test "$(retrs big.bin)" -le 4
+# One per fetch would be 5 or more; one stream kept running makes it 1: a read-ahead fetch
+# that reaches ftp_streams_read before the fetch just below it has taken the stream waits
+# (20 ms at most) for it rather than start a RETR of its own. 2 leaves room for a machine so
+# busy that the fetch below comes later than that.
+check "... through at most 2 RETRs (one kept running, not one per fetch): $(retrs big.bin)" \
+	test "$(retrs big.bin)" -le 2
 same "reads at random offsets from 4 threads of one open, uncached, return the server's bytes" \
 	ok "$(random_reads "$P/rand.bin" "$F/rand.bin" 2>&1)"
 same_at_offsets "reads at random offsets (REST) return the server's bytes" "$P/big.bin" "$F/big.bin"
