@@ -19,8 +19,11 @@ can push objects to it and mlfs can fetch them:
   PUT  PREFIX/objects/OID     -> stores the object, refusing bytes whose
                                  SHA-256 is not OID
 
-Objects are the files STORE/OID.  Every request is logged to stdout, one line
-each ("METHOD PATH STATUS").  Usage: lfs-server.py PORT STORE
+Objects are the files STORE/OID.  For the tests of a client facing a server
+that answers wrong, a file STORE/OID.noaction makes the batch answer give that
+object without its download action, and STORE/OID.omit leaves the object out
+of the answer.  Every request is logged to stdout, one line each ("METHOD
+PATH STATUS").  Usage: lfs-server.py PORT STORE
 """
 import hashlib
 import json
@@ -82,8 +85,13 @@ class Handler(BaseHTTPRequestHandler):
             have = OID.match(oid) and os.path.exists(self.object_path(oid))
             act = {"href": base + oid, "header": {"X-Lfs-Ticket": ticket(oid)},
                    "expires_in": 3600}
-            if op == "download" and have:
+            quirk = self.object_path(oid) if OID.match(oid) else ""
+            if op == "download" and os.path.exists(quirk + ".omit"):
+                continue
+            if op == "download" and have and not os.path.exists(quirk + ".noaction"):
                 ans["actions"] = {"download": act}
+            elif op == "download" and have:
+                pass
             elif op == "download":
                 ans["error"] = {"code": 404, "message": "Object does not exist"}
             elif op == "upload" and not have:

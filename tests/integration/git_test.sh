@@ -17,7 +17,8 @@
 # (behind basic auth), credentials never sent to another origin, objects
 # kept once per repository (the next commit fetches none), lfs = false
 # showing the pointers, an object the server lacks (ENOENT) or sends wrong
-# (EIO), named; bad lfs keys refused by mlfs check. git_cache_size: trees two
+# (EIO), or answers without a download action or without the object (EIO), named;
+# bad lfs keys refused by mlfs check. git_cache_size: trees two
 # mounts read kept over it, the least recently read removed (and named) once no
 # mount reads them, and written out again from the kept repository.
 # Usage: git_test.sh MLFS POSIX_CHECK
@@ -83,7 +84,13 @@ printf 'version https://git-lfs.github.com/spec/v1\noid sha256:nothex\nsize 1\n'
 g checkout -qb lnk && ln -s "$T_DIR/evil.lfsconfig" work/.lfsconfig && cp odd.txt work/ &&
 	g add -A &&
 	g commit -qm lnk && g checkout -q dev
-# lost: an object nobody pushed; bad: one the server will hold other bytes for
+# lost: an object nobody pushed; bad: one the server will hold other bytes for; noact and
+# omit: objects the server's batch answer gives without a download action, or leaves out
+for q in noact omit; do
+	g checkout -q dev && g checkout -qb $q && head -c 3000 /dev/urandom >work/$q.pt &&
+		g add -A && g commit -qm $q
+done
+g checkout -q dev
 g checkout -qb lost && head -c 5000 /dev/urandom >work/lost.pt &&
 	g add -A && g commit -qm lost
 g checkout -q dev && g checkout -qb bad && head -c 6000 /dev/urandom >work/bad.pt &&
@@ -91,14 +98,17 @@ g checkout -q dev && g checkout -qb bad && head -c 6000 /dev/urandom >work/bad.p
 	{ not_ok "the repository's branches made"; t_finish; exit 1; }
 LOST_OID=$(git -C work show lost:lost.pt | sed -n 's/^oid sha256://p')
 BAD_OID=$(git -C work show bad:bad.pt | sed -n 's/^oid sha256://p')
+NOACT_OID=$(git -C work show noact:noact.pt | sed -n 's/^oid sha256://p')
+OMIT_OID=$(git -C work show omit:omit.pt | sed -n 's/^oid sha256://p')
 mkdir -p "$SRV/repos" mnt
 git clone -q --bare work "$SRV/repos/r.git"
 "$GIT_SH" start "$SRV" "$PORT" >/dev/null || { not_ok "git servers started"; t_finish; exit 1; }
 ok "git daemon on 127.0.0.1:$PORT, smart HTTP on $HPORT, Git LFS behind it"
 # git-lfs itself pushes the objects (but lost's) to the LFS server
 g remote add origin "$SRV/repos/r.git" && g config lfs.locksverify false
-check "git lfs push of dev, lfs2 and bad's objects" \
-	git -C work -c lfs.url="$LFS_URL" lfs push origin dev lfs2 bad
+check "git lfs push of dev, lfs2, bad, noact and omit's objects" \
+	git -C work -c lfs.url="$LFS_URL" lfs push origin dev lfs2 bad noact omit
+touch "$SRV/lfs/$NOACT_OID.noaction" "$SRV/lfs/$OMIT_OID.omit"
 # ... and the server holds other bytes, of the same size, for bad's object
 check "... (bad.pt's object replaced)" bash -c "head -c 6000 /dev/zero >'$SRV/lfs/$BAD_OID'"
 cp "$SRV/token" token && chmod 600 token
@@ -197,6 +207,16 @@ ref = lost
 type = git
 url = git://127.0.0.1:$PORT/r.git
 ref = bad
+
+[datastore noact]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = noact
+
+[datastore omit]
+type = git
+url = git://127.0.0.1:$PORT/r.git
+ref = omit
 
 [model dev]
 source = git://127.0.0.1:$PORT/r.git#dev
@@ -300,6 +320,12 @@ check "... the log says what the server sent" \
 	grep -q "datastore bad: commit $(g rev-parse bad): Git LFS object of bad.pt (sha256 ${BAD_OID:0:12}..., 6000 bytes): .* sent bytes whose SHA-256 is not the pointer's" "$LOG"
 echo "# $(grep -m1 'datastore bad: commit .*Git LFS object of' "$LOG")"
 check "... and keeps nothing of them" bash -c "! ls cache/git/*/lfs/ | grep -q '${BAD_OID:0:12}'"
+fails "a batch answer without the object's download action fails the datastore (EIO)" \
+	"Input/output error" ls "$M/datastores/noact"
+check "... the log says so, naming the file" grep -q "datastore noact: commit $(g rev-parse noact): Git LFS object of noact.pt: the server's answer has no download action" "$LOG"
+fails "a batch answer that leaves an object out fails the datastore (EIO)" \
+	"Input/output error" ls "$M/datastores/omit"
+check "... the log says so, naming the file" grep -q "datastore omit: commit $(g rev-parse omit): Git LFS object of omit.pt: not in the server's batch answer" "$LOG"
 check "the log names each commit resolved" \
 	grep -q "datastore tag: git git://127.0.0.1:$PORT/r.git v1 at commit $V1" "$LOG"
 unmount_fg "$M"
