@@ -83,7 +83,7 @@ static const struct backend_scheme backend_builtin[] = {
 #define BACKEND_MAX_EXTRA 8
 
 static const char *const backend_common_keys[] = {
-	"type", "uid", "gid", "mode", "timeout", "retries", NULL
+	"type", "uid", "gid", "mode", "timeout", "retries", "metadata_ttl", NULL
 };
 
 static const struct backend_ops *backend_extra[BACKEND_MAX_EXTRA];

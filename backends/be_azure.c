@@ -8,7 +8,7 @@
  *     blob named "folder/", as rclone's directory markers;
  *   - stat of a file open for writing from its staged copy (remote_stage.h),
  *     else from what a listing or a HEAD (Get Blob Properties) said
- *     (remote_memo.h), fresh for REMOTE_MEMO_TTL seconds and for the
+ *     (remote_memo.h), fresh for metadata_ttl seconds and for the
  *     mount's lifetime under the read-only trees (BE_O_TRUST,
  *     getattr_known); a path without a blob is
  *     a folder when a one-entry listing of "path/" finds anything;
@@ -532,7 +532,7 @@ static int be_azure_create(struct backend **out, const struct datastore_config *
 	if (!az)
 		return -ENOMEM;
 	xmlInitParser();
-	remote_memo_init(&az->memo);
+	remote_memo_init(&az->memo, (time_t)config_metadata_ttl(cfg));
 	remote_writers_init(&az->writers);
 	az->created = time(NULL);
 	/* 5 timeouts (2.5 min by default): Azure updates a big copy's progress far more often */

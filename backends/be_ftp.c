@@ -15,7 +15,7 @@
  *     open file's streams are all busy, are ranged RETRs (REST, then as
  *     many bytes as asked);
  *   - what a listing or a HEAD said is remembered (remote_memo.h: path ->
- *     type, size, date) for REMOTE_MEMO_TTL seconds, and for the mount's
+ *     type, size, date) for metadata_ttl seconds, and for the mount's
  *     lifetime under the read-only trees (BE_O_TRUST, getattr_known).  An open outside them
  *     asks the server (HEAD): a listing's date is to the minute, which
  *     could not tell two versions of a file written in the same minute
@@ -597,7 +597,7 @@ static int be_ftp_create(struct backend **out, const struct datastore_config *cf
 	fb = calloc(1, sizeof(*fb));
 	if (!fb)
 		return -ENOMEM;
-	remote_memo_init(&fb->memo);
+	remote_memo_init(&fb->memo, (time_t)config_metadata_ttl(cfg));
 	fb->created = time(NULL);
 	fb->timeout = cfg->timeout;
 	ret = be_ftp_split_url(url, &fb->root, &tls);

@@ -19,7 +19,7 @@
  * answers 404 (or a URL without the '/').  Anything else is a file.
  *
  * A metadata cache (path -> folder or file, size, mtime, ETag) keeps getattr
- * off the network: entries are fresh for BE_HTTP_TTL seconds.  Opens with
+ * off the network: entries are fresh for metadata_ttl seconds.  Opens with
  * BE_O_TRUST (datasets/ and friends trust what this mount has already seen)
  * take, at any age, what a HEAD said, or what a listing said of a settled
  * file: its size and a date at least BE_HTTP_SETTLED_S old.  Such a file is
@@ -61,7 +61,6 @@
 #include "remote.h"
 #include "mono.h"
 
-#define BE_HTTP_TTL		5		/* seconds a listed or HEADed attribute is fresh */
 #define BE_HTTP_CACHE_MAX	(4u << 20)	/* entries before the cache is emptied */
 #define BE_HTTP_SETTLED_S	120		/* a listed date this old names a version */
 #define BE_HTTP_LISTING_MAX	(64u << 20)	/* bytes of one index page */
@@ -96,6 +95,7 @@ struct be_http {
 	char *root;		/* the URL: a folder ending in '/', or the one file */
 	char *file;		/* the file's name in the root folder; NULL for a folder URL */
 	time_t created;		/* the mtime of folders nobody dates */
+	time_t ttl;		/* metadata_ttl: seconds a listed or HEADed attribute is fresh */
 	pthread_mutex_t cache_lock;
 	struct path_map cache;	/* guarded by cache_lock: of struct be_http_node */
 };
@@ -200,7 +200,7 @@ static int be_http_cache_get(struct be_http *hb, const char *path, struct be_htt
 static void be_http_cache_put(struct be_http *hb, const char *path, const struct be_http_meta *m)
 {
 	size_t plen = strlen(path) + 1, elen = strnlen(m->etag, sizeof(m->etag) - 1);
-	time_t fresh_until = be_http_now() + BE_HTTP_TTL;
+	time_t fresh_until = be_http_now() + hb->ttl;
 	struct be_http_node *n, *old;
 
 	pthread_mutex_lock(&hb->cache_lock);
@@ -666,6 +666,7 @@ static int be_http_create(struct backend **out, const struct datastore_config *c
 	pthread_mutex_init(&hb->cache_lock, NULL);
 	path_map_init(&hb->cache, offsetof(struct be_http_node, names));
 	hb->created = time(NULL);
+	hb->ttl = (time_t)config_metadata_ttl(cfg);
 	be_http_list_init();
 	ret = be_http_split_url(url, &hb->root, &hb->file);
 	opts.requests = &hb->base.stats.requests;

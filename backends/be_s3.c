@@ -64,8 +64,7 @@
 #include "mono.h"
 
 #define BE_S3_META_MAX		(4u << 20)	/* entries before the cache is emptied */
-#define BE_S3_META_TTL_NS	1000000000ll	/* a remembered stat is fresh this long */
-#define BE_S3_OPEN_WINDOW_NS	5000000000ll	/* an open takes what was learned this recently */
+#define BE_S3_META_TTL_NS	1000000000ll	/* a remembered stat is fresh this long at most */
 
 /* ---- the metadata cache ---- */
 
@@ -259,6 +258,8 @@ static int be_s3_create(struct backend **out, const struct datastore_config *cfg
 	path_map_init(&s3->meta, offsetof(struct be_s3_memo, names));
 	remote_writers_init(&s3->writers);
 	s3->created = time(NULL);
+	s3->open_ttl_ns = config_metadata_ttl(cfg) * 1000000000ll;
+	s3->stat_ttl_ns = s3->open_ttl_ns < BE_S3_META_TTL_NS ? s3->open_ttl_ns : BE_S3_META_TTL_NS;
 	ret = be_s3_addr_init(&s3->addr, cfg);
 	if (ret == 0)
 		ret = be_s3_creds_find(&s3->creds, cfg);
@@ -297,7 +298,7 @@ static int be_s3_lookup(struct be_s3 *s3, const char *path, struct be_s3_meta *m
 	unsigned int n;
 	int ret, ret2;
 
-	if (be_s3_meta_get(s3, path, BE_S3_META_TTL_NS, m) == 0)
+	if (be_s3_meta_get(s3, path, s3->stat_ttl_ns, m) == 0)
 		return 0;
 	ret = be_s3_head_path(s3, path, m);
 	if (ret != -ENOENT && ret != -EACCES)
@@ -433,7 +434,7 @@ static void be_s3_file_free(struct be_s3_file *f)
 
 /*
  * Fills @f's size, mtime and ETag: from the cache when @trust or when a
- * listing or a HEAD said them in the last BE_S3_OPEN_WINDOW_NS (a walk's
+ * listing or a HEAD said them in the last metadata_ttl (a walk's
  * reads use its folders' listings), else from a HEAD.  The ETag goes with
  * every GET as If-Match, so an object replaced since fails ESTALE (and is
  * forgotten: the next open asks again), never mixes versions.
@@ -442,7 +443,7 @@ int be_s3_file_meta(struct be_s3_file *f, bool trust)
 {
 	struct be_s3 *s3 = be_s3(f->base.be);
 	struct be_s3_meta m;
-	int ret = be_s3_meta_get(s3, f->path, trust ? -1 : BE_S3_OPEN_WINDOW_NS, &m);
+	int ret = be_s3_meta_get(s3, f->path, trust ? -1 : s3->open_ttl_ns, &m);
 
 	if (ret == 0 && !m.is_dir && !m.etag[0] && !trust)
 		ret = -ENOENT;	/* nothing to pin the version with: ask */

@@ -28,8 +28,9 @@ static time_t remote_memo_now(void)
 	return (time_t)(mono_ns() / 1000000000);
 }
 
-void remote_memo_init(struct remote_memo *m)
+void remote_memo_init(struct remote_memo *m, time_t ttl)
 {
+	m->ttl = ttl;
 	pthread_mutex_init(&m->lock, NULL);
 	path_map_init(&m->map, offsetof(struct remote_memo_node, names));
 }
@@ -65,7 +66,7 @@ void remote_memo_put(struct remote_memo *m, const char *path, const struct remot
 	if (!n)
 		return;
 	/* the fields first: names[] may begin inside the struct's tail padding */
-	*n = (struct remote_memo_node){ .fresh_until = remote_memo_now() + REMOTE_MEMO_TTL,
+	*n = (struct remote_memo_node){ .fresh_until = remote_memo_now() + m->ttl,
 					.size = meta->size, .mtime = meta->mtime,
 					.is_dir = meta->is_dir, .from_head = meta->from_head };
 	memcpy(n->names, path, plen);

@@ -1,8 +1,9 @@
 /*
  * remote_memo.h - what a remote backend without a cache of its own (ftp,
  * azure) learned of its paths in this mount: type, size, date and version
- * (an ETag), from a listing or a HEAD; a write forgets what it changed.  A record is fresh for REMOTE_MEMO_TTL seconds, which
- * is how long a stat under datastores/ may trust it; under the read-only
+ * (an ETag), from a listing or a HEAD; a write forgets what it changed.  A
+ * record is fresh for the datastore's metadata_ttl seconds, which is how
+ * long a stat or an open under datastores/ may trust it; under the read-only
  * trees (BE_O_TRUST, getattr_known) any record is trusted for the mount's
  * lifetime.  Bounded: past REMOTE_MEMO_MAX records it is emptied and fills
  * again.  Thread-safe.
@@ -19,7 +20,6 @@
 #include "backend.h"
 #include "path_map.h"
 
-#define REMOTE_MEMO_TTL		5		/* seconds a record is fresh */
 #define REMOTE_MEMO_MAX		(4u << 20)	/* records before the memo is emptied */
 #define REMOTE_META_ETAG_MAX	260		/* remote.h keeps 256 bytes; 2 for quotes */
 
@@ -33,11 +33,13 @@ struct remote_meta {
 };
 
 struct remote_memo {
+	time_t ttl;		/* seconds a record is fresh */
 	pthread_mutex_t lock;
 	struct path_map map;	/* guarded by lock */
 };
 
-void remote_memo_init(struct remote_memo *m);
+/* An empty memo whose records are fresh for @ttl seconds (0: never). */
+void remote_memo_init(struct remote_memo *m, time_t ttl);
 void remote_memo_destroy(struct remote_memo *m);
 
 /* The record of @path into @meta when fresh, or any with @trust: 0, or -ENOENT. */

@@ -173,6 +173,7 @@ const struct config_key config_mlfs_keys[] = {
 	{ "max_jobs", CT_POSITIVE, CONFIG_AT(max_jobs) },
 	{ "timeout", CT_POSITIVE, CONFIG_AT(timeout) },
 	{ "retries", CT_NONNEG, CONFIG_AT(retries) },
+	{ "metadata_ttl", CT_NONNEG, CONFIG_AT(metadata_ttl) },
 	{ "read_ahead_files", CT_NONNEG, CONFIG_AT(read_ahead_files) },
 	{ "store", CT_STRING, CONFIG_AT(store) },
 	{ NULL, CT_STRING, 0 },
@@ -227,6 +228,7 @@ static const struct config_key config_datastore_keys[] = {
 	{ "mode", CT_MODE, DATASTORE_AT(mode) },
 	{ "timeout", CT_POSITIVE, DATASTORE_AT(timeout) },
 	{ "retries", CT_NONNEG, DATASTORE_AT(retries) },
+	{ "metadata_ttl", CT_NONNEG, DATASTORE_AT(metadata_ttl) },
 	{ NULL, CT_STRING, 0 },
 };
 
@@ -344,7 +346,7 @@ static int config_open_datastore(struct config_parser *p, const char *name, int 
 	cfg->datastores = ds;
 	ds += cfg->n_datastores;
 	*ds = (struct datastore_config){ .file = cfg->file, .line = line, .uid = -1,
-		.gid = -1, .mode = -1, .timeout = -1, .retries = -1 };
+		.gid = -1, .mode = -1, .timeout = -1, .retries = -1, .metadata_ttl = -1 };
 	p->cur = cfg->n_datastores++;
 	ds->name = strdup(name);
 	if (!ds->name)
@@ -655,6 +657,7 @@ static int config_new(struct mlfs_config **out, const char *file)
 	cfg->max_jobs = 1000;
 	cfg->read_ahead_files = 32;
 	cfg->timeout = 30;
+	cfg->metadata_ttl = CONFIG_METADATA_TTL;
 	cfg->retries = 3;
 	cfg->node = (struct node_config){ .gpus = -1, .gpu_memory_gb = -1, .cpus = -1,
 		.memory_gb = -1, .price = -1 };

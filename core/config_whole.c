@@ -223,7 +223,7 @@ struct datastore_config *config_add_implicit(struct mlfs_config *cfg, struct sou
 	ds += cfg->n_datastores++;
 	*ds = (struct datastore_config){ .file = cfg->file, .name = name, .line = src->line,
 		.type = strdup(type), .type_line = src->source_line, .uid = -1, .gid = -1,
-		.mode = -1, .timeout = -1, .retries = -1, .implicit = true };
+		.mode = -1, .timeout = -1, .retries = -1, .metadata_ttl = -1, .implicit = true };
 	free(src->datastore);
 	src->datastore = strdup(name);
 	return ds->type && src->datastore ? ds : NULL;
@@ -303,6 +303,8 @@ int config_finish(struct mlfs_config *cfg)
 			ds->timeout = cfg->timeout;
 		if (ds->retries < 0)
 			ds->retries = cfg->retries;
+		if (ds->metadata_ttl < 0)
+			ds->metadata_ttl = cfg->metadata_ttl;
 	}
 	return 0;
 }

@@ -15,6 +15,9 @@
 
 /* The smallest log_size other than 0 (no limit). */
 #define CONFIG_LOG_SIZE_MIN (64u << 10)
+/* metadata_ttl's default and the most it counts as, in seconds. */
+#define CONFIG_METADATA_TTL	5
+#define CONFIG_METADATA_TTL_MAX	(365l * 24 * 3600)
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +44,8 @@ struct datastore_config {
 	long mode;		/* permission bits for files; dirs add x where r is set */
 	long timeout;		/* seconds, -1 when not set */
 	long retries;		/* -1 when not set */
+	long metadata_ttl;	/* seconds a listing's or a HEAD's word on a file is used under
+				 * datastores/ (config_metadata_ttl); -1 when not set */
 	/* Made by mlfs for a URL source (named "dataset:NAME" etc.), not shown in datastores/. */
 	bool implicit;
 	/* Made for a job's spec (config_add_job_source): its data is wanted before the worker
@@ -172,6 +177,7 @@ struct mlfs_config {
 	long max_jobs;		/* unfinished jobs one user may have */
 	long timeout;		/* seconds a remote call may take */
 	long retries;
+	long metadata_ttl;	/* datastores' default (CONFIG_METADATA_TTL) */
 	long read_ahead_files;	/* files fetched ahead of a walk's open (fs_prefetch.c); 0 = off */
 	char *store;
 	struct node_config node;
@@ -229,6 +235,14 @@ int config_rename(struct mlfs_config *cfg, const char *file);
 
 /* The value of @key in a datastore section, or NULL; *line gets its line. */
 const char *config_get(const struct datastore_config *ds, const char *key, int *line);
+
+/* @ds's metadata_ttl in seconds: its own, the [mlfs] one, else the default; a year at most. */
+static inline long config_metadata_ttl(const struct datastore_config *ds)
+{
+	long ttl = ds->metadata_ttl >= 0 ? ds->metadata_ttl : CONFIG_METADATA_TTL;
+
+	return ttl < CONFIG_METADATA_TTL_MAX ? ttl : CONFIG_METADATA_TTL_MAX;
+}
 
 const struct datastore_config *config_find_datastore(const struct mlfs_config *cfg,
 						      const char *name);

@@ -314,6 +314,8 @@ static void check_datastore(const struct mlfs_config *cfg, size_t i, const char 
 	/* Not set in the section: inherited from [mlfs] (defaults 30 s, 3). */
 	assert_int_equal(ds->timeout, 30);
 	assert_int_equal(ds->retries, 3);
+	assert_int_equal(ds->metadata_ttl, 5);
+	assert_true(ds->git_cache_size == 20ull << 30);
 	assert_false(ds->implicit);
 	assert_ptr_equal(ds->state_dir, cfg->state_dir);
 	assert_ptr_equal(ds->cache_dir, cfg->cache_dir);
@@ -736,6 +738,31 @@ static void test_config_trims_keys_and_values(void **state)
 	assert_string_equal(cfg->datastores[0].name, "d");
 	assert_string_equal(cfg->datastores[0].type, "local");
 	config_free(cfg);
+}
+
+/* metadata_ttl: [mlfs]'s for every datastore that sets none; the caches' sizes, 0 for none. */
+static void test_config_metadata_ttl_and_cache_sizes_are_inherited(void **state)
+{
+	struct mlfs_config *cfg = parse_ok(
+		"[mlfs]\nmetadata_ttl = 9\ngit_cache_size = 1G\narchive_cache_size = 0\n"
+		"[datastore a]\ntype = s3\nbucket = x\n"
+		"[datastore b]\ntype = s3\nbucket = y\nmetadata_ttl = 0\n"
+		"[datastore c]\ntype = http\nurl = http://h/\nmetadata_ttl = 99999999999\n");
+
+	(void)state;
+	assert_int_equal(cfg->metadata_ttl, 9);
+	assert_int_equal(cfg->datastores[0].metadata_ttl, 9);
+	assert_int_equal(config_metadata_ttl(&cfg->datastores[0]), 9);
+	assert_int_equal(config_metadata_ttl(&cfg->datastores[1]), 0);
+	assert_int_equal(config_metadata_ttl(&cfg->datastores[2]), 365l * 24 * 3600);
+	assert_true(cfg->git_cache_size == 1ull << 30);
+	assert_true(cfg->datastores[1].git_cache_size == 1ull << 30);
+	assert_true(cfg->archive_cache_size == 0);
+	config_free(cfg);
+	EXPECT_ERRORS("[mlfs]\nmetadata_ttl = -1\n[datastore d]\ntype = s3\nbucket = x\n"
+		      "metadata_ttl = soon\n",
+		      "x.conf:2: [mlfs] metadata_ttl: bad number '-1' (use a whole number, 0 or more)",
+		      "x.conf:6: [datastore d] metadata_ttl: bad number 'soon' (use a whole number, 0 or more)");
 }
 
 static void test_config_parses_datastore_common_keys_and_keeps_all_in_kv(void **state)
@@ -1410,6 +1437,7 @@ int main(void)
 		cmocka_unit_test(test_config_unquotes_wholly_quoted_values),
 		cmocka_unit_test(test_config_trims_keys_and_values),
 		cmocka_unit_test(test_config_parses_datastore_common_keys_and_keeps_all_in_kv),
+		cmocka_unit_test(test_config_metadata_ttl_and_cache_sizes_are_inherited),
 		cmocka_unit_test(test_config_parses_every_source_form),
 		cmocka_unit_test(test_config_relative_dirs_resolve_against_config_folder),
 		cmocka_unit_test(test_config_rejects_unknown_key_with_line),
