@@ -499,18 +499,18 @@ static int be_git_repo(struct be_git *g, git_repository **repo)
 	free(path);
 	if (ret < 0 || asprintf(&path, "%s/repo.git", g->dir) < 0)
 		return ret < 0 ? ret : -ENOMEM;
-	if (git_repository_open_bare(repo, path) < 0) {
-		if (git_repository_init(repo, path, 1) < 0) {
-			log_err("datastore %s: %s: %s", g->base.name, path, be_git_why(-1));
-			ret = -EIO;
-		}
-		/* which repository the folder is, for people and the evictor's log */
-		free(path);
+	if (git_repository_open_bare(repo, path) < 0 && git_repository_init(repo, path, 1) < 0) {
+		log_err("datastore %s: %s: %s", g->base.name, path, be_git_why(-1));
+		ret = -EIO;
+	}
+	free(path);
+	path = NULL;
+	/* which repository the folder is, for people and the evictor's log (once) */
+	if (ret == 0 && asprintf(&path, "%s/url", g->dir) < 0)
 		path = NULL;
-		if (ret == 0 && asprintf(&path, "%s/url", g->dir) >= 0 && (f = fopen(path, "we"))) {
-			fprintf(f, "%s\n", g->shown);
-			fclose(f);
-		}
+	if (path && access(path, F_OK) < 0 && (f = fopen(path, "we"))) {
+		fprintf(f, "%s\n", g->shown);
+		fclose(f);
 	}
 	free(path);
 	return ret;
