@@ -31,6 +31,8 @@
 #include "log.h"
 #include "path.h"
 
+#define BE_ARCHIVE_TMP_STALE_S	(24 * 3600)	/* a temporary folder untouched this long is dead */
+
 /* Sets ab->dir to cache_dir/archives/<sha256 of inner name, path, size, mtime>. */
 int be_archive_set_dir(struct be_archive *ab)
 {
@@ -278,6 +280,8 @@ int be_archive_member_fd(struct be_archive *ab, const struct be_archive_entry *e
 	 * no one reads go, while it is too big */
 	if (wrote && ab->cache_max > 0 && snprintf(path, sizeof(path), "%s/archives",
 						   ab->cache_dir) < (int)sizeof(path)) {
+		/* an extraction's temporary folder unchanged for a day: its process died */
+		dir_cache_sweep(path, ".tmp-", BE_ARCHIVE_TMP_STALE_S);
 		dir_cache_evict(path, ab->cache_max, be_archive_is_key, "archive cache",
 				"archive_cache_size");
 		snprintf(path, sizeof(path), "%s/%u", ab->dir, e->ord);

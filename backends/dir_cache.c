@@ -128,6 +128,28 @@ void dir_cache_remove(const char *dir, int stamp)
 	close(stamp);
 }
 
+void dir_cache_sweep(const char *top, const char *marker, time_t age)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d = opendir(top);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, marker) &&
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_mtime + age < now &&
+		    dir_cache_fmt(path, sizeof(path), "%s/%s", top, e->d_name)) {
+			log_info("cache: removing %s, left unfinished since %ld s", path,
+				 (long)(now - st.st_mtime));
+			path_remove_tree(path);
+		}
+	closedir(d);
+}
+
 /* ---- a pass over one level ---- */
 
 struct dir_cache_entry {

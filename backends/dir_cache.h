@@ -49,6 +49,13 @@ uint64_t dir_cache_evict(const char *top, uint64_t max, bool (*is_entry)(const c
 			 const char *what, const char *key);
 
 /*
+ * Removes the folders of @top whose names hold @marker (".tmp-": a
+ * temporary folder) and that nothing changed for @age seconds: what a
+ * process that died while it filled one left.
+ */
+void dir_cache_sweep(const char *top, const char *marker, time_t age);
+
+/*
  * Removes folder @dir, held for removal (@stamp: LOCK_EX of @dir.used), by
  * renaming it away first: whoever looks for it next finds it gone, never
  * half there.  Unlinks the stamp; closes @stamp.

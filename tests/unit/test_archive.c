@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -538,7 +539,17 @@ static void test_archive_extractions_unread_are_evicted(void **state)
 	check_file(tgz, "big.bin", big, BIG_SIZE);
 
 	backend_destroy(tgz);
+	/* what dead extractions left: a day untouched goes at the next pass, a fresh one stays */
+	snprintf(used, sizeof(used), "%s/archives/%s.tmp-dead01", cache3, "0123456789abcdef");
+	assert_int_equal(mkdir(used, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, used, (struct timespec[]){ { .tv_sec = 1000 },
+			 { .tv_sec = time(NULL) - 25 * 3600 } }, 0), 0);
+	snprintf(used, sizeof(used), "%s/archives/%s.tmp-live01", cache3, "0123456789abcdef");
+	assert_int_equal(mkdir(used, 0700), 0);
 	check_file(zip, "secret.txt", hello, 5);		/* the next extraction's pass */
+	assert_int_equal(access(used, F_OK), 0);
+	snprintf(used, sizeof(used), "%s/archives/%s.tmp-dead01", cache3, "0123456789abcdef");
+	assert_int_equal(access(used, F_OK), -1);
 	assert_int_equal(stat(tgz_dir, &st), -1);		/* ... removed it */
 	snprintf(used, sizeof(used), "%s.used", tgz_dir);
 	assert_int_equal(access(used, F_OK), -1);		/* and its stamp */
