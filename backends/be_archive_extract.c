@@ -251,7 +251,24 @@ static int be_archive_hold(struct be_archive *ab)
 /* Whether @name, in cache_dir/archives, is an extraction's folder: a key, 64 hex digits. */
 static bool be_archive_is_key(const char *name)
 {
-	return strlen(name) == 64 && strspn(name, "0123456789abcdef") == 64;
+	return dir_cache_is_hex(name, 64);
+}
+
+/*
+ * Whether extracting @bytes more calls for a pass over cache_dir/archives:
+ * the backend's first, then one each sixteenth of archive_cache_size (a
+ * zip's members are decompressed one at a time, and a walk of the folder
+ * after each would make a zip of many members quadratic).  Caller holds
+ * ab->lock.
+ */
+static bool be_archive_pass_due(struct be_archive *ab, uint64_t bytes)
+{
+	ab->since_pass += bytes;
+	if (ab->cache_max == 0 || (ab->passed && ab->since_pass < ab->cache_max / 16))
+		return false;
+	ab->passed = true;
+	ab->since_pass = 0;
+	return true;
 }
 
 /* Opens the extracted file of member @e, extracting what is needed first. */
@@ -259,7 +276,7 @@ int be_archive_member_fd(struct be_archive *ab, const struct be_archive_entry *e
 {
 	char path[PATH_MAX];
 	struct stat st;
-	bool wrote = false;
+	bool due = false;
 	int ret, fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%u", ab->dir, e->ord) >= sizeof(path))
@@ -267,19 +284,18 @@ int be_archive_member_fd(struct be_archive *ab, const struct be_archive_entry *e
 	pthread_mutex_lock(&ab->lock);
 	ret = be_archive_hold(ab);
 	if (ret == 0 && ab->kind == BE_ARCHIVE_ZIP) {
-		if (access(path, F_OK) < 0)
-			wrote = (ret = be_archive_extract_zip_member(ab, e, path)) == 0;
-	} else if (ret == 0) {
-		wrote = !ab->extracted;
+		if (access(path, F_OK) < 0 && (ret = be_archive_extract_zip_member(ab, e, path)) == 0)
+			due = be_archive_pass_due(ab, e->size);
+	} else if (ret == 0 && !ab->extracted) {
 		ret = be_archive_extract_tar(ab);
+		due = ret == 0 && be_archive_pass_due(ab, ab->arch_size);
 	}
 	pthread_mutex_unlock(&ab->lock);
 	if (ret < 0)
 		return ret;
 	/* the folder grew (or another process made it): the least recently read extractions
 	 * no one reads go, while it is too big */
-	if (wrote && ab->cache_max > 0 && snprintf(path, sizeof(path), "%s/archives",
-						   ab->cache_dir) < (int)sizeof(path)) {
+	if (due && snprintf(path, sizeof(path), "%s/archives", ab->cache_dir) < (int)sizeof(path)) {
 		/* an extraction's temporary folder unchanged for a day: its process died */
 		dir_cache_sweep(path, ".tmp-", BE_ARCHIVE_TMP_STALE_S);
 		dir_cache_evict(path, ab->cache_max, be_archive_is_key, "archive cache",

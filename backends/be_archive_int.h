@@ -9,6 +9,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -65,6 +66,8 @@ struct be_archive {
 	pthread_mutex_t lock;
 	int extracted;			/* lock: a filtered tar's dir is complete */
 	struct be_archive_reader *cursor;	/* lock: the zip reader of compressed members */
+	bool passed;			/* lock: a pass over cache_dir/archives was made */
+	uint64_t since_pass;		/* lock: bytes extracted since (be_archive_pass_due) */
 	int held;			/* lock: dir held as read (dir_cache_hold) from the first
 					 * extracted member's open until destroy; or -1 */
 };

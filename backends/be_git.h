@@ -41,9 +41,10 @@ bool be_git_is_lfs_pointer(const char *data, size_t len);
 /* ---- cache_dir/git kept under git_cache_size (be_git_evict.c) ---- */
 
 /*
- * Takes flock(LOCK_EX) of @dir/lock (a repository's folder, made when
- * missing), waiting for it or not (@wait): the lock's fd, -EWOULDBLOCK
- * when not waiting and it is held, or -errno.  The lock is that of the
+ * Takes flock(LOCK_EX) of @dir/lock (a repository's folder), waiting for
+ * it (the folder made when missing) or not (@wait: an evictor's, which
+ * makes nothing): the lock's fd, -EWOULDBLOCK when not waiting and it is
+ * held, -ENOENT when not waiting and the folder is gone, or -errno.  The lock is that of the
  * folder as it is now: one the evictor took away while we waited is left.
  */
 int be_git_lock(const char *dir, bool wait);

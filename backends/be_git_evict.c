@@ -52,7 +52,7 @@
 int be_git_lock(const char *dir, bool wait)
 {
 	char path[PATH_MAX];
-	int ret = path_mkdirs(dir, 0755);
+	int ret = wait ? path_mkdirs(dir, 0755) : 0;	/* an evictor makes nothing */
 
 	if (ret < 0)
 		return ret;
@@ -65,87 +65,39 @@ int be_git_lock(const char *dir, bool wait)
 	return ret;
 }
 
-static bool be_git_is_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return s[n] == '\0';
-}
-
 /* Whether @name (in trees/) is a commit's tree: 40 hex digits, "+lfs" after them or not. */
 static bool be_git_is_tree_name(const char *name)
 {
-	if (strlen(name) == BE_GIT_OID_HEX + 4 && strcmp(name + BE_GIT_OID_HEX, "+lfs") == 0) {
-		char oid[BE_GIT_OID_HEX + 1];
+	char oid[BE_GIT_OID_HEX + 1];
+	size_t len = strlen(name);
 
+	if (len == BE_GIT_OID_HEX + 4 && strcmp(name + BE_GIT_OID_HEX, "+lfs") == 0) {
 		memcpy(oid, name, BE_GIT_OID_HEX);
 		oid[BE_GIT_OID_HEX] = '\0';
-		return be_git_is_hex(oid, BE_GIT_OID_HEX);
+		name = oid;
 	}
-	return be_git_is_hex(name, BE_GIT_OID_HEX);
+	return dir_cache_is_hex(name, BE_GIT_OID_HEX);
+}
+
+static bool be_git_is_repo_name(const char *name)
+{
+	return dir_cache_is_hex(name, BE_GIT_URL_HEX);
 }
 
 /* ---- a pass ---- */
 
-struct be_git_tree {
-	char repo[BE_GIT_URL_HEX + 1];
-	char name[BE_GIT_OID_HEX + 5];
-	struct timespec used;	/* the stamp's mtime, else the folder's */
+struct be_git_repo_seen {
+	char *name;		/* its folder's: BE_GIT_URL_HEX digits */
+	uint64_t size;		/* what it takes, as last walked */
 };
 
 struct be_git_pass {
-	const char *top;		/* cache_dir/git */
-	struct be_git_tree *trees;
-	size_t n, cap;
+	const char *top;	/* cache_dir/git */
+	struct dir_cache_list repos;	/* its repositories (their mtimes unused) */
+	struct be_git_repo_seen *seen;	/* ... each one's size: seen[i] is repos.v[i]'s */
+	struct dir_cache_list trees;	/* every repository's trees, owner: the repository */
 	uint64_t total;
 };
-
-/* Adds REPO/trees' trees to @p's list. */
-static int be_git_list_trees(struct be_git_pass *p, const char *repo)
-{
-	char path[PATH_MAX];
-	struct dirent *e;
-	struct stat st;
-	DIR *d;
-
-	if (!dir_cache_fmt(path, sizeof(path), "%s/%s/trees", p->top, repo) || !(d = opendir(path)))
-		return 0;
-	while ((e = readdir(d))) {
-		struct be_git_tree *t;
-		char stamp[BE_GIT_OID_HEX + 16];
-
-		if (!be_git_is_tree_name(e->d_name) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		if (p->n == p->cap) {
-			size_t cap = p->cap ? 2 * p->cap : 32;
-
-			if (!(t = realloc(p->trees, cap * sizeof(*t)))) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			p->trees = t;
-			p->cap = cap;
-		}
-		t = &p->trees[p->n++];
-		memcpy(t->repo, repo, sizeof(t->repo));	/* checked: BE_GIT_URL_HEX digits */
-		memcpy(t->name, e->d_name, strlen(e->d_name) + 1);	/* ... and a tree's name */
-		t->used = st.st_mtim;
-		if (dir_cache_fmt(stamp, sizeof(stamp), "%s.used", e->d_name) &&
-		    fstatat(dirfd(d), stamp, &st, 0) == 0)
-			t->used = st.st_mtim;
-	}
-	closedir(d);
-	return 0;
-}
-
-static int be_git_older(const void *a, const void *b)
-{
-	return dir_cache_time_cmp(&((const struct be_git_tree *)a)->used,
-				  &((const struct be_git_tree *)b)->used);
-}
 
 /*
  * Under the repository's lock: what no one finishes any more (trees and
@@ -198,44 +150,43 @@ static void be_git_repo_url(const char *repo, char *url, size_t size)
  * Removes tree @t unless it is in use or its repository busy, and its
  * repository with it when it was the last: the bytes that freed.
  */
-static uint64_t be_git_remove(struct be_git_pass *p, const struct be_git_tree *t)
+static uint64_t be_git_remove(struct be_git_pass *p, const struct dir_cache_entry *t)
 {
+	struct be_git_repo_seen *r = &p->seen[t->owner];
 	char repo[PATH_MAX], tree[PATH_MAX], used[PATH_MAX], gone[PATH_MAX], url[1024], when[32];
-	uint64_t before, after = 0, freed;
-	struct tm tm;
+	uint64_t after = 0, freed;
 	bool removed, whole;
 	int lock, stamp;
 
-	if (!dir_cache_fmt(repo, sizeof(repo), "%s/%s", p->top, t->repo) ||
+	if (!dir_cache_fmt(repo, sizeof(repo), "%s/%s", p->top, r->name) ||
 	    !dir_cache_fmt(tree, sizeof(tree), "%s/trees/%s", repo, t->name) ||
 	    !dir_cache_fmt(used, sizeof(used), "%s.used", tree))
 		return 0;
 	if ((lock = be_git_lock(repo, false)) < 0)
-		return 0;	/* a fetch or a write-out: not now */
+		return 0;	/* a fetch or a write-out, or gone: not now */
 	if ((stamp = dir_cache_flock(used, LOCK_EX | LOCK_NB)) < 0) {
 		close(lock);
 		return 0;	/* read by a datastore */
 	}
-	before = dir_cache_du(repo);
 	be_git_repo_url(repo, url, sizeof(url));
 	removed = access(tree, F_OK) == 0;	/* else another evictor's, just now */
 	dir_cache_remove(tree, stamp);
 	whole = be_git_sweep(repo) == 0 &&
-		dir_cache_fmt(gone, sizeof(gone), "%s/.gone.%s.%ld", p->top, t->repo, (long)getpid()) &&
+		dir_cache_fmt(gone, sizeof(gone), "%s/.gone.%s.%ld", p->top, r->name, (long)getpid()) &&
 		rename(repo, gone) == 0;
 	if (whole)
 		path_remove_tree(gone);
 	else
 		after = dir_cache_du(repo);
 	close(lock);
-	freed = before > after ? before - after : 0;
-	if (!removed)
-		return freed;
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&t->used.tv_sec, &tm));
-	log_info("git cache: removed commit %.*s%s of %s, last read %s: %llu bytes freed%s",
-		 BE_GIT_OID_HEX, t->name, strlen(t->name) > BE_GIT_OID_HEX ?
-		 " (Git LFS objects in place)" : "", url, when, (unsigned long long)freed,
-		 whole ? "; it was the repository's last: the repository with it" : "");
+	freed = r->size > after ? r->size - after : 0;
+	r->size = after;
+	if (removed)
+		log_info("git cache: removed commit %.*s%s of %s, last read %s: %llu bytes freed%s",
+			 BE_GIT_OID_HEX, t->name, strlen(t->name) > BE_GIT_OID_HEX ?
+			 " (Git LFS objects in place)" : "", url,
+			 dir_cache_when(&t->used, when, sizeof(when)), (unsigned long long)freed,
+			 whole ? "; it was the repository's last: the repository with it" : "");
 	return freed;
 }
 
@@ -248,22 +199,26 @@ uint64_t be_git_evict(const char *top, uint64_t max)
 
 	if (!d)
 		return 0;
-	while ((e = readdir(d))) {
-		if (!dir_cache_fmt(path, sizeof(path), "%s/%s", top, e->d_name))
-			continue;
-		if (strncmp(e->d_name, ".gone.", 6) == 0)	/* a removal a crash cut short */
+	while ((e = readdir(d)))	/* a removal a crash cut short */
+		if (strncmp(e->d_name, ".gone.", 6) == 0 &&
+		    dir_cache_fmt(path, sizeof(path), "%s/%s", top, e->d_name))
 			path_remove_tree(path);
-		if (!be_git_is_hex(e->d_name, BE_GIT_URL_HEX))
-			continue;
-		p.total += dir_cache_du(path);
-		if (be_git_list_trees(&p, e->d_name) < 0)
-			break;
-	}
 	closedir(d);
-	if (max > 0 && p.total > max) {
-		qsort(p.trees, p.n, sizeof(*p.trees), be_git_older);
-		for (size_t i = 0; i < p.n && p.total > max; i++) {
-			uint64_t freed = be_git_remove(&p, &p.trees[i]);
+	dir_cache_list_add(&p.repos, top, be_git_is_repo_name, 0);
+	p.seen = calloc(p.repos.n ? p.repos.n : 1, sizeof(*p.seen));
+	for (size_t i = 0; p.seen && i < p.repos.n; i++) {
+		p.seen[i].name = p.repos.v[i].name;
+		if (dir_cache_fmt(path, sizeof(path), "%s/%s", top, p.repos.v[i].name)) {
+			p.seen[i].size = dir_cache_du(path);
+			p.total += p.seen[i].size;
+		}
+		if (dir_cache_fmt(path, sizeof(path), "%s/%s/trees", top, p.repos.v[i].name))
+			dir_cache_list_add(&p.trees, path, be_git_is_tree_name, i);
+	}
+	if (p.seen && max > 0 && p.total > max) {
+		dir_cache_list_sort(&p.trees);
+		for (size_t i = 0; i < p.trees.n && p.total > max; i++) {
+			uint64_t freed = be_git_remove(&p, &p.trees.v[i]);
 
 			p.total -= freed < p.total ? freed : p.total;
 		}
@@ -272,6 +227,8 @@ uint64_t be_git_evict(const char *top, uint64_t max)
 				 "the rest is read by datastores, or being fetched", top,
 				 (unsigned long long)p.total, (unsigned long long)max);
 	}
-	free(p.trees);
+	free(p.seen);
+	dir_cache_list_free(&p.trees);
+	dir_cache_list_free(&p.repos);
 	return p.total;
 }

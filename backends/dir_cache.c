@@ -150,18 +150,61 @@ void dir_cache_sweep(const char *top, const char *marker, time_t age)
 	closedir(d);
 }
 
-/* ---- a pass over one level ---- */
+/* ---- the folders a pass may remove, oldest read first ---- */
 
-struct dir_cache_entry {
-	char *name;
-	struct timespec used;	/* the stamp's mtime, else the folder's */
-};
+bool dir_cache_is_hex(const char *s, size_t n)
+{
+	return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
 
-int dir_cache_time_cmp(const struct timespec *x, const struct timespec *y)
+static int dir_cache_time_cmp(const struct timespec *x, const struct timespec *y)
 {
 	if (x->tv_sec != y->tv_sec)
 		return x->tv_sec < y->tv_sec ? -1 : 1;
 	return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+int dir_cache_list_add(struct dir_cache_list *l, const char *dir,
+		       bool (*is_entry)(const char *name), size_t owner)
+{
+	struct dirent *e;
+	struct stat st;
+	char stamp[NAME_MAX + 8];
+	int ret = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (ret == 0 && (e = readdir(d))) {
+		struct dir_cache_entry *t;
+
+		if (!is_entry(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? 2 * l->cap : 32;
+
+			if (!(t = realloc(l->v, cap * sizeof(*t)))) {
+				ret = -ENOMEM;
+				break;
+			}
+			l->v = t;
+			l->cap = cap;
+		}
+		t = &l->v[l->n];
+		*t = (struct dir_cache_entry){ .name = strdup(e->d_name), .owner = owner,
+					       .used = st.st_mtim };
+		if (!t->name) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (dir_cache_fmt(stamp, sizeof(stamp), "%s.used", e->d_name) &&
+		    fstatat(dirfd(d), stamp, &st, 0) == 0)
+			t->used = st.st_mtim;
+		l->n++;
+	}
+	closedir(d);
+	return ret;
 }
 
 static int dir_cache_older(const void *a, const void *b)
@@ -170,75 +213,59 @@ static int dir_cache_older(const void *a, const void *b)
 				  &((const struct dir_cache_entry *)b)->used);
 }
 
-/* The entries of @top (folders @is_entry accepts), with their last reads; -errno. */
-static ssize_t dir_cache_list(const char *top, bool (*is_entry)(const char *name),
-			      struct dir_cache_entry **out)
+void dir_cache_list_sort(struct dir_cache_list *l)
 {
-	struct dir_cache_entry *v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-	struct stat st;
-	char stamp[NAME_MAX + 8];
-	DIR *d = opendir(top);
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), dir_cache_older);
+}
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (!is_entry(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		if (n == cap) {
-			struct dir_cache_entry *w = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
+void dir_cache_list_free(struct dir_cache_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	*l = (struct dir_cache_list){ 0 };
+}
 
-			if (!w)
-				break;
-			v = w;
-		}
-		if (!(v[n].name = strdup(e->d_name)))
-			break;
-		v[n].used = st.st_mtim;
-		if (dir_cache_fmt(stamp, sizeof(stamp), "%s.used", e->d_name) &&
-		    fstatat(dirfd(d), stamp, &st, 0) == 0)
-			v[n].used = st.st_mtim;
-		n++;
-	}
-	closedir(d);
-	*out = v;
-	return (ssize_t)n;
+/* ---- a pass over one level ---- */
+
+const char *dir_cache_when(const struct timespec *t, char *buf, size_t size)
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t->tv_sec, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, size, "?");
+	return buf;
 }
 
 uint64_t dir_cache_evict(const char *top, uint64_t max, bool (*is_entry)(const char *name),
 			 const char *what, const char *key)
 {
-	struct dir_cache_entry *v = NULL;
+	struct dir_cache_list l = { 0 };
 	uint64_t total = dir_cache_du(top);
 	char dir[PATH_MAX], stamp[PATH_MAX], when[32];
-	ssize_t n;
 
-	if (max == 0 || total <= max || (n = dir_cache_list(top, is_entry, &v)) < 0)
+	if (max == 0 || total <= max)
 		return total;
-	qsort(v, (size_t)n, sizeof(*v), dir_cache_older);
-	for (ssize_t i = 0; i < n && total > max; i++) {
+	dir_cache_list_add(&l, top, is_entry, 0);	/* a part of it, when short of memory */
+	dir_cache_list_sort(&l);
+	for (size_t i = 0; i < l.n && total > max; i++) {
 		uint64_t size;
-		struct tm tm;
 		int fd;
 
-		if (!dir_cache_fmt(dir, sizeof(dir), "%s/%s", top, v[i].name) ||
+		if (!dir_cache_fmt(dir, sizeof(dir), "%s/%s", top, l.v[i].name) ||
 		    !dir_cache_fmt(stamp, sizeof(stamp), "%s.used", dir) ||
 		    (fd = dir_cache_flock(stamp, LOCK_EX | LOCK_NB)) < 0)
 			continue;	/* read now */
 		size = dir_cache_du(dir);
 		dir_cache_remove(dir, fd);
 		total -= size < total ? size : total;
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&v[i].used.tv_sec, &tm));
-		log_info("%s: removed %s, last read %s: %llu bytes freed", what, dir, when,
-			 (unsigned long long)size);
+		log_info("%s: removed %s, last read %s: %llu bytes freed", what, dir,
+			 dir_cache_when(&l.v[i].used, when, sizeof(when)), (unsigned long long)size);
 	}
 	if (total > max)
 		log_warn("%s: %s takes %llu bytes, more than %s (%llu): the rest is being read",
 			 what, top, (unsigned long long)total, key, (unsigned long long)max);
-	for (ssize_t i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
+	dir_cache_list_free(&l);
 	return total;
 }

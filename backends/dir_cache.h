@@ -32,8 +32,33 @@ int dir_cache_flock(const char *path, int op);
 /* Holds folder @dir as read (LOCK_SH of @dir.used, dated now) until the fd returned is closed. */
 int dir_cache_hold(const char *dir);
 
-/* <0, 0, >0 as @x is before, at or after @y: the order of last reads. */
-int dir_cache_time_cmp(const struct timespec *x, const struct timespec *y);
+/* Whether @s is @n lowercase hex digits and nothing more (a key's or a commit's name). */
+bool dir_cache_is_hex(const char *s, size_t n);
+
+/* @t as "2026-11-28 10:02:11 UTC", for the log, in @buf. */
+const char *dir_cache_when(const struct timespec *t, char *buf, size_t size);
+
+/* Folders a pass may remove, with when each was read last (its stamp's mtime, else its own). */
+struct dir_cache_entry {
+	char *name;
+	size_t owner;		/* the caller's: which parent it came from */
+	struct timespec used;
+};
+
+struct dir_cache_list {
+	struct dir_cache_entry *v;
+	size_t n, cap;
+};
+
+/*
+ * Adds to @l the folders of @dir whose names @is_entry accepts, tagged
+ * @owner: 0 (a missing @dir adds none), -ENOMEM (what was added stays), -errno.
+ */
+int dir_cache_list_add(struct dir_cache_list *l, const char *dir,
+		       bool (*is_entry)(const char *name), size_t owner);
+/* Sorts @l, the least recently read first. */
+void dir_cache_list_sort(struct dir_cache_list *l);
+void dir_cache_list_free(struct dir_cache_list *l);
 
 /* Bytes folder @path takes: st_blocks of all below, a file of n links counted 1/n each time. */
 uint64_t dir_cache_du(const char *path);

@@ -198,32 +198,18 @@ type = git
 url = git://127.0.0.1:$PORT/r.git
 ref = lfs2
 
-[datastore lost]
-type = git
-url = git://127.0.0.1:$PORT/r.git
-ref = lost
-
-[datastore bad]
-type = git
-url = git://127.0.0.1:$PORT/r.git
-ref = bad
-
-[datastore noact]
-type = git
-url = git://127.0.0.1:$PORT/r.git
-ref = noact
-
-[datastore omit]
-type = git
-url = git://127.0.0.1:$PORT/r.git
-ref = omit
-
 [model dev]
 source = git://127.0.0.1:$PORT/r.git#dev
 
 [model pinned]
 source = git+http://127.0.0.1:$HPORT/git/r.git#$V1
 CONF
+# a datastore of each branch whose Git LFS objects the server lacks, sends wrong, or answers
+# wrong for, named as its branch
+for b in lost bad noact omit; do
+	printf '\n[datastore %s]\ntype = git\nurl = git://127.0.0.1:%s/r.git\nref = %s\n' \
+		"$b" "$PORT" "$b"
+done >>mlfs.conf
 
 check "mlfs check accepts the config" "$MLFS" check mlfs.conf
 cat >bad.conf <<CONF

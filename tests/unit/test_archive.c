@@ -517,6 +517,15 @@ static void test_archive_tar_gz_is_extracted_once(void **state)
 	backend_destroy(be);
 }
 
+/* dead_tmp CACHE NAME PATH SIZE: into PATH, a temporary folder of cache/archives nothing changed for 25 hours. */
+static void dead_tmp(const char *cache_dir, const char *name, char *path, size_t size)
+{
+	snprintf(path, size, "%s/archives/%s.tmp-dead", cache_dir, name);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, path, (struct timespec[]){ { .tv_sec = 1000 },
+			 { .tv_sec = time(NULL) - 25 * 3600 } }, 0), 0);
+}
+
 /*
  * archive_cache_size: an extraction a backend reads stays over the size; once
  * none reads it, the next extraction removes it, and it is extracted again
@@ -524,8 +533,9 @@ static void test_archive_tar_gz_is_extracted_once(void **state)
  */
 static void test_archive_extractions_unread_are_evicted(void **state)
 {
-	char cache3[400], tgz_dir[512], used[600];
+	char cache3[400], tgz_dir[512], used[600], marker[600];
 	struct backend *tgz, *zip;
+	struct backend_file *f = NULL;
 	struct stat st;
 
 	(void)state;
@@ -540,16 +550,12 @@ static void test_archive_extractions_unread_are_evicted(void **state)
 
 	backend_destroy(tgz);
 	/* what dead extractions left: a day untouched goes at the next pass, a fresh one stays */
-	snprintf(used, sizeof(used), "%s/archives/%s.tmp-dead01", cache3, "0123456789abcdef");
-	assert_int_equal(mkdir(used, 0700), 0);
-	assert_int_equal(utimensat(AT_FDCWD, used, (struct timespec[]){ { .tv_sec = 1000 },
-			 { .tv_sec = time(NULL) - 25 * 3600 } }, 0), 0);
+	dead_tmp(cache3, "0123456789abcdef", marker, sizeof(marker));
 	snprintf(used, sizeof(used), "%s/archives/%s.tmp-live01", cache3, "0123456789abcdef");
 	assert_int_equal(mkdir(used, 0700), 0);
 	check_file(zip, "secret.txt", hello, 5);		/* the next extraction's pass */
 	assert_int_equal(access(used, F_OK), 0);
-	snprintf(used, sizeof(used), "%s/archives/%s.tmp-dead01", cache3, "0123456789abcdef");
-	assert_int_equal(access(used, F_OK), -1);
+	assert_int_equal(access(marker, F_OK), -1);
 	assert_int_equal(stat(tgz_dir, &st), -1);		/* ... removed it */
 	snprintf(used, sizeof(used), "%s.used", tgz_dir);
 	assert_int_equal(access(used, F_OK), -1);		/* and its stamp */
@@ -559,6 +565,42 @@ static void test_archive_extractions_unread_are_evicted(void **state)
 	check_file(tgz, "big.bin", big, BIG_SIZE);		/* extracted again */
 	assert_int_equal(stat(tgz_dir, &st), 0);
 	backend_destroy(tgz);
+
+	/* a stamp that cannot be made: the member's open fails, named, and extracts nothing */
+	snprintf(used, sizeof(used), "%s.used", tgz_dir);
+	assert_int_equal(unlink(used), 0);
+	assert_int_equal(mkdir(used, 0700), 0);
+	snprintf(marker, sizeof(marker), "rm -rf '%s'", tgz_dir);
+	assert_int_equal(system(marker), 0);
+	assert_int_equal(be_archive_create(&tgz, local, "t.tar.gz", cache3, 1, "tgz"), 0);
+	assert_int_equal(backend_open(&f, tgz, "big.bin", O_RDONLY), -EISDIR);
+	assert_int_equal(stat(tgz_dir, &st), -1);
+	backend_destroy(tgz);
+	backend_destroy(zip);
+}
+
+/*
+ * A zip's members are extracted one by one: the pass over cache_dir/archives
+ * comes at the first, then once a sixteenth of archive_cache_size more is
+ * extracted, not after each (seen by what a pass sweeps).
+ */
+static void test_archive_zip_members_do_not_each_make_a_pass(void **state)
+{
+	char cache5[400], first[600], second[600];
+	struct backend *zip;
+
+	(void)state;
+	snprintf(cache5, sizeof(cache5), "%s/cache-passes", root);
+	assert_int_equal(be_archive_create(&zip, local, "t.zip", cache5, 1ull << 30, "zip"), 0);
+	check_file(zip, "a.txt", hello, sizeof(hello) - 1);	/* stored: read in place */
+	snprintf(first, sizeof(first), "mkdir -p '%s/archives'", cache5);
+	assert_int_equal(system(first), 0);
+	dead_tmp(cache5, "one", first, sizeof(first));
+	check_file(zip, "sub/deep/mid.bin", mid, MID_SIZE);	/* the first extraction: a pass */
+	assert_int_equal(access(first, F_OK), -1);
+	dead_tmp(cache5, "two", second, sizeof(second));
+	check_file(zip, "secret.txt", hello, 5);		/* 5 bytes more: none */
+	assert_int_equal(access(second, F_OK), 0);
 	backend_destroy(zip);
 }
 
@@ -702,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_archive_zip_stored_and_plain_tar_members_are_read_in_place),
 		cmocka_unit_test(test_archive_tar_gz_is_extracted_once),
 		cmocka_unit_test(test_archive_extractions_unread_are_evicted),
+		cmocka_unit_test(test_archive_zip_members_do_not_each_make_a_pass),
 		cmocka_unit_test(test_archive_corrupt_archives_fail_cleanly),
 		cmocka_unit_test(test_archive_threads_read_at_once),
 		cmocka_unit_test(test_archive_is_not_a_datastore_type),

@@ -385,6 +385,11 @@ static void test_git_cache_keeps_what_is_read_and_evicts_the_oldest(void **state
 	/* ... and without it, A goes with its last tree */
 	assert_int_equal(be_git_evict(top, 1), 0);
 	assert_false(there(top, REPO_A));
+	/* an evictor's lock of a repository gone makes nothing */
+	assert_true(asprintf(&path, "%s/%s", top, REPO_A) > 0);
+	assert_int_equal(be_git_lock(path, false), -ENOENT);
+	assert_false(there(top, REPO_A));
+	free(path);
 	path_remove_tree(top);
 	free(obj);
 	free(link_);
