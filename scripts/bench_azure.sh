@@ -1,15 +1,19 @@
 #!/bin/bash
 # bench_azure.sh - how fast mlfs reads a blob from Azurite, next to curl
 # reading the same blob from the same server in the same run (issue 23's
-# bars: the first read at least 0.8x curl's speed; the next job's read from
+# bars: the first read at least 0.8x curl's speed, curl's bytes read by
+# a process as mlfs's are; the next job's read from
 # the cache at least 0.9x a local datastore's).
 #
 # Azurite (scripts/server-azurite.sh) on 127.0.0.1 keeps big.bin, 256 MiB of
 # random bytes put by Microsoft's client (scripts/azure-blob.js), on a tmpfs,
 # so a drop of the page cache leaves the server as it was.  The ways, each
 # repetition, in an order that alternates:
-#   curl         `curl -o /dev/null` of the blob's URL with a read SAS: one
-#                stream, the server's own ceiling;
+#   curl         `curl` of the blob's URL with a read SAS to /dev/null:
+#                one stream, the server's own ceiling (its bytes go nowhere);
+#   curl-cat     the same `curl` into a pipe that `cat` reads: the bytes in
+#                another process, as `cat` through mlfs has them (the
+#                first-read bar is against this one; bench_lib.sh);
 #   mlfs-first   `cat MOUNT/datastores/az/big.bin` (Shared Key) on a fresh
 #                mount with an empty cache_dir (on disk): the first read;
 #   mlfs-cache   the next job: unmount, drop_caches, mount again with the
@@ -63,6 +67,6 @@ container = data
 type = local
 root = $scratch/disk
 CONF
-curl_read() { curl -s -f -o /dev/null "$AZ_ENDPOINT/data/big.bin?$SAS"; }
+curl_read() { curl -s -f "$AZ_ENDPOINT/data/big.bin?$SAS"; }
 
 first_read_bench datastores/az/big.bin datastores/disk/big.bin "0.9"
