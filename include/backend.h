@@ -479,14 +479,28 @@ static inline int backend_mkdir(struct backend *be, const char *path, mode_t mod
 	return BACKEND_META_CALL(be, mkdir, path, mode, cred);
 }
 
+/*
+ * A writable backend that cannot hold links (s3, azure) answers -EPERM, as
+ * link(2) and symlink(2) say of a filesystem without them (vfat's answer);
+ * -EROFS is only a read-only backend's.
+ */
+static inline int backend_no_links(struct backend *be)
+{
+	return be->ops->caps & BE_CAP_WRITE ? -EPERM : -EROFS;
+}
+
 static inline int backend_symlink(struct backend *be, const char *target, const char *path,
 				  const struct backend_cred *cred)
 {
+	if (!be->ops->symlink)
+		return backend_no_links(be);
 	return BACKEND_META_CALL(be, symlink, target, path, cred);
 }
 
 static inline int backend_link(struct backend *be, const char *from, const char *to)
 {
+	if (!be->ops->link)
+		return backend_no_links(be);
 	return BACKEND_META_CALL(be, link, from, to);
 }
 

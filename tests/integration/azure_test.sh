@@ -274,6 +274,9 @@ mkdir "$W/sub" && echo sub >"$W/sub/f"
 check "mv of a folder works (EXDEV: mv copies it and removes the old)" mv "$W/sub" "$W/sub2"
 same "... the client sees the new folder only" "sub" "$(blob get data w/sub2/f; blob ls data w/sub/)"
 fails "rmdir of a folder with files is ENOTEMPTY" "not empty" rmdir "$W"
+fails "ln: EPERM (a container holds no links), not EROFS" "Operation not permitted" \
+	ln "$W/small.txt" "$W/hard.txt"
+fails "ln -s: EPERM" "Operation not permitted" ln -s small.txt "$W/soft.txt"
 check "rm deletes a blob" rm "$W/empty"
 fails "... which is gone" "No such file" stat "$W/empty"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \

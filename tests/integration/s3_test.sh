@@ -230,6 +230,10 @@ check "rm the file" rm "$B/newdir/f"
 check "rmdir of the empty folder" rmdir "$B/newdir"
 check "the folder is gone" bash -c "! test -e '$B/newdir'"
 fails "mv of a folder is refused with EXDEV" "Invalid cross-device link" python3 -c "import os; os.rename('$B/data/sub', '$B/data/sub2')"
+# S3 holds no links: EPERM as vfat says it, not EROFS (the datastore is writable)
+fails "ln: EPERM, the filesystem has no hard links" "Operation not permitted" ln "$B/data/t2" "$B/data/t3"
+fails "ln -s: EPERM, the filesystem has no symbolic links" "Operation not permitted" ln -s t2 "$B/data/t4"
+check "neither made an object" bash -c "! aws s3api head-object --bucket testbucket --key data/t3 && ! aws s3api head-object --bucket testbucket --key data/t4"
 
 # --- faults
 fails "wrong credentials: ls fails with EACCES" "Permission denied" ls "$M/datastores/bad/data"
