@@ -92,6 +92,10 @@ secret_access_key = not-the-secret
 [dataset d]
 source = s3://testbucket/data/
 
+# a dataset its server refuses: still listed in datasets/
+[dataset locked]
+source = bad:/data
+
 # Google Cloud Storage's XML API, with the local S3 server standing in for
 # storage.googleapis.com (the endpoint overridden, as config.md says)
 [datastore g]
@@ -240,6 +244,9 @@ fails "wrong credentials: ls fails with EACCES" "Permission denied" ls "$M/datas
 check "the log names the datastore and tells to check the credentials" \
 	grep -E "datastore bad: .*SignatureDoesNotMatch.*check the credentials" "$LOG"
 check "the secret is never logged" bash -c "! grep -q not-the-secret '$LOG'"
+# readdir(3) skips an entry of inode 0: such a dataset was missing from ls
+same "ls datasets/ lists the dataset its server refuses" "d gs locked" "$(echo $(ls "$M/datasets"))"
+fails "... and using it says why (EACCES)" "Permission denied" stat "$M/datasets/locked"
 
 printf 'HELLO S3\n' >changed.txt
 same "an object reads before it changes" "hello s3" "$(cat "$B/data/sub/same-size.txt")"
