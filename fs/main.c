@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "config.h"
@@ -94,6 +95,12 @@ int main(int argc, char **argv)
 		return cmd_logpipe(argc - 1, argv + 1);
 	if (strcmp(verb, "image") == 0)
 		return cmd_image(argc - 1, argv + 1);
+	if (verb[0] != '-' && access(verb, F_OK) < 0 && errno == ENOENT) {
+		/* neither a verb nor the config of `mlfs CONFIG MOUNTPOINT`: a typo */
+		fprintf(stderr, "mlfs: '%s' is neither a command (mount, job, umount, sync, check, "
+			"logpipe, image) nor a config file; see mlfs --help\n", verb);
+		return 2;
+	}
 	if (verb[0] != '-')
 		return cmd_mount(argc, argv);	/* no verb: argv[0] stands in for it */
 	fprintf(stderr, "mlfs: unknown option '%s'\n%s", verb, mlfs_usage);

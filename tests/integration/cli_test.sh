@@ -27,6 +27,7 @@ same "--version lists the backends built" "backends: local nfs smb s3 gcs azure 
 	"$("$MLFS" --version | sed -n 2p)"
 check "--help names every command" sh -c "'$MLFS' --help | grep -q 'mlfs umount' && '$MLFS' --help | grep -q 'mlfs check'"
 fails "no arguments is a usage error" "usage:" "$MLFS"
+fails "a mistyped command is named as such" "'chek' is neither a command" "$MLFS" chek good.conf
 
 # --- bad input to mount: one line, non-zero, nothing mounted
 fails "a missing config" "nope.conf: No such file or directory" "$MLFS" mount nope.conf "$M"
