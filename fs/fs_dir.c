@@ -249,16 +249,13 @@ int fs_dir_read_virtual(struct fs *fs, struct fs_dir *d)
 
 		/*
 		 * A view whose backend cannot answer now is still listed, with
-		 * its inode (readdir(3) skips an entry of inode 0), of no known
-		 * type and with no attributes for readdirplus: the kernel keeps
+		 * an inode number (readdir(3) skips an entry of inode 0), of no
+		 * known type and with no attributes for readdirplus: the kernel keeps
 		 * this listing, and looks the entry up when it is used, so it
 		 * shows what the view is once its server answers.
 		 */
 		if (fs_getattr_node(fs, child, NULL, &st) < 0) {
-			memset(&st, 0, sizeof(st));
-			st.st_ino = 1;
-			if (child->view)
-				fs_node_attr(child, &st);	/* its datastore's number on top */
+			fs_dir_attr(d, child->name, NULL, &st);
 			if (fs_dir_add(d, child->name, &st, NULL) < 0)
 				return -ENOMEM;
 			continue;
