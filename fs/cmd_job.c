@@ -434,11 +434,19 @@ static int job_view(struct fs **fs, struct job_ctx *c, struct mlfs_config *cfg,
 		*fs = NULL;
 		return -1;
 	}
+	/*
+	 * A source whose server is down or refuses fails the staging, named
+	 * (fs_job_check_views logs which), rather than reach the worker as EIO
+	 * under /opt/ml: a script that skips what it cannot read would run on
+	 * no data and succeed.
+	 */
+	ret = fs_job_check_views(*fs);
 	/* An inference input folder ("…/") is synced whole before the worker starts. */
-	if (in->type && in->path[0] && in->path[strlen(in->path) - 1] == '/' &&
-	    (ret = fs_job_fetch_view(*fs, c->n_inputs - 1)) < 0) {
+	if (ret == 0 && in->type && in->path[0] && in->path[strlen(in->path) - 1] == '/' &&
+	    (ret = fs_job_fetch_view(*fs, c->n_inputs - 1)) < 0)
 		fprintf(stderr, "mlfs job: %s: data.input: cannot fetch %s: %s\n", a->spec,
 			in->path, strerror(-ret));
+	if (ret < 0) {
 		(*fs)->cfg = NULL;	/* still the caller's: it frees it */
 		fs_destroy(*fs);
 		*fs = NULL;

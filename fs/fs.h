@@ -42,6 +42,7 @@ struct view {
 	char *name;		/* as shown in the tree */
 	struct backend *be;	/* borrowed from struct fs */
 	char *root;		/* the backend path at the view's top */
+	const struct source_config *src;	/* what it shows, when a source (not a datastore) */
 	bool readonly;
 	double timeout;		/* entry and attribute timeout, seconds */
 	long uid, gid, mode;	/* shown instead of the backend's when >= 0 */
@@ -193,6 +194,13 @@ int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_
  * starts.  Nothing for a view that is not remote.  0 or the first error.
  */
 int fs_job_fetch_view(struct fs *fs, size_t view);
+/*
+ * Whether every source the view reads (all but output/) answers: the
+ * attributes of its top, as the worker's first look would ask them.  0, or
+ * the first failure's -errno, said in the log with the source's kind, name
+ * and where it is.
+ */
+int fs_job_check_views(struct fs *fs);
 
 /* fs_prefetch.c */
 #define FS_PREFETCH_FOLDERS	128	/* subfolders of one listing listed ahead */

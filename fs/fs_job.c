@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "fs_ops_int.h"
 #include "log.h"
 #include "path.h"
 
@@ -194,6 +195,24 @@ int fs_job_fetch_view(struct fs *fs, size_t view)
 		log_info("input: %llu file(s), %.1f MiB fetched into the cache",
 			 (unsigned long long)files, (double)bytes / 1048576.0);
 	return ret;
+}
+
+int fs_job_check_views(struct fs *fs)
+{
+	for (size_t i = 0; i + 1 < fs->nviews; i++) {	/* the last one is output/ */
+		const struct view *v = &fs->views[i];
+		struct stat st;
+		int ret = fs_getattr_node(fs, &fs->vnodes[FSJ_COUNT + i], NULL, &st);
+
+		if (ret < 0) {
+			log_err("%s %s (%s): cannot be read: %s",
+				v->src ? config_source_word(v->src->kind) : "source",
+				v->src ? v->src->name : v->name, v->src ? v->src->source : v->root,
+				strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
 }
 
 int fs_create_job(struct fs **out, struct mlfs_config *cfg, const struct fs_job_layout *l)

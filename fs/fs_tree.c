@@ -489,6 +489,7 @@ int fs_source_view(struct fs *fs, struct view *v, const struct source_config *sr
 	/* config_load gave every source a datastore (a URL source its own): none is a bad config. */
 	if (!src->datastore)
 		return -ENOTSUP;
+	v->src = src;
 	while (strcmp(cfg->datastores[b].name, src->datastore) != 0)
 		b++;
 	if (path_is_archive(src->source)) {

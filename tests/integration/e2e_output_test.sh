@@ -576,6 +576,16 @@ if view_up d1 down.json 1; then
 	in_log "... saying it was not uploaded" "not uploaded to s3://outbkt/fault/" "$T_DIR/umount.d1.log"
 	in_log "... and where the output is kept" "staged output kept in $staged" "$T_DIR/umount.d1.log"
 	same "the staged file is kept" "kept while down" "$(cat "$staged/files/keep.txt" 2>&1)"
+	# a view reading from the server down does not come up: the worker never
+	# runs on no data (its executor fails the job in STAGING_IN with this line)
+	cat >nock.json <<JSON
+{"name": "nock", "workers": [{"command": "true"}], "checkpoints": ["resnet"]}
+JSON
+	mkdir -p "$T_DIR/nock"
+	fails "S3 down: a view reading a checkpoint there does not come up, naming it and why" \
+		"checkpoint resnet (objs:/ck/resnet/): cannot be read: Input/output error" \
+		timeout 60 "$MLFS" job -f "$CONF" nock.json "$T_DIR/nock" --worker 1
+	check "... and nothing is mounted there" sh -c "! mountpoint -q '$T_DIR/nock'"
 	fails "mlfs sync fails while the server is still down" "not uploaded" mlfs_logged sync-down sync "$CONF"
 	"$S3SRV" start "$T_DIR/s3" "$S3P" >/dev/null || not_ok "s3rver started again"
 	check "mlfs sync delivers it once the server is back" mlfs_logged sync-back sync "$CONF"
