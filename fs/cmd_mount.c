@@ -403,7 +403,12 @@ int mount_serve(struct fs *fs, const struct mount_args *a)
 	fs->se = se;
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out_session;
-	if (fuse_session_mount(se, a->mountpoint) < 0) {
+	/*
+	 * At its absolute path: fuse_daemonize leaves the folder (chdir "/",
+	 * in the foreground too), and libfuse unmounts at a signal the path it
+	 * mounted: a relative one was left mounted, dead (ENOTCONN).
+	 */
+	if (fuse_session_mount(se, a->realmount) < 0) {
 		fprintf(stderr, "mlfs: cannot mount %s\n", a->mountpoint);
 		goto out_signals;
 	}

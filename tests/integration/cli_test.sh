@@ -79,6 +79,16 @@ wait "$MOUNT_PID" || status=$?
 MOUNT_PID=
 same "SIGTERM unmounts and exits 0" 0 "$status"
 check "nothing left mounted after SIGTERM" nothing_mounted
+# the same at a relative mountpoint: libfuse unmounted the path it was given after
+# fuse_daemonize's chdir "/", so the mount was left behind, dead
+fg_mount "$M" "$T_DIR/rel.log" sh -c "cd '$(dirname "$M")' && exec '$MLFS' mount -f '$PWD/good.conf' '$(basename "$M")'" ||
+	not_ok "foreground mount at a relative path came up"
+kill -TERM "$MOUNT_PID"
+status=0
+wait "$MOUNT_PID" || status=$?
+MOUNT_PID=
+same "SIGTERM unmounts a relative mountpoint too and exits 0" 0 "$status"
+check "nothing left mounted there" nothing_mounted
 "$MLFS" mount good.conf "$M"
 daemon=$(pgrep -f "mlfs mount good.conf $M" | head -1)
 kill -KILL "$daemon"
