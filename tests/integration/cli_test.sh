@@ -72,23 +72,22 @@ fails "umount of something not mounted" "not an mlfs mount" "$MLFS" umount "$M"
 fails "umount refuses a mount that is not FUSE" "not an mlfs mount" "$MLFS" umount /proc
 
 # --- signals and a dead daemon
+# term_fg WHAT: SIGTERM to the foreground mount; it must unmount and exit 0.
+term_fg() {
+	local status=0
+	kill -TERM "$MOUNT_PID"
+	wait "$MOUNT_PID" || status=$?
+	MOUNT_PID=
+	same "SIGTERM unmounts $1 and exits 0" 0 "$status"
+	check "nothing left mounted after SIGTERM ($1)" nothing_mounted
+}
 mount_fg good.conf "$M" || not_ok "foreground mount came up"
-kill -TERM "$MOUNT_PID"
-status=0
-wait "$MOUNT_PID" || status=$?
-MOUNT_PID=
-same "SIGTERM unmounts and exits 0" 0 "$status"
-check "nothing left mounted after SIGTERM" nothing_mounted
+term_fg "the mount"
 # the same at a relative mountpoint: libfuse unmounted the path it was given after
 # fuse_daemonize's chdir "/", so the mount was left behind, dead
 fg_mount "$M" "$T_DIR/rel.log" sh -c "cd '$(dirname "$M")' && exec '$MLFS' mount -f '$PWD/good.conf' '$(basename "$M")'" ||
 	not_ok "foreground mount at a relative path came up"
-kill -TERM "$MOUNT_PID"
-status=0
-wait "$MOUNT_PID" || status=$?
-MOUNT_PID=
-same "SIGTERM unmounts a relative mountpoint too and exits 0" 0 "$status"
-check "nothing left mounted there" nothing_mounted
+term_fg "a relative mountpoint"
 "$MLFS" mount good.conf "$M"
 daemon=$(pgrep -f "mlfs mount good.conf $M" | head -1)
 kill -KILL "$daemon"
