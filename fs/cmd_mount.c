@@ -11,12 +11,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -169,6 +171,49 @@ int mount_make_dirs(const struct mlfs_config *cfg)
 		}
 	}
 	return 0;
+}
+
+/*
+ * One gateway per state_dir: its jobs journal, its jobs' folders and the
+ * shepherds it adopts belong to one scheduler, and a second gateway would
+ * run the same queued jobs again.  A flock (it dies with its holder) of
+ * state_dir/gateway.lock, held open for the daemon's life: O_CLOEXEC, and a
+ * shepherd closes every descriptor of the daemon's, so a job that outlives
+ * a killed daemon does not hold it.  The file says where its holder
+ * mounted, for the refusal.  The descriptor, or -1 (said on stderr).
+ */
+static int mount_lock_state(const struct mlfs_config *cfg, const char *mountpoint)
+{
+	char *path = NULL, held[PATH_MAX] = "";
+	int fd = -1;
+	ssize_t n;
+
+	if (asprintf(&path, "%s/gateway.lock", cfg->state_dir) < 0)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "mlfs: %s: %s\n", path, strerror(errno));
+	} else if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno;
+
+		n = err == EWOULDBLOCK ? pread(fd, held, sizeof(held) - 1, 0) : 0;
+		held[n > 0 ? n : 0] = '\0';
+		held[strcspn(held, "\n")] = '\0';
+		if (err == EWOULDBLOCK)
+			fprintf(stderr, "mlfs: %s: state_dir %s is another running mlfs's (mounted at "
+				"%s): one gateway per state_dir; unmount it, or give this config "
+				"a state_dir of its own\n", cfg->file, cfg->state_dir,
+				held[0] ? held : "?");
+		else
+			fprintf(stderr, "mlfs: %s: %s\n", path, strerror(err));
+		close(fd);
+		fd = -1;
+	} else if (ftruncate(fd, 0) < 0 || pwrite(fd, mountpoint, strlen(mountpoint), 0) < 0 ||
+		   pwrite(fd, "\n", 1, (off_t)strlen(mountpoint)) < 0) {
+		log_warn("%s: %s", path, strerror(errno));	/* only the message needs it */
+	}
+	free(path);
+	return fd;
 }
 
 static int mount_fuse_args(struct fuse_args *fa, const struct mount_args *a)
@@ -462,7 +507,7 @@ int cmd_mount(int argc, char **argv)
 	struct mlfs_config *cfg = NULL;
 	struct fs *fs = NULL;
 	int status = mount_parse_args(&a, argc, argv, mount_usage);
-	int ret;
+	int ret, lock = -1;
 
 	if (status) {
 		status = status == 1 ? 0 : status;
@@ -479,6 +524,9 @@ int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "mlfs: mountpoint %s: %s\n", a.mountpoint, strerror(errno));
 		goto out;
 	}
+	lock = mount_lock_state(cfg, a.realmount);
+	if (lock < 0)
+		goto out;
 	ret = fs_create(&fs, cfg);
 	if (ret < 0) {
 		fprintf(stderr, "mlfs: %s: cannot set up the tree: %s\n", cfg->file, strerror(-ret));
@@ -493,6 +541,8 @@ int cmd_mount(int argc, char **argv)
 	status = mount_serve(fs, &a);
 out:
 	fs_destroy(fs);
+	if (lock >= 0)
+		close(lock);	/* after the scheduler stopped (fs_destroy) */
 	config_free(cfg);
 	free(a.opts);
 	free(a.realmount);

@@ -98,7 +98,15 @@ check "umount clears a dead mount" "$MLFS" umount "$M"
 check "and the mountpoint is usable again" "$MLFS" mount good.conf "$M"
 fails "another user cannot unmount root's mount" "" setpriv --reuid=65534 --regid=65534 --clear-groups "$MLFS" umount "$M"
 same "root's mount is still there" 1 "$(grep -c " $M fuse.mlfs " /proc/self/mounts)"
+# one gateway per state_dir: a second would run the first's queued jobs again
+mkdir -p "$T_DIR/mnt2"
+fails "a second gateway on the same state_dir is refused, naming the first's mountpoint" \
+	"state_dir $T_DIR/state is another running mlfs's (mounted at $M)" \
+	"$MLFS" mount good.conf "$T_DIR/mnt2"
+same "... and nothing is mounted there" 0 "$(grep -c " $T_DIR/mnt2 fuse.mlfs " /proc/self/mounts)"
 check "umount" "$MLFS" umount "$M"
+check "once the first is unmounted, the state_dir can be mounted elsewhere" "$MLFS" mount good.conf "$T_DIR/mnt2"
+check "umount" "$MLFS" umount "$T_DIR/mnt2"
 
 # --- the fstab form: for a line of type fuse.mlfs, mount(8) runs mount.fuse3,
 # which runs "mlfs CONFIG MOUNTPOINT -o OPTS" from the PATH (here: the build)

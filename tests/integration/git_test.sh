@@ -357,7 +357,7 @@ unmount_fg "$M"
 # --- git_cache_size: what a mount reads stays, the least recently read goes when it is over
 # evict_conf NAME REF: NAME.conf, a mount of git://.../r.git at REF, in a cache of 1 KiB
 evict_conf() {
-	printf '[mlfs]\nstate_dir = state\ncache_dir = cache2\ngit_cache_size = 1K\n\n' >"$1.conf"
+	printf '[mlfs]\nstate_dir = state-%s\ncache_dir = cache2\ngit_cache_size = 1K\n\n' "$1" >"$1.conf"
 	printf '[datastore r]\ntype = git\nurl = git://127.0.0.1:%s/r.git\nref = %s\n' "$PORT" "$2" >>"$1.conf"
 }
 evict_conf ev1 "$V1" && evict_conf ev2 main && evict_conf ev3 dev

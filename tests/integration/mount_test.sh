@@ -147,7 +147,9 @@ same "a change made behind the mount is seen" "changed behind the mount, longer"
 MAIN_PID=$MOUNT_PID
 mkdir -p "$T_DIR/mnt2"
 M2=$T_DIR/mnt2
-mount_fg mlfs.conf "$M2" -o nopassthrough || not_ok "a mount with -o nopassthrough came up"
+# the same config but its state_dir (one gateway per state_dir), over the same cache
+sed 's/^state_dir = state$/state_dir = state2/' mlfs.conf >mlfs2.conf
+mount_fg mlfs2.conf "$M2" -o nopassthrough || not_ok "a mount with -o nopassthrough came up"
 S2=$M2/datastores/store
 resident() { fincore --bytes --noheadings --output RES "$1" | tr -d ' '; }
 mostly_resident() { [ "$(resident "$1")" -gt $(($2 / 2)) ]; }
