@@ -311,7 +311,10 @@ static int be_azure_ask(struct be_azure *az, const char *path, struct remote_met
 	struct be_azure_walk w = { .az = az, .dir = path };
 	int ret = be_azure_head(az, path, m);
 
-	if (ret == -ENOENT) {
+	if (ret == 0 && m->size == 0 && be_azure_list(az, path, &w, 1) == -ECANCELED) {
+		/* an empty blob with blobs beneath its name: the folder, as a listing shows */
+		*m = (struct remote_meta){ .is_dir = true, .mtime = -1 };
+	} else if (ret == -ENOENT) {
 		ret = be_azure_list(az, path, &w, 1);
 		if (ret == -ECANCELED || (ret == 0 && w.n > 0)) {
 			*m = (struct remote_meta){ .is_dir = true, .mtime = -1 };

@@ -16,6 +16,7 @@
 #include <libxml/tree.h>
 
 #include "be_azure.h"
+#include "name_set.h"
 
 static xmlDocPtr be_azure_xml_read(const char *xml, size_t len)
 {
@@ -46,8 +47,52 @@ static char *be_azure_xml_text(xmlNodePtr parent, const char *name)
 	return n ? (char *)xmlNodeGetContent(n) : NULL;
 }
 
-/* One Blob or BlobPrefix element to @fn. */
-static int be_azure_xml_entry(xmlNodePtr n, be_azure_entry_fn *fn, void *arg)
+/*
+ * What a page names twice, a blob "a" and the folder "a/", shown once by
+ * S3's rule (be_s3.h: a folder hides an empty blob of its name, a blob with
+ * bytes the folder; be_azure_ask decides alike): @dirs its folders (without
+ * their '/'), @files its blobs of one byte or more.  0 or -ENOMEM.
+ */
+static int be_azure_xml_twins(xmlNodePtr blobs, struct name_set *dirs, struct name_set *files)
+{
+	int ret = 0;
+
+	for (xmlNodePtr n = blobs ? blobs->children : NULL; n && ret == 0; n = n->next) {
+		bool is_dir = be_azure_xml_is(n, "BlobPrefix");
+		char *name, *size;
+		size_t len;
+
+		if (!is_dir && !be_azure_xml_is(n, "Blob"))
+			continue;
+		size = is_dir ? NULL
+			      : be_azure_xml_text(be_azure_xml_child(n, "Properties"), "Content-Length");
+		name = (is_dir || (size && strtoll(size, NULL, 10) > 0))
+			? be_azure_xml_text(n, "Name") : NULL;
+		len = name ? strlen(name) : 0;
+		if (name && is_dir && len && name[len - 1] == '/')
+			len--;
+		if (name)
+			ret = name_set_add(is_dir ? dirs : files, name, len);
+		xmlFree(name);
+		xmlFree(size);
+	}
+	name_set_seal(dirs);
+	name_set_seal(files);
+	return ret;
+}
+
+/* Whether the twins' rule hides entry @name (a folder's without its '/'). */
+static bool be_azure_xml_hidden(const struct name_set *dirs, const struct name_set *files,
+				const char *name, bool is_dir)
+{
+	if (is_dir)
+		return name_set_has(files, name);
+	return !name_set_has(files, name) && name_set_has(dirs, name);
+}
+
+/* One Blob or BlobPrefix element to @fn, unless a twin of it hides it. */
+static int be_azure_xml_entry(xmlNodePtr n, const struct name_set *dirs,
+			      const struct name_set *files, be_azure_entry_fn *fn, void *arg)
 {
 	bool is_dir = be_azure_xml_is(n, "BlobPrefix");
 	xmlNodePtr props = be_azure_xml_child(n, "Properties");
@@ -59,11 +104,21 @@ static int be_azure_xml_entry(xmlNodePtr n, be_azure_entry_fn *fn, void *arg)
 				    .etag = etag ? etag : "" };
 	int ret = 0;
 
+	size_t len = name ? strlen(name) : 0;
+	bool hidden = false;
+
 	if (size)
 		e.size = strtoll(size, NULL, 10);
 	if (date)
 		e.mtime = curl_getdate(date, NULL);
-	if (name && *name)
+	if (name && is_dir && len && name[len - 1] == '/') {
+		name[len - 1] = '\0';
+		hidden = be_azure_xml_hidden(dirs, files, name, true);
+		name[len - 1] = '/';
+	} else if (name) {
+		hidden = be_azure_xml_hidden(dirs, files, name, false);
+	}
+	if (name && *name && !hidden)
 		ret = fn(arg, &e);
 	xmlFree(name);
 	xmlFree(size);
@@ -77,6 +132,7 @@ int be_azure_parse_list(const char *xml, size_t len, be_azure_entry_fn *fn, void
 {
 	xmlDocPtr doc = be_azure_xml_read(xml, len);
 	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL, blobs;
+	struct name_set dirs = { 0 }, files = { 0 };
 	char *next;
 	int ret = 0;
 
@@ -86,9 +142,12 @@ int be_azure_parse_list(const char *xml, size_t len, be_azure_entry_fn *fn, void
 		return -EIO;
 	}
 	blobs = be_azure_xml_child(root, "Blobs");
+	ret = be_azure_xml_twins(blobs, &dirs, &files);
 	for (xmlNodePtr n = blobs ? blobs->children : NULL; n && ret == 0; n = n->next)
 		if (be_azure_xml_is(n, "Blob") || be_azure_xml_is(n, "BlobPrefix"))
-			ret = be_azure_xml_entry(n, fn, arg);
+			ret = be_azure_xml_entry(n, &dirs, &files, fn, arg);
+	name_set_free(&dirs);
+	name_set_free(&files);
 	next = be_azure_xml_text(root, "NextMarker");
 	if (next && strlen(next) < marker_size)
 		snprintf(marker, marker_size, "%s", next);

@@ -301,6 +301,15 @@ static int be_s3_lookup(struct be_s3 *s3, const char *path, struct be_s3_meta *m
 	if (be_s3_meta_get(s3, path, s3->stat_ttl_ns, m) == 0)
 		return 0;
 	ret = be_s3_head_path(s3, path, m);
+	if (ret == 0 && m->size == 0) {
+		/* an empty object with keys beneath its name: the folder, as a listing shows */
+		n = 0;
+		if (be_s3_count_beneath(s3, path, "1", &n) == 0 && n > 0) {
+			be_s3_meta_put(s3, path, &dir);
+			*m = (struct be_s3_meta){ .is_dir = true };
+		}
+		return 0;
+	}
 	if (ret != -ENOENT && ret != -EACCES)
 		return ret;
 	/* Not an object: a folder if anything lies beneath (a 403 is explained there). */

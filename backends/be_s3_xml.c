@@ -31,6 +31,7 @@
 #include <libxml/tree.h>
 
 #include "be_s3_int.h"
+#include "name_set.h"
 
 /* ---- S3's XML ---- */
 
@@ -102,7 +103,44 @@ static char *be_s3_entry_name(const char *key, const char *prefix, bool is_dir)
 	return name;
 }
 
-static int be_s3_parse_entry(xmlNodePtr n, const char *prefix, be_s3_entry_fn *fn, void *arg)
+/*
+ * What a page names twice, a folder and an object of one name (be_s3.h):
+ * @dirs its folders, @files its objects of one byte or more.
+ */
+struct be_s3_twins {
+	struct name_set dirs, files;
+};
+
+/* Fills @t from the page under @root; 0 or -ENOMEM. */
+static int be_s3_twins_find(xmlNodePtr root, const char *prefix, struct be_s3_twins *t)
+{
+	int ret = 0;
+
+	for (xmlNodePtr n = root->children; n && ret == 0; n = n->next) {
+		bool is_dir = be_s3_xml_is(n, "CommonPrefixes");
+		char *key, *name, size[32];
+
+		if (!is_dir && !be_s3_xml_is(n, "Contents"))
+			continue;
+		if (!is_dir) {
+			be_s3_xml_copy(n, "Size", size, sizeof(size));
+			if (strtoll(size, NULL, 10) <= 0)
+				continue;	/* an empty object: hidden by a folder of its name */
+		}
+		key = be_s3_xml_text(n, is_dir ? "Prefix" : "Key");
+		name = be_s3_entry_name(key, prefix, is_dir);
+		if (name)
+			ret = name_set_add(is_dir ? &t->dirs : &t->files, name, strlen(name));
+		free(name);
+		xmlFree(key);
+	}
+	name_set_seal(&t->dirs);
+	name_set_seal(&t->files);
+	return ret;
+}
+
+static int be_s3_parse_entry(xmlNodePtr n, const char *prefix, const struct be_s3_twins *t,
+			     be_s3_entry_fn *fn, void *arg)
 {
 	bool is_dir = be_s3_xml_is(n, "CommonPrefixes");
 	char *key = be_s3_xml_text(n, is_dir ? "Prefix" : "Key");
@@ -111,6 +149,12 @@ static int be_s3_parse_entry(xmlNodePtr n, const char *prefix, be_s3_entry_fn *f
 	char size[32], mtime[64], etag[BE_S3_ETAG_MAX];
 	int ret = 0;
 
+	/* a folder hides an empty object of its name; an object with bytes, the folder */
+	if (name && (is_dir ? name_set_has(&t->files, name)
+			    : !name_set_has(&t->files, name) && name_set_has(&t->dirs, name))) {
+		free(name);
+		name = NULL;
+	}
 	if (name && !is_dir) {
 		be_s3_xml_copy(n, "Size", size, sizeof(size));
 		be_s3_xml_copy(n, "LastModified", mtime, sizeof(mtime));
@@ -133,6 +177,7 @@ int be_s3_parse_list(const char *xml, size_t len, const char *prefix, be_s3_entr
 {
 	xmlDocPtr doc = be_s3_xml_read(xml, len);
 	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	struct be_s3_twins twins = { 0 };
 	int ret = 0;
 
 	memset(page, 0, sizeof(*page));
@@ -140,10 +185,11 @@ int be_s3_parse_list(const char *xml, size_t len, const char *prefix, be_s3_entr
 		xmlFreeDoc(doc);
 		return -EIO;
 	}
+	ret = be_s3_twins_find(root, prefix, &twins);
 	for (xmlNodePtr n = root->children; n && ret == 0; n = n->next) {
 		if (be_s3_xml_is(n, "Contents") || be_s3_xml_is(n, "CommonPrefixes")) {
 			page->n_keys++;
-			ret = be_s3_parse_entry(n, prefix, fn, arg);
+			ret = be_s3_parse_entry(n, prefix, &twins, fn, arg);
 		} else if (be_s3_xml_is(n, "IsTruncated")) {
 			char *t = (char *)xmlNodeGetContent(n);
 
@@ -156,6 +202,8 @@ int be_s3_parse_list(const char *xml, size_t len, const char *prefix, be_s3_entr
 			xmlFree(t);
 		}
 	}
+	name_set_free(&twins.dirs);
+	name_set_free(&twins.files);
 	xmlFreeDoc(doc);
 	return ret;
 }

@@ -277,6 +277,17 @@ fails "rmdir of a folder with files is ENOTEMPTY" "not empty" rmdir "$W"
 fails "ln: EPERM (a container holds no links), not EROFS" "Operation not permitted" \
 	ln "$W/small.txt" "$W/hard.txt"
 fails "ln -s: EPERM" "Operation not permitted" ln -s small.txt "$W/soft.txt"
+# a blob "a" and blobs under "a/" alike: a folder shows one entry of a name (S3's rule)
+: >seed/empty0
+echo bytes >seed/bytes.txt
+blob put data twins/marker seed/empty0 && blob put data twins/marker/in.txt seed/a.txt &&
+	blob put data twins/real seed/bytes.txt && blob put data twins/real/in.txt seed/a.txt ||
+	not_ok "the twins were put"
+same "a blob and a folder of one name are listed once each" "marker real" "$(echo $(ls "$A/twins"))"
+check "... a folder hides an empty blob of its name" test -d "$A/twins/marker"
+check "... a blob with bytes hides the folder" test -f "$A/twins/real"
+sleep 2.2	# past what the listing said (metadata_ttl): a HEAD, then a look beneath
+check "... and a stat from the server says the same" sh -c "test -d '$A/twins/marker' && test -f '$A/twins/real'"
 check "rm deletes a blob" rm "$W/empty"
 fails "... which is gone" "No such file" stat "$W/empty"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \

@@ -238,6 +238,18 @@ fails "mv of a folder is refused with EXDEV" "Invalid cross-device link" python3
 fails "ln: EPERM, the filesystem has no hard links" "Operation not permitted" ln "$B/data/t2" "$B/data/t3"
 fails "ln -s: EPERM, the filesystem has no symbolic links" "Operation not permitted" ln -s t2 "$B/data/t4"
 check "neither made an object" bash -c "! aws s3api head-object --bucket testbucket --key data/t3 && ! aws s3api head-object --bucket testbucket --key data/t4"
+# S3 holds an object "a" and keys under "a/" alike; a folder shows one entry of a name
+: >empty0
+aws s3 cp --quiet empty0 s3://testbucket/twins/marker
+echo x | aws s3 cp --quiet - s3://testbucket/twins/marker/in.txt
+echo bytes | aws s3 cp --quiet - s3://testbucket/twins/real
+echo y | aws s3 cp --quiet - s3://testbucket/twins/real/in.txt
+same "an object and a folder of one name are listed once each" "marker real" "$(echo $(ls "$B/twins"))"
+check "... a folder hides an empty object of its name" test -d "$B/twins/marker"
+same "... and is read through" "x" "$(cat "$B/twins/marker/in.txt")"
+check "... an object with bytes hides the folder" test -f "$B/twins/real"
+sleep 1.2	# past what the listing said (stats: 1 s): a HEAD, then a look beneath
+check "... and a stat from the server says the same" sh -c "test -d '$B/twins/marker' && test -f '$B/twins/real'"
 
 # --- faults
 fails "wrong credentials: ls fails with EACCES" "Permission denied" ls "$M/datastores/bad/data"

@@ -236,6 +236,35 @@ static void test_azure_list_and_error_xml(void **state)
 	assert_int_equal(be_azure_parse_error("<x/>", 4, why, sizeof(why)), -ENOENT);
 }
 
+/* A blob and blobs beneath its name: one entry, the folder unless the blob holds bytes. */
+static void test_azure_list_shows_a_blob_and_a_folder_of_one_name_once(void **state)
+{
+	static const char page[] =
+		"<EnumerationResults><Blobs>"
+		"<Blob><Name>d/marker</Name><Properties><Content-Length>0</Content-Length>"
+		"</Properties></Blob>"
+		"<BlobPrefix><Name>d/marker/</Name></BlobPrefix>"
+		"<Blob><Name>d/real</Name><Properties><Content-Length>7</Content-Length>"
+		"</Properties></Blob>"
+		"<BlobPrefix><Name>d/real/</Name></BlobPrefix>"
+		"<Blob><Name>d/zero</Name><Properties><Content-Length>0</Content-Length>"
+		"</Properties></Blob>"
+		"</Blobs></EnumerationResults>";
+	char marker[64];
+	struct got g = { .n = 0 };
+
+	(void)state;
+	assert_int_equal(be_azure_parse_list(page, sizeof(page) - 1, collect, &g, marker,
+					     sizeof(marker)), 0);
+	assert_int_equal(g.n, 3);
+	assert_string_equal(g.names[0], "d/marker/|");	/* the folder hides the empty blob */
+	assert_true(g.dirs[0]);
+	assert_string_equal(g.names[1], "d/real|");	/* its bytes hide the folder */
+	assert_false(g.dirs[1]);
+	assert_string_equal(g.names[2], "d/zero|");	/* an empty file of its own */
+	assert_false(g.dirs[2]);
+}
+
 static void test_azure_claims_blob_urls_from_the_http_type(void **state)
 {
 	struct mlfs_config *cfg = cfg_check_load(
@@ -267,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_azure_addresses_from_keys_connection_strings_and_the_environment),
 		cmocka_unit_test(test_azure_sections_are_checked_with_lines),
 		cmocka_unit_test(test_azure_list_and_error_xml),
+		cmocka_unit_test(test_azure_list_shows_a_blob_and_a_folder_of_one_name_once),
 		cmocka_unit_test(test_azure_claims_blob_urls_from_the_http_type),
 	};
 

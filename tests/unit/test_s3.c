@@ -121,6 +121,40 @@ static void test_s3_list_maps_contents_to_files_and_common_prefixes_to_dirs(void
 	free(page.next_token);
 }
 
+/* An object and keys beneath its name: one entry, the folder unless the object holds bytes. */
+static void test_s3_list_shows_an_object_and_a_folder_of_one_name_once(void **state)
+{
+	static const char xml[] =
+		"<ListBucketResult>"
+		"<Contents><Key>d/marker</Key><Size>0</Size></Contents>"
+		"<Contents><Key>d/real</Key><Size>7</Size><ETag>\"e\"</ETag></Contents>"
+		"<Contents><Key>d/alone</Key><Size>0</Size></Contents>"
+		"<CommonPrefixes><Prefix>d/marker/</Prefix></CommonPrefixes>"
+		"<CommonPrefixes><Prefix>d/real/</Prefix></CommonPrefixes>"
+		"<CommonPrefixes><Prefix>d/sub/</Prefix></CommonPrefixes>"
+		"<IsTruncated>false</IsTruncated></ListBucketResult>";
+	struct be_s3_page page;
+	struct listed l;
+
+	static const char *const shown[] = { "real", "alone", "marker/", "sub/" };
+
+	(void)state;
+	assert_int_equal(parse(xml, "d/", &l, &page), 0);
+	/* its bytes hide the folder; an empty file alone; the folder hides the empty object */
+	assert_int_equal(l.n, 4);
+	for (int i = 0; i < 4; i++) {
+		size_t len = strlen(shown[i]);
+		bool dir = shown[i][len - 1] == '/';
+
+		assert_int_equal(strlen(l.names[i]), len - dir);
+		assert_int_equal(strncmp(l.names[i], shown[i], len - dir), 0);
+		assert_int_equal(l.dirs[i], dir);
+	}
+	assert_int_equal(l.sizes[0], 7);
+	assert_int_equal(page.n_keys, 6);
+	free(page.next_token);
+}
+
 static void test_s3_list_last_page_has_no_token(void **state)
 {
 	static const char xml[] =
@@ -734,6 +768,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s3_list_maps_contents_to_files_and_common_prefixes_to_dirs),
+		cmocka_unit_test(test_s3_list_shows_an_object_and_a_folder_of_one_name_once),
 		cmocka_unit_test(test_s3_list_last_page_has_no_token),
 		cmocka_unit_test(test_s3_list_decodes_xml_entities_in_names),
 		cmocka_unit_test(test_s3_list_skips_hostile_and_empty_names),
