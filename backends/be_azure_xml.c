@@ -48,10 +48,9 @@ static char *be_azure_xml_text(xmlNodePtr parent, const char *name)
 }
 
 /*
- * What a page names twice, a blob "a" and the folder "a/", shown once by
- * S3's rule (be_s3.h: a folder hides an empty blob of its name, a blob with
- * bytes the folder; be_azure_ask decides alike): @dirs its folders (without
- * their '/'), @files its blobs of one byte or more.  0 or -ENOMEM.
+ * What a page names twice, a blob "a" and the folder "a/", shown once
+ * (name_set_twin_hidden; be_azure_ask decides alike): @dirs its folders
+ * (without their '/'), @files its blobs of one byte or more.  0 or -ENOMEM.
  */
 static int be_azure_xml_twins(xmlNodePtr blobs, struct name_set *dirs, struct name_set *files)
 {
@@ -81,15 +80,6 @@ static int be_azure_xml_twins(xmlNodePtr blobs, struct name_set *dirs, struct na
 	return ret;
 }
 
-/* Whether the twins' rule hides entry @name (a folder's without its '/'). */
-static bool be_azure_xml_hidden(const struct name_set *dirs, const struct name_set *files,
-				const char *name, bool is_dir)
-{
-	if (is_dir)
-		return name_set_has(files, name);
-	return !name_set_has(files, name) && name_set_has(dirs, name);
-}
-
 /* One Blob or BlobPrefix element to @fn, unless a twin of it hides it. */
 static int be_azure_xml_entry(xmlNodePtr n, const struct name_set *dirs,
 			      const struct name_set *files, be_azure_entry_fn *fn, void *arg)
@@ -102,10 +92,9 @@ static int be_azure_xml_entry(xmlNodePtr n, const struct name_set *dirs,
 	char *etag = is_dir ? NULL : be_azure_xml_text(props, "Etag");
 	struct be_azure_entry e = { .name = name, .is_dir = is_dir, .mtime = -1,
 				    .etag = etag ? etag : "" };
-	int ret = 0;
-
 	size_t len = name ? strlen(name) : 0;
 	bool hidden = false;
+	int ret = 0;
 
 	if (size)
 		e.size = strtoll(size, NULL, 10);
@@ -113,10 +102,10 @@ static int be_azure_xml_entry(xmlNodePtr n, const struct name_set *dirs,
 		e.mtime = curl_getdate(date, NULL);
 	if (name && is_dir && len && name[len - 1] == '/') {
 		name[len - 1] = '\0';
-		hidden = be_azure_xml_hidden(dirs, files, name, true);
+		hidden = name_set_twin_hidden(dirs, files, name, true);
 		name[len - 1] = '/';
 	} else if (name) {
-		hidden = be_azure_xml_hidden(dirs, files, name, false);
+		hidden = name_set_twin_hidden(dirs, files, name, false);
 	}
 	if (name && *name && !hidden)
 		ret = fn(arg, &e);

@@ -99,10 +99,10 @@ struct be_s3_page {
  * (CommonPrefixes) and file (Contents) beneath @prefix.  Skipped: the
  * folder's own marker, names that are empty, ".", "..", hold a '/' or are
  * longer than NAME_MAX.  A bucket may hold an object "a" and keys under
- * "a/": a folder then hides an empty object of its name (a marker some
- * tools write), and an object with bytes hides the folder, as be_s3_lookup
- * decides (within one page; twins split over two pages are both named).  Returns 0, -EIO for XML that is not a listing, or
- * what @fn returned; page->next_token is set in every case (free it).
+ * "a/": one of them is named, by name_set_twin_hidden, as be_s3_lookup
+ * decides (within one page; twins split over two pages are both named).
+ * Returns 0, -EIO for XML that is not a listing, or what @fn returned;
+ * page->next_token is set in every case (free it).
  */
 int be_s3_parse_list(const char *xml, size_t len, const char *prefix, be_s3_entry_fn *fn,
 		     void *arg, struct be_s3_page *page);

@@ -104,8 +104,9 @@ static char *be_s3_entry_name(const char *key, const char *prefix, bool is_dir)
 }
 
 /*
- * What a page names twice, a folder and an object of one name (be_s3.h):
- * @dirs its folders, @files its objects of one byte or more.
+ * What a page names twice, a folder and an object of one name, shown once
+ * (name_set_twin_hidden): @dirs its folders, @files its objects of one
+ * byte or more.
  */
 struct be_s3_twins {
 	struct name_set dirs, files;
@@ -149,9 +150,7 @@ static int be_s3_parse_entry(xmlNodePtr n, const char *prefix, const struct be_s
 	char size[32], mtime[64], etag[BE_S3_ETAG_MAX];
 	int ret = 0;
 
-	/* a folder hides an empty object of its name; an object with bytes, the folder */
-	if (name && (is_dir ? name_set_has(&t->files, name)
-			    : !name_set_has(&t->files, name) && name_set_has(&t->dirs, name))) {
+	if (name && name_set_twin_hidden(&t->dirs, &t->files, name, is_dir)) {
 		free(name);
 		name = NULL;
 	}

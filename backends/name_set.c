@@ -50,3 +50,11 @@ void name_set_free(struct name_set *s)
 	free(s->v);
 	*s = (struct name_set){ 0 };
 }
+
+bool name_set_twin_hidden(const struct name_set *dirs, const struct name_set *files,
+			  const char *name, bool is_dir)
+{
+	if (name_set_has(files, name))
+		return is_dir;
+	return !is_dir && name_set_has(dirs, name);
+}

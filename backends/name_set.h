@@ -5,7 +5,7 @@
  * beneath it) and an object ("a") alike, and a folder cannot hold two
  * entries of one name.  The page's parsers (be_s3_xml.c, be_azure_xml.c)
  * put its folders' names, and its non-empty objects', in sets first, then
- * leave out what the rule hides (be_s3.h says the rule).
+ * leave out what name_set_twin_hidden says.
  *
  * Not thread-safe: one parser's, for one page.
  */
@@ -26,5 +26,13 @@ int name_set_add(struct name_set *s, const char *name, size_t len);
 void name_set_seal(struct name_set *s);
 bool name_set_has(const struct name_set *s, const char *name);
 void name_set_free(struct name_set *s);
+/*
+ * The rule for twins, over a page's sealed @dirs (its folders' names) and
+ * @files (its objects of one byte or more): whether entry @name, a folder
+ * when @is_dir, is left out.  A folder hides an empty object of its name (a
+ * marker some tools write); an object with bytes hides the folder.
+ */
+bool name_set_twin_hidden(const struct name_set *dirs, const struct name_set *files,
+			  const char *name, bool is_dir);
 
 #endif
