@@ -55,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 is_mounted() { grep -q " $1 fuse.mlfs " /proc/self/mounts; }
 
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 export SLURM_CONF=$scratch/slurm/slurm.conf
 mkdir -p "$scratch/bin" "$scratch/specs" "$scratch/mnt-mlfs"
 for tool in sbatch squeue scontrol scancel; do

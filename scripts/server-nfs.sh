@@ -71,25 +71,34 @@ nfs_start_rpcbind() {
 	return 1
 }
 
-nfs_start() {
+# One try at rpcbind and ganesha on DIR (absolute); ganesha's PID on stdout, 1 when it failed.
+nfs_try() {
 	local dir=$1 nfsport=$2 mntport=$3 ns pid
-	mkdir -p "$dir/export" /var/run/ganesha /var/lib/nfs/ganesha
-	dir=$(cd "$dir" && pwd)
 	ns=mlfsnfs$nfsport-$mntport
 	echo "$ns" >"$dir/netns"
-	nfs_conf "$dir" "$nfsport" "$mntport" >"$dir/ganesha.conf"
-	nfs_start_rpcbind "$dir" "$ns" || { nfs_stop "$dir"; exit 1; }
+	nfs_start_rpcbind "$dir" "$ns" || return 1
 	setsid ganesha.nfsd -F -L "$dir/ganesha.log" -f "$dir/ganesha.conf" \
 		-p "$dir/ganesha.run.pid" -N NIV_EVENT </dev/null >"$dir/ganesha.out" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/ganesha.pid"
-	if server_port_up "$nfsport" "$pid" && server_port_up "$mntport" "$pid"; then
-		echo "$pid"
-		return 0
-	fi
-	echo "ganesha did not come up on 127.0.0.1:$nfsport:" >&2
-	tail -20 "$dir/ganesha.log" "$dir/ganesha.out" 2>/dev/null | sed 's/^/  /' >&2
-	nfs_stop "$dir"
+	server_port_up "$nfsport" "$pid" && server_port_up "$mntport" "$pid" || return 1
+	echo "$pid"
+}
+
+# Twice at most: ganesha once died at start with nothing in its logs (a CI run, 2026-11-28).
+nfs_start() {
+	local dir=$1 nfsport=$2 mntport=$3
+	mkdir -p "$dir/export" /var/run/ganesha /var/lib/nfs/ganesha
+	dir=$(cd "$dir" && pwd)
+	nfs_conf "$dir" "$nfsport" "$mntport" >"$dir/ganesha.conf"
+	for try in 1 2; do
+		nfs_try "$dir" "$nfsport" "$mntport" && return 0
+		echo "ganesha did not come up on 127.0.0.1:$nfsport (try $try of 2):" >&2
+		tail -20 "$dir/rpcbind.log" "$dir/ganesha.log" "$dir/ganesha.out" 2>/dev/null |
+			sed 's/^/  /' >&2
+		nfs_stop "$dir"
+		sleep 0.5
+	done
 	exit 1
 }
 

@@ -42,7 +42,7 @@ SAN='AddressSanitizer|runtime error|LeakSanitizer'
 S3P=$(free_port)
 SMBP=$(free_port)
 for _ in $(seq 1 50); do
-	NFSP=$((20000 + RANDOM % 20000))
+	NFSP=$((20000 + RANDOM % 12000))
 	MNTP=$((NFSP + 1))
 	port_free "$NFSP" && port_free "$MNTP" && [ "$NFSP" != "$S3P" ] && [ "$MNTP" != "$S3P" ] &&
 		[ "$NFSP" != "$SMBP" ] && [ "$MNTP" != "$SMBP" ] && break

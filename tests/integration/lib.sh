@@ -124,11 +124,13 @@ sha() { sha256sum <"$1" | cut -d' ' -f1; }
 # port_free PORT: whether nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# free_port: a random port in 20000-39999 that nothing listens on.
+# free_port: a random port in 20000-31999 that nothing listens on: below the kernel's
+# ephemeral ports (32768 and up), which any outgoing connection may take meanwhile
+# (a ganesha failed to start on 35797 so, in a CI run).
 free_port() {
 	local p
 	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 20000))
+		p=$((20000 + RANDOM % 12000))
 		port_free "$p" && { echo "$p"; return 0; }
 	done
 	return 1

@@ -22,7 +22,7 @@ cd "$T_DIR" || exit 1
 
 SERVER=$TOP/scripts/server-nfs.sh
 for _ in $(seq 1 50); do
-	NFSPORT=$((20000 + RANDOM % 20000))
+	NFSPORT=$((20000 + RANDOM % 12000))
 	MNTPORT=$((NFSPORT + 1))
 	port_free "$NFSPORT" && port_free "$MNTPORT" && break
 done
