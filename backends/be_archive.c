@@ -38,7 +38,9 @@
  * warning, never listed nor served; so is a member below a member that is
  * not a folder.  A symlink member is shown as a symlink whose target is
  * given as stored: the kernel resolves it on the client, mlfs never follows
- * one.  Devices, fifos, hard links and encrypted members are skipped.
+ * one.  A hard link member is shown as a file of its own with the bytes of
+ * the member it names (not as a second name of one inode: its own st_ino,
+ * one link).  Devices, fifos and encrypted members are skipped.
  *
  * Threading: the index is read-only after create, and each reader of the
  * archive has its own libarchive handle and position (the inner file is read
@@ -52,7 +54,7 @@
  * What it does not do: write (no write ops: the wrappers answer EROFS),
  * keep what it extracted past archive_cache_size while no one reads it
  * (be_archive_extract.c holds the key's folder, dir_cache.h, and evicts),
- * show hard links, or cache in-place reads of a remote inner backend itself
+ * show hard links as one inode, or cache in-place reads of a remote inner backend itself
  * (cache_key is -ENOTSUP: fs/ reads it directly).  Opening the compressed zip
  * member k for the first time after member j > k walks the central directory
  * from its start again.
@@ -322,7 +324,7 @@ static const char *be_archive_unshown(struct archive_entry *ae)
 	mode_t type = archive_entry_filetype(ae);
 
 	if (archive_entry_hardlink(ae))
-		return "hard links are not shown";
+		return NULL;	/* a file of its own, with its target's bytes (be_archive_link) */
 	if (archive_entry_is_encrypted(ae))
 		return "encrypted";
 	if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
@@ -347,7 +349,7 @@ static const char *be_archive_printable(char *out, size_t size, const char *raw)
 static int be_archive_add_member(struct be_archive_reader *r, struct archive_entry *ae,
 				 uint32_t ord, struct be_archive_list *l)
 {
-	char canon[BE_ARCHIVE_PATH_MAX + 1];
+	char canon[BE_ARCHIVE_PATH_MAX + 1], link[BE_ARCHIVE_PATH_MAX + 1];
 	const char *raw = archive_entry_pathname(ae);
 	const char *why = NULL;
 	struct be_archive_entry *e;
@@ -362,6 +364,12 @@ static int be_archive_add_member(struct be_archive_reader *r, struct archive_ent
 				 be_archive_printable(canon, sizeof(canon), raw), why);
 		return 0;
 	}
+	if (archive_entry_hardlink(ae) &&
+	    be_archive_canon(archive_entry_hardlink(ae), link, &why) < 0) {
+		log_warn("archive %s: member \"%s\" skipped: a hard link to a name not shown (%s)",
+			 r->ab->base.name, canon, why);
+		return 0;
+	}
 	if (!(e = be_archive_list_add(l, canon, strlen(canon))))
 		return -ENOMEM;
 	e->ord = ord;
@@ -369,7 +377,12 @@ static int be_archive_add_member(struct be_archive_reader *r, struct archive_ent
 		  (perm ? perm : archive_entry_filetype(ae) == AE_IFDIR ? 0755 : 0644);
 	e->mtime.tv_sec = archive_entry_mtime(ae);
 	e->mtime.tv_nsec = archive_entry_mtime_nsec(ae);
-	if (S_ISLNK(e->mode)) {
+	if (archive_entry_hardlink(ae)) {
+		e->mode = S_IFREG | (perm ? perm : 0644);
+		e->hardlink = true;
+		if (!(e->target = strdup(link)))
+			return -ENOMEM;
+	} else if (S_ISLNK(e->mode)) {
 		if (!(e->target = strdup(archive_entry_symlink(ae))))
 			return -ENOMEM;
 		e->size = strlen(e->target);
@@ -426,6 +439,41 @@ static uint32_t be_archive_parent(struct be_archive *ab, const struct be_archive
 }
 
 /*
+ * Gives each hard link member the bytes of the file it names (its ordinal,
+ * size and place: it reads the same data, extracted once), on @l sorted by
+ * path: the winner of that path, a regular file, a link given its own
+ * first (a few rounds).  What stays a link names no file shown.
+ */
+static void be_archive_link(struct be_archive_list *l)
+{
+	bool more = true;
+
+	for (int round = 0; round < 8 && more; round++) {
+		more = false;
+		for (size_t i = 0; i < l->n; i++) {
+			struct be_archive_entry *e = &l->v[i], *t;
+
+			if (!e->hardlink)
+				continue;
+			t = bsearch(e->target, l->v, l->n, sizeof(*l->v), be_archive_path_cmp);
+			while (t && t + 1 < l->v + l->n && strcmp(t[1].path, t->path) == 0)
+				t++;	/* the last of that path wins, as in the index */
+			if (!t || t == e || t->hardlink || !S_ISREG(t->mode)) {
+				more |= t && t != e && t->hardlink;
+				continue;
+			}
+			e->ord = t->ord;
+			e->size = t->size;
+			e->data_off = t->data_off;
+			free(e->target);
+			e->target = NULL;
+			e->hardlink = false;
+			more = true;
+		}
+	}
+}
+
+/*
  * Turns @l into the index: sorted, one entry per path (the last member
  * wins), members under a non-folder dropped, children linked.  Takes @l's
  * entries.
@@ -433,6 +481,7 @@ static uint32_t be_archive_parent(struct be_archive *ab, const struct be_archive
 static int be_archive_index(struct be_archive *ab, struct be_archive_list *l)
 {
 	qsort(l->v, l->n, sizeof(*l->v), be_archive_cmp);
+	be_archive_link(l);
 	ab->ents = l->v;
 	ab->n = 0;
 	for (size_t i = 0; i < l->n; i++) {
@@ -440,6 +489,12 @@ static int be_archive_index(struct be_archive *ab, struct be_archive_list *l)
 
 		if (i + 1 < l->n && strcmp(e->path, l->v[i + 1].path) == 0) {
 			be_archive_entry_free(e);	/* a later one wins */
+			continue;
+		}
+		if (e->hardlink) {
+			log_warn("archive %s: member \"%s\" skipped: a hard link to \"%s\", which "
+				 "is not a file shown", ab->base.name, e->path, e->target);
+			be_archive_entry_free(e);
 			continue;
 		}
 		if (e->path[0] && (e->parent = be_archive_parent(ab, e)) == BE_ARCHIVE_NONE) {
@@ -485,6 +540,11 @@ static int be_archive_list_need(struct be_archive *ab)
 			ab->need[ab->n_need++] = (struct be_archive_need){
 				.ord = ab->ents[i].ord, .size = ab->ents[i].size };
 	qsort(ab->need, ab->n_need, sizeof(*ab->need), be_archive_ord_cmp);
+	n = ab->n_need;		/* a file and its hard links share one ordinal: extracted once */
+	ab->n_need = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!ab->n_need || ab->need[ab->n_need - 1].ord != ab->need[i].ord)
+			ab->need[ab->n_need++] = ab->need[i];
 	return 0;
 }
 

@@ -27,7 +27,8 @@ enum be_archive_kind {
 
 struct be_archive_entry {
 	char *path;		/* canonical; "" is the root */
-	char *target;		/* a symlink's target, as stored */
+	char *target;		/* a symlink's target, as stored; a hard link's, canonical,
+				 * until the index is built (hardlink) */
 	mode_t mode;		/* type and permission bits */
 	uint64_t size;
 	struct timespec mtime;
@@ -37,6 +38,7 @@ struct be_archive_entry {
 	uint32_t first_child;	/* children in path order, linked by next_sibling */
 	uint32_t next_sibling;
 	int implied;		/* a folder no member names */
+	bool hardlink;		/* a hard link not yet given its target's data */
 };
 
 struct be_archive_reader;

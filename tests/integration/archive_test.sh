@@ -21,6 +21,8 @@ with zipfile.ZipFile("lab/data.zip", "w") as z:
     z.writestr("../evil.txt", "outside")
     z.writestr("/abs.txt", "absolute")
 PY
+# a second name of big.bin: tar keeps it as a hard link member (no bytes of its own)
+ln lab/src/voc/img/big.bin lab/src/voc/img/same.bin
 tar cf lab/data.tar -C lab/src voc
 tar czf lab/data.tar.gz -C lab/src voc
 tar cjf lab/data.tar.bz2 -C lab/src voc
@@ -48,6 +50,12 @@ for d in datasets/zipped datasets/tarred datasets/gzipped checkpoints/bzipped; d
 	same "$d: a 3 MB member equals the original" "$(sha lab/src/voc/img/big.bin)" "$(sha "$M/$d/voc/img/big.bin")"
 	same "$d: sizes" 3000000 "$(stat -c %s "$M/$d/voc/img/big.bin")"
 done
+for d in datasets/tarred datasets/gzipped checkpoints/bzipped; do
+	same "$d: a hard link member reads as the file it names" "$(sha lab/src/voc/img/big.bin)" \
+		"$(sha "$M/$d/voc/img/same.bin")"
+done
+same "... its bytes extracted once: the tars' extractions hold a file each for big.bin and ann.txt" \
+	"2 2" "$(for x in cache/archives/*/; do n=$(ls "$x" | wc -l); [ "$n" -lt 2 ] || printf '%s ' "$n"; done | xargs)"
 same_at_offsets "reads at offsets of a deflated zip member" lab/src/voc/img/big.bin "$M/datasets/zipped/voc/img/big.bin"
 same "zip slip: ../evil.txt and /abs.txt are not shown" "voc" "$(ls -A "$M/datasets/zipped" | xargs)"
 check "... and nothing was written outside" test ! -e "$T_DIR/evil.txt"

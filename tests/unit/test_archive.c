@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -517,6 +518,82 @@ static void test_archive_tar_gz_is_extracted_once(void **state)
 	backend_destroy(be);
 }
 
+/* The files in folder @dir. */
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_type == DT_REG;
+	closedir(d);
+	return n;
+}
+
+/* REL under root: a tar (gzipped when @gz) of "f", hard links to it, one to a link, one to nothing. */
+static void write_links(const char *rel, bool gz)
+{
+	static const struct { const char *name, *link; } ents[] = {
+		{ "f", NULL }, { "d/l1", "f" }, { "l2", "d/l1" }, { "dangling", "nowhere" },
+	};
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	assert_int_equal(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+	if (gz)
+		assert_int_equal(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+	for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]); i++) {
+		archive_entry_clear(e);
+		archive_entry_set_pathname(e, ents[i].name);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0644);
+		archive_entry_set_size(e, ents[i].link ? 0 : MID_SIZE);
+		if (ents[i].link)
+			archive_entry_set_hardlink(e, ents[i].link);
+		assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+		if (!ents[i].link)
+			assert_int_equal(archive_write_data(a, mid, MID_SIZE), MID_SIZE);
+	}
+	assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+	archive_entry_free(e);
+}
+
+/*
+ * A hard link member reads as the file it names, read in place (plain tar)
+ * or extracted once (tar.gz), a link to a link too; one naming nothing is
+ * not shown.
+ */
+static void test_archive_hard_links_read_as_their_file(void **state)
+{
+	char cache2[400], dir[512];
+	struct backend *be;
+	struct stat st;
+
+	(void)state;
+	write_links("links.tar", false);
+	write_links("links.tar.gz", true);
+	be = open_archive("links.tar", cache);
+	check_file(be, "d/l1", mid, MID_SIZE);
+	check_file(be, "l2", mid, MID_SIZE);
+	assert_int_equal(backend_getattr(be, "dangling", &st), -ENOENT);
+	backend_destroy(be);
+	snprintf(cache2, sizeof(cache2), "%s/cache-links", root);
+	be = open_archive("links.tar.gz", cache2);
+	check_file(be, "l2", mid, MID_SIZE);
+	check_file(be, "f", mid, MID_SIZE);
+	check_file(be, "d/l1", mid, MID_SIZE);
+	assert_int_equal(backend_getattr(be, "dangling", &st), -ENOENT);
+	key_dir(cache2, dir, sizeof(dir));
+	assert_int_equal(count_files(dir), 1);	/* the bytes extracted once */
+	backend_destroy(be);
+}
+
 /* dead_tmp CACHE NAME PATH SIZE: into PATH, a temporary folder of cache/archives nothing changed for 25 hours. */
 static void dead_tmp(const char *cache_dir, const char *name, char *path, size_t size)
 {
@@ -743,6 +820,7 @@ int main(void)
 		cmocka_unit_test(test_archive_without_cache_dir_uses_a_private_folder),
 		cmocka_unit_test(test_archive_zip_stored_and_plain_tar_members_are_read_in_place),
 		cmocka_unit_test(test_archive_tar_gz_is_extracted_once),
+		cmocka_unit_test(test_archive_hard_links_read_as_their_file),
 		cmocka_unit_test(test_archive_extractions_unread_are_evicted),
 		cmocka_unit_test(test_archive_zip_members_do_not_each_make_a_pass),
 		cmocka_unit_test(test_archive_corrupt_archives_fail_cleanly),
