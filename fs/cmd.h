@@ -59,7 +59,10 @@ struct image_env {
  */
 int image_env_build(const struct container_runtime *rt, struct image_env *e);
 
-/* Prints upload progress on stderr (an output_progress_fn, cmd_job.c). */
+/*
+ * Prints upload progress on stderr (an output_progress_fn, cmd_job.c); @arg
+ * is NULL, or an unsigned int that counts the outputs delivered.
+ */
 struct output;
 void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t done,
 		  uint64_t total);

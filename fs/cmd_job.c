@@ -579,7 +579,8 @@ void cmd_progress(void *arg, const struct output *o, const char *phase, uint64_t
 	const char *cr = tty ? "\r" : "", *nl = tty ? "\033[K" : "\n";
 	int64_t now = mono_ns();
 
-	(void)arg;
+	if (arg && strcmp(phase, "done") == 0)
+		++*(unsigned int *)arg;		/* mlfs sync counts what it delivered */
 	if (o != cur || strcmp(phase, cur_phase) != 0) {
 		if (tty && cur)
 			fputc('\n', stderr);
@@ -619,7 +620,7 @@ static const char sync_usage[] =
 int cmd_sync(int argc, char **argv)
 {
 	struct mlfs_config *cfg = NULL;
-	unsigned int live = 0;
+	unsigned int live = 0, delivered = 0;
 	int failed;
 
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
@@ -633,13 +634,16 @@ int cmd_sync(int argc, char **argv)
 	log_init("mlfs", MLFS_LOG_INFO);
 	if (cmd_load_config(&cfg, argv[1]) < 0)
 		return 1;
-	failed = output_sync_all(cfg, cmd_progress, NULL, &live);
+	failed = output_sync_all(cfg, cmd_progress, &delivered, &live);
 	if (live)
 		fprintf(stderr, "mlfs sync: %u output(s) still mounted by a worker's view; "
 			"`mlfs umount` uploads them\n", live);
 	if (failed)
 		fprintf(stderr, "mlfs sync: %d output(s) not uploaded; their staged files are "
 			"kept in %s/outputs\n", failed, cfg->state_dir);
+	else if (!live && !delivered)
+		fprintf(stderr, "mlfs sync: nothing to upload: no output is staged in %s/outputs\n",
+			cfg->state_dir);
 	config_free(cfg);
 	return failed ? 1 : 0;
 }

@@ -167,6 +167,8 @@ rm blocker
 check "mlfs sync delivers it once the destination is fixed" "$MLFS" sync o.conf
 same "... the zip is there" "keep me" "$(unzip -p blocker/deeper/blocked.zip keep.txt 2>&1)"
 check "mlfs sync with nothing pending exits 0" "$MLFS" sync o.conf
+same "... and says so" "mlfs sync: nothing to upload: no output is staged in $T_DIR/state/outputs" \
+	"$("$MLFS" sync o.conf 2>&1)"
 
 # --- plain fusermount3 -u: nothing lost, mlfs sync uploads it
 cat >lost.json <<JSON
