@@ -75,8 +75,6 @@ static int be_azure_xml_twins(xmlNodePtr blobs, struct name_set *dirs, struct na
 		xmlFree(name);
 		xmlFree(size);
 	}
-	name_set_seal(dirs);
-	name_set_seal(files);
 	return ret;
 }
 

@@ -135,8 +135,6 @@ static int be_s3_twins_find(xmlNodePtr root, const char *prefix, struct be_s3_tw
 		free(name);
 		xmlFree(key);
 	}
-	name_set_seal(&t->dirs);
-	name_set_seal(&t->files);
 	return ret;
 }
 

@@ -1,6 +1,5 @@
 /*
- * name_set.c - a set of names: a sorted array, searched by halves
- * (name_set.h says what for).
+ * name_set.c - a set of names over path_map (name_set.h says what for).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -9,46 +8,38 @@
 
 #include "name_set.h"
 
+struct name_set_entry {
+	struct path_map_entry e;
+	char name[];
+};
+
 int name_set_add(struct name_set *s, const char *name, size_t len)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		char **v = reallocarray(s->v, cap, sizeof(*v));
+	struct name_set_entry *n = malloc(sizeof(*n) + len + 1);
 
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n] = strndup(name, len);
-	if (!s->v[s->n])
+	if (!n)
 		return -ENOMEM;
-	s->n++;
-	return 0;
-}
-
-static int name_set_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void name_set_seal(struct name_set *s)
-{
-	if (s->n > 1)
-		qsort(s->v, s->n, sizeof(*s->v), name_set_cmp);
+	s->map.key_off = offsetof(struct name_set_entry, name);	/* a zeroed set's too */
+	memcpy(n->name, name, len);
+	n->name[len] = '\0';
+	if (path_map_get(&s->map, n->name)) {
+		free(n);	/* there already */
+		return 0;
+	}
+	if (path_map_add(&s->map, &n->e))
+		return 0;
+	free(n);
+	return -ENOMEM;
 }
 
 bool name_set_has(const struct name_set *s, const char *name)
 {
-	return s->n && bsearch(&name, s->v, s->n, sizeof(*s->v), name_set_cmp);
+	return path_map_get(&s->map, name) != NULL;
 }
 
 void name_set_free(struct name_set *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	*s = (struct name_set){ 0 };
+	path_map_clear(&s->map);
 }
 
 bool name_set_twin_hidden(const struct name_set *dirs, const struct name_set *files,

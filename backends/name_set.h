@@ -1,5 +1,5 @@
 /*
- * name_set.h - a set of names, filled, then sealed and asked.
+ * name_set.h - a set of names: path_map.h's table, each entry a name.
  *
  * What for: an object store's listing page may name a folder ("a/", keys
  * beneath it) and an object ("a") alike, and a folder cannot hold two
@@ -7,7 +7,7 @@
  * put its folders' names, and its non-empty objects', in sets first, then
  * leave out what name_set_twin_hidden says.
  *
- * Not thread-safe: one parser's, for one page.
+ * A set zeroed ({ 0 }) is empty.  Not thread-safe: one parser's, for one page.
  */
 #ifndef MLFS_NAME_SET_H
 #define MLFS_NAME_SET_H
@@ -15,21 +15,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "path_map.h"
+
 struct name_set {
-	char **v;
-	size_t n, cap;
+	struct path_map map;
 };
 
-/* Adds the @len bytes of @name (copied).  0 or -ENOMEM. */
+/* Adds the @len bytes of @name (copied; a name already there is kept once).  0 or -ENOMEM. */
 int name_set_add(struct name_set *s, const char *name, size_t len);
-/* Sorts the set, after which name_set_has may be asked. */
-void name_set_seal(struct name_set *s);
 bool name_set_has(const struct name_set *s, const char *name);
 void name_set_free(struct name_set *s);
 /*
- * The rule for twins, over a page's sealed @dirs (its folders' names) and
- * @files (its objects of one byte or more): whether entry @name, a folder
- * when @is_dir, is left out.  A folder hides an empty object of its name (a
+ * The rule for twins, over a page's @dirs (its folders' names) and @files
+ * (its objects of one byte or more): whether entry @name, a folder when
+ * @is_dir, is left out.  A folder hides an empty object of its name (a
  * marker some tools write); an object with bytes hides the folder.
  */
 bool name_set_twin_hidden(const struct name_set *dirs, const struct name_set *files,
