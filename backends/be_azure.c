@@ -258,7 +258,7 @@ static int be_azure_readdir(struct backend *be, const char *path, backend_fill_f
 	struct be_azure *az = be_azure(be);
 	struct be_azure_walk w = { .az = az, .dir = path, .fill = fill, .payload = payload };
 	struct remote_meta m;
-	int ret = be_azure_list(az, path, &w, 5000);
+	int ret = be_azure_list(az, path, &w, az->list_chunk);
 
 	if (ret == -ECANCELED && w.stopped)
 		return w.stopped;
@@ -540,7 +540,8 @@ static int be_azure_create(struct backend **out, const struct datastore_config *
 	az->created = time(NULL);
 	/* 5 timeouts (2.5 min by default): Azure updates a big copy's progress far more often */
 	az->copy_stall_ns = 5 * (cfg->timeout > 0 ? cfg->timeout : 30) * 1000000000ll;
-	ret = be_azure_addr_init(&az->addr, cfg);
+	az->list_chunk = be_azure_list_chunk(cfg);	/* checked by be_azure_validate */
+	ret = az->list_chunk < 0 ? -EINVAL : be_azure_addr_init(&az->addr, cfg);
 	if (ret == 0 && asprintf(&az->staging, "%s/staging",
 				 cfg->state_dir ? cfg->state_dir : "/var/lib/mlfs") < 0) {
 		az->staging = NULL;

@@ -50,6 +50,11 @@ void be_azure_addr_free(struct be_azure_addr *a);
 /* Checks a datastore section offline: "file:line: ..." into @d; 0 or -EINVAL. */
 int be_azure_validate(const struct datastore_config *cfg, struct diag *d);
 
+#define BE_AZURE_LIST_MAX	5000	/* entries a listing page holds at most (Azure's rule) */
+
+/* list_chunk's value (1 to BE_AZURE_LIST_MAX, that when not given), or -1 when bad. */
+int be_azure_list_chunk(const struct datastore_config *cfg);
+
 /*
  * Shared Key's string to sign for a request (version 2015-02-21 and later):
  * @method, @url (endpoint, path and query, percent-encoded), the request's

@@ -204,6 +204,21 @@ void be_azure_addr_free(struct be_azure_addr *a)
 
 /* ---- the section's keys, offline ---- */
 
+int be_azure_list_chunk(const struct datastore_config *cfg)
+{
+	const char *v = config_get(cfg, "list_chunk", NULL);
+	char *end;
+	long n;
+
+	if (!v)
+		return BE_AZURE_LIST_MAX;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 1 || n > BE_AZURE_LIST_MAX || !isdigit((unsigned char)v[0]))
+		return -1;
+	return (int)n;
+}
+
 int be_azure_validate(const struct datastore_config *cfg, struct diag *d)
 {
 	size_t before = d->n;
@@ -234,6 +249,10 @@ int be_azure_validate(const struct datastore_config *cfg, struct diag *d)
 	    strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
 		diag_add(d, cfg->file, line, "[datastore %s] endpoint: '%s' is not an http:// or "
 			 "https:// URL", cfg->name, v);
+	if ((v = config_get(cfg, "list_chunk", &line)) && be_azure_list_chunk(cfg) < 0)
+		diag_add(d, cfg->file, line, "[datastore %s] list_chunk: '%s' is not a whole number "
+			 "from 1 to %d (the entries one listing asks for)", cfg->name, v,
+			 BE_AZURE_LIST_MAX);
 	if ((v = config_get(cfg, "root", &line)) && path_has_dotdot(v))
 		diag_add(d, cfg->file, line, "[datastore %s] root: '%s' has a '..' component",
 			 cfg->name, v);

@@ -33,6 +33,7 @@ struct be_azure {
 	char *staging;			/* state_dir/staging */
 	struct remote_writers writers;	/* files open for writing */
 	int64_t copy_stall_ns;		/* a pending copy without progress this long is aborted */
+	int list_chunk;			/* entries a listing page asks for (list_chunk) */
 };
 
 /* An open file: where it is and what it was at open, and its staged copy when written. */

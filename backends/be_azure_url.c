@@ -86,7 +86,8 @@ static int azure_url_keys(const struct mlfs_config *cfg, struct datastore_config
 }
 
 static const char *const azure_keys[] = {
-	"endpoint", "account", "key", "sas", "connection_string", "container", "root", NULL
+	"endpoint", "account", "key", "sas", "connection_string", "container", "root",
+	"list_chunk", NULL
 };
 
 const struct config_form be_azure_form = {

@@ -182,6 +182,33 @@ static void test_azure_sections_are_checked_with_lines(void **state)
 			   none);
 }
 
+static void test_azure_list_chunk_is_a_page_size_up_to_azures_most(void **state)
+{
+	static const char *const bad[] = { "0", "5001", "-3", "+7", "12x", "99999999999" };
+	struct mlfs_config *cfg = cfg_check_load(
+		"[datastore def]\ntype = azure\ncontainer = c\naccount = a\n"
+		"[datastore small]\ntype = azure\ncontainer = c\naccount = a\nlist_chunk = 1\n"
+		"[datastore most]\ntype = azure\ncontainer = c\naccount = a\nlist_chunk = 5000\n");
+
+	(void)state;
+	clear_env();
+	assert_int_equal(be_azure_list_chunk(cfg_check_ds(cfg, "def")), 5000);
+	assert_int_equal(be_azure_list_chunk(cfg_check_ds(cfg, "small")), 1);
+	assert_int_equal(be_azure_list_chunk(cfg_check_ds(cfg, "most")), 5000);
+	config_free(cfg);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char conf[256], line[256];
+		const char *want[] = { line, NULL };
+
+		snprintf(conf, sizeof(conf), "[datastore d]\ntype = azure\ncontainer = c\n"
+			 "account = a\nlist_chunk = %s\n", bad[i]);
+		snprintf(line, sizeof(line), "/etc/mlfs.conf:5: [datastore d] list_chunk: '%s' is "
+			 "not a whole number from 1 to 5000 (the entries one listing asks for)",
+			 bad[i]);
+		cfg_check_validate(&be_azure_ops, conf, want);
+	}
+}
+
 struct got {
 	char names[8][64];
 	int64_t sizes[8];
@@ -295,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_azure_signature_is_hmac_sha256_of_the_decoded_key),
 		cmocka_unit_test(test_azure_addresses_from_keys_connection_strings_and_the_environment),
 		cmocka_unit_test(test_azure_sections_are_checked_with_lines),
+		cmocka_unit_test(test_azure_list_chunk_is_a_page_size_up_to_azures_most),
 		cmocka_unit_test(test_azure_list_and_error_xml),
 		cmocka_unit_test(test_azure_list_shows_a_blob_and_a_folder_of_one_name_once),
 		cmocka_unit_test(test_azure_claims_blob_urls_from_the_http_type),
