@@ -282,6 +282,14 @@ static void cache_flag_durable(int map_fd)
 	flags |= CACHE_DURABLE;
 	if (pwrite(map_fd, &flags, sizeof(flags), at) != sizeof(flags))
 		log_debug("cache: cannot flag an object durable: %s", strerror(errno));
+	else
+		cache_seal(map_fd);
+}
+
+void cache_seal(int map_fd)
+{
+	if (fchmod(map_fd, S_IRUSR | S_IWUSR | CACHE_SEALED) < 0)
+		log_debug("cache: cannot seal an object: %s", strerror(errno));
 }
 
 /*
@@ -520,8 +528,10 @@ void cache_file_make_durable(struct cache_file *f)
 	if ((__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & CACHE_DURABLE) ||
 	    !cache_file_complete(f) || cache_sync_queue(f))
 		return;
-	if (fdatasync(f->data_fd) == 0)
+	if (fdatasync(f->data_fd) == 0) {
 		__atomic_or_fetch(&h->flags, CACHE_DURABLE, __ATOMIC_RELEASE);
+		cache_seal(f->map_fd);
+	}
 }
 
 /* Locks block @b if still missing: 1 (locked, caller fetches), 0 (present or skipped), -errno. */

@@ -42,6 +42,14 @@
 #define CACHE_TMP_AGE		3600			/* seconds before a stray temp file goes */
 #define CACHE_MAGIC		"MLFSMAP1"
 #define CACHE_DURABLE		1u			/* data fdatasync'd once complete */
+/*
+ * A sealed map's mode: the owner's x bit, set once the object is complete
+ * and its data durable (after CACHE_DURABLE), so an open knows it from the
+ * fstat it makes anyway and never reads the map's bytes (a second cold
+ * file for each object of a next job's epoch).  Nothing changes such an
+ * object; a replaced one is new files (mode 0600).
+ */
+#define CACHE_SEALED		S_IXUSR
 
 /* The map file's header, host byte order (the cache never leaves the node). */
 struct cache_map_hdr {
@@ -248,6 +256,9 @@ int cache_lock_blocks(struct cache_file *f, int fd, uint64_t b0, uint64_t b1, sh
 
 /* Whether block @b's map byte says its data is written. */
 bool cache_block_present(struct cache_file *f, uint64_t b);
+
+/* Seals the map of a complete object whose data is durable (CACHE_SEALED). */
+void cache_seal(int map_fd);
 
 /* A background task of @f (read-ahead, write) ended: wakes its close when none is left. */
 void cache_task_done(struct cache_file *f);

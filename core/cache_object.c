@@ -3,8 +3,8 @@
  * and the locks): made under temporary names and renamed into place under
  * the shard's lock, validated (header, key, size, boot id or DURABLE), and
  * opened and pinned by an open (flock(LOCK_SH) on the map) with the map read
- * in or mapped and the data file mapped at the first read through the
- * daemon.
+ * in or mapped (made in memory, unread, when sealed: CACHE_SEALED) and the
+ * data file mapped at the first read through the daemon.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -199,6 +199,27 @@ static int cache_map_in(struct cache_file *f)
 	return 0;
 }
 
+/*
+ * The map of a sealed object (CACHE_SEALED), made in memory rather than
+ * read: complete, durable, this object's.  0 or -ENOMEM.
+ */
+static int cache_map_sealed(struct cache_file *f, const char *key)
+{
+	struct cache_map_hdr h = { .magic = CACHE_MAGIC, .block_size = CACHE_BLOCK,
+				   .key_len = (uint32_t)strlen(key), .size = f->size,
+				   .flags = CACHE_DURABLE };
+	unsigned char *m = malloc(f->map_len);
+
+	if (!m)
+		return -ENOMEM;
+	memcpy(m, &h, sizeof(h));
+	memcpy(m + sizeof(h), key, h.key_len);
+	memset(m + f->hdr_len, 1, f->nblocks);
+	f->map = m;
+	f->map_copied = true;
+	return 0;
+}
+
 /* Reads the map file in, validates it and opens the data file.  0, -EAGAIN if bad, -errno. */
 static int cache_file_attach(struct cache_file *f, const char *key)
 {
@@ -211,7 +232,7 @@ static int cache_file_attach(struct cache_file *f, const char *key)
 	if (st.st_nlink == 0 || (size_t)st.st_size != f->hdr_len + f->nblocks)
 		return -EAGAIN;
 	f->map_len = (size_t)st.st_size;
-	ret = cache_map_in(f);
+	ret = st.st_mode & CACHE_SEALED ? cache_map_sealed(f, key) : cache_map_in(f);
 	if (ret < 0)
 		return ret;
 	if (!cache_map_valid(f, f->map, f->map_len, key))

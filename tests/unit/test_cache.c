@@ -802,6 +802,17 @@ static void test_cache_fetch_error_is_returned_and_retry_succeeds(void **state)
 	cache_destroy(c);
 }
 
+/* Whether the object named @key's map is sealed (complete and durable: CACHE_SEALED). */
+static bool map_sealed(const char *key)
+{
+	char path[512];
+	struct stat st;
+
+	object_path(key, ".map", path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_mode & CACHE_SEALED;
+}
+
 static void test_cache_map_with_garbage_is_ignored(void **state)
 {
 	struct fake fk = { .seed = 90, .size = 2 * MiB + 3 };
@@ -828,6 +839,33 @@ static void test_cache_map_with_garbage_is_ignored(void **state)
 	read_object(c, "s\ngarbage\nv1", &fk);
 	assert_int_equal(atomic_load(&cnt->calls), 0);
 	cache_destroy(c);
+	/*
+	 * A sealed map (complete, durable) is not read at open: bytes of its own
+	 * size spoilt in place do not matter.  Unsealed, the same map is read,
+	 * found bad and the object fetched again.
+	 */
+	{
+		struct stat st;
+
+		assert_int_equal(stat(path, &st), 0);
+		assert_true(st.st_mode & CACHE_SEALED);
+		fd = open(path, O_WRONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, junk, 64, 0), 64);
+		close(fd);
+		assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
+		counts_reset();
+		read_object(c, "s\ngarbage\nv1", &fk);
+		assert_int_equal(atomic_load(&cnt->calls), 0);
+		cache_destroy(c);
+		assert_int_equal(chmod(path, 0600), 0);
+		assert_int_equal(cache_create(&c, dir, 256 * MiB), 0);
+		counts_reset();
+		read_object(c, "s\ngarbage\nv1", &fk);
+		assert_int_equal(atomic_load(&cnt->bytes), fk.size);
+		cache_destroy(c);
+		assert_true(map_sealed("s\ngarbage\nv1"));	/* fetched anew, sealed again */
+	}
 }
 
 /* The DURABLE flag of the object named @key's map. */
@@ -847,7 +885,7 @@ static uint32_t map_flags(const char *key)
 }
 
 /*
- * A complete object is made durable (data synced, then flagged) once
+ * A complete object is made durable (data synced, then flagged, then sealed) once
  * closed, by a writer thread rather than the closing one, and at the latest
  * by cache_destroy; a partial one never is: after a reboot it is fetched
  * again.  Many small objects closed at once (a writer syncs them together)
@@ -891,12 +929,15 @@ static void test_cache_complete_objects_become_durable(void **state)
 	}
 	cache_destroy(c);
 	assert_true(map_flags("s\ndurable\nv1") & CACHE_DURABLE);
+	assert_true(map_sealed("s\ndurable\nv1"));
 	assert_false(map_flags("s\npartial\nv1") & CACHE_DURABLE);
+	assert_false(map_sealed("s\npartial\nv1"));
 	for (int i = 0; i < 40; i++) {
 		char key[64];
 
 		snprintf(key, sizeof(key), "s\nsmall-%d\nv1", i);
 		assert_true(map_flags(key) & CACHE_DURABLE);
+		assert_true(map_sealed(key));	/* by the writers' syncfs */
 	}
 }
 
