@@ -19,7 +19,8 @@
 #   mlfs-cache   the next job: unmount, drop_caches, mount again with the
 #                same cache_dir, cat: read from mlfs's disk cache;
 #   mlfs-local   the same file in a local datastore on the same disk, read
-#                the same way.
+#                the same way (it and the cache's file read once untimed
+#                before: bench_lib.sh, host_warm).
 # Medians and ratios are printed at the end.  Usage: bench_azure.sh (root;
 # BENCH_RUNS repetitions, default 5; BENCH_DIR, default /var/tmp/mlfs-bench-azure).
 set -eu
@@ -69,4 +70,4 @@ root = $scratch/disk
 CONF
 curl_read() { curl -s -f "$AZ_ENDPOINT/data/big.bin?$SAS"; }
 
-first_read_bench datastores/az/big.bin datastores/disk/big.bin "0.9"
+first_read_bench datastores/az/big.bin datastores/disk/big.bin "0.9" "$scratch/disk/big.bin"

@@ -17,7 +17,8 @@
 #   mlfs-cache   the next job: unmount, drop_caches, mount again with the
 #                same cache_dir, cat: read from mlfs's disk cache;
 #   mlfs-local   for comparison with mlfs-cache: the same file in a local
-#                datastore on the same disk, read the same way.
+#                datastore on the same disk, read the same way (it and the
+#                cache's file read once untimed before: bench_lib.sh, host_warm).
 # Each way's times go to $scratch/res-WAY; medians and ratios are printed at
 # the end.  Usage: bench_ftp.sh (root; BENCH_RUNS repetitions, default 5;
 # BENCH_DIR the scratch folder, default /var/tmp/mlfs-bench-ftp).
@@ -62,4 +63,4 @@ root = $scratch/disk
 CONF
 curl_read() { curl -s -f "ftp://127.0.0.1:$PORT/big.bin"; }
 
-first_read_bench datastores/ftp/big.bin datastores/disk/big.bin ""
+first_read_bench datastores/ftp/big.bin datastores/disk/big.bin "" "$scratch/disk/big.bin"
