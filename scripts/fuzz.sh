@@ -13,7 +13,8 @@
 # coverage).  A crash, leak, timeout (10 s) or out-of-memory (2 GB) leaves
 # its input in build/fuzz/crashes/ and fails the run.  Prints one line per
 # target ("fuzz_spec: 123456 inputs in 60 s, 0 crashes") and a summary
-# "N passed, N failed", and exits non-zero when a target failed.
+# "N passed, N failed", and exits non-zero when a target failed.  Runs as
+# many targets at once as there are CPUs.
 #
 # Builds build/fuzz with clang first (scripts/build.sh fuzz).
 set -u
@@ -37,8 +38,10 @@ if ! scripts/build.sh fuzz; then
 fi
 passed=0 failed=0
 mkdir -p build/fuzz/crashes
-for src in tests/fuzz/fuzz_*.c; do
-	t=$(basename "$src" .c)
+
+# fuzz_one TARGET: runs one target; its line and "ok"/"failed" into build/fuzz/TARGET.result.
+fuzz_one() {
+	local t=$1 seeds found log status runs
 	seeds=tests/fuzz/corpus/${t#fuzz_}
 	found=build/fuzz/corpus/${t#fuzz_}
 	mkdir -p "$seeds" "$found"
@@ -50,17 +53,46 @@ for src in tests/fuzz/fuzz_*.c; do
 		-artifact_prefix=build/fuzz/crashes/"$t"- "$found" "$seeds" >"$log" 2>&1
 	status=$?
 	runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
-	if [ "$status" -eq 0 ]; then
-		echo "$t: ${runs:-?} inputs in $secs s, 0 crashes"
+	{
+		if [ "$status" -eq 0 ]; then
+			echo ok
+			echo "$t: ${runs:-?} inputs in $secs s, 0 crashes"
+		else
+			echo failed
+			echo "$t: FAILED (exit $status) after ${runs:-?} inputs; input kept in build/fuzz/crashes/:"
+			grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -5 | sed 's/^/  /'
+		fi
+	} >"build/fuzz/$t.result"
+}
+
+# One target per CPU at a time (libFuzzer runs one thread): the suite's
+# minute of fuzzing takes half the time on two CPUs, each target its SECONDS.
+targets=()
+for src in tests/fuzz/fuzz_*.c; do
+	targets+=("$(basename "$src" .c)")
+done
+running=0
+for t in "${targets[@]}"; do
+	rm -f "build/fuzz/$t.result"
+	if [ "$running" -ge "$(nproc)" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	fuzz_one "$t" &
+	running=$((running + 1))
+done
+wait
+for t in "${targets[@]}"; do
+	if [ "$(head -1 "build/fuzz/$t.result" 2>/dev/null)" = ok ]; then
 		passed=$((passed + 1))
 	else
-		echo "$t: FAILED (exit $status) after ${runs:-?} inputs; input kept in build/fuzz/crashes/:"
-		grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -5 | sed 's/^/  /'
 		failed=$((failed + 1))
 	fi
+	tail -n +2 "build/fuzz/$t.result" 2>/dev/null || echo "$t: FAILED (no result)"
 	if $keep; then
-		build/fuzz/"$t" -merge=1 "$seeds" "$found" >/dev/null 2>&1 &&
-			echo "$t: corpus in $seeds now $(find "$seeds" -type f | wc -l) inputs"
+		build/fuzz/"$t" -merge=1 "tests/fuzz/corpus/${t#fuzz_}" "build/fuzz/corpus/${t#fuzz_}" \
+			>/dev/null 2>&1 &&
+			echo "$t: corpus in tests/fuzz/corpus/${t#fuzz_} now $(find "tests/fuzz/corpus/${t#fuzz_}" -type f | wc -l) inputs"
 	fi
 done
 echo "$passed passed, $failed failed"

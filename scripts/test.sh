@@ -61,7 +61,8 @@ step() {
 	fi
 }
 # A minute of fuzzing (tests/fuzz, libFuzzer under ASan and UBSan): every
-# parser of outside input for 6 s each, replaying the kept corpus first.
+# parser of outside input for 6 s each, replaying the kept corpus first, a
+# target per CPU at a time.
 step fuzz build/fuzz.log scripts/fuzz.sh 6 --seed 1
 # The builds a packager or a user would make (gcc in every build type, clang,
 # Debian's hardening flags), warnings as errors.
