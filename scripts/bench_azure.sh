@@ -69,5 +69,6 @@ type = local
 root = $scratch/disk
 CONF
 curl_read() { curl -s -f "$AZ_ENDPOINT/data/big.bin?$SAS"; }
+curl_wake() { curl -s -f -I "$AZ_ENDPOINT/data/big.bin?$SAS"; }
 
 first_read_bench datastores/az/big.bin datastores/disk/big.bin "0.9" "$scratch/disk/big.bin"

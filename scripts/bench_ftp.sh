@@ -62,5 +62,6 @@ type = local
 root = $scratch/disk
 CONF
 curl_read() { curl -s -f "ftp://127.0.0.1:$PORT/big.bin"; }
+curl_wake() { curl -s -f -I "ftp://127.0.0.1:$PORT/big.bin"; }
 
 first_read_bench datastores/ftp/big.bin datastores/disk/big.bin "" "$scratch/disk/big.bin"

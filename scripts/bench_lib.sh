@@ -326,7 +326,8 @@ s3curl() {
 # A first read against one stream of the same server (bench_ftp.sh,
 # bench_azure.sh).  The caller sets $MLFS, $scratch (holding mlfs.conf,
 # logs/ and mnt-mlfs), $FILE_SIZE and $pids, defines curl_read (one `curl`
-# of the file to its standard output), and calls first_read_bench REMOTE
+# of the file to its standard output) and curl_wake (one small request of
+# curl's to the same server: first_read_time), and calls first_read_bench REMOTE
 # LOCAL BAR FILE: REMOTE and LOCAL the file's paths under the mount
 # (datastores/...), BAR the bar of the next job's read from the cache over
 # the local one ("" for information only), FILE the file on disk that LOCAL
@@ -357,11 +358,18 @@ first_read_pipe() {
 	return "${PIPESTATUS[0]}"
 }
 
-# first_read_time WAY COMMAND...: drop_caches, then COMMAND's time into $scratch/res-WAY.
+# first_read_time WAY COMMAND...: drop_caches, a request of curl's to the
+# server (curl_wake), then COMMAND's time into $scratch/res-WAY.  The drop is
+# the client node's cold page cache; on this one machine it also drops the
+# server's own code and data (Azurite is a Node.js program on this disk),
+# which a real server far from the node keeps: the next job's one request
+# to revalidate its file took 12-15 ms after a drop, 4 ms otherwise.  So
+# every way, curl's included, starts with the server awake.
 first_read_time() {
 	local way=$1
 	shift
 	drop_caches
+	curl_wake >/dev/null 2>&1 || true
 	time_us "$@" >>"$scratch/res-$way"
 }
 
