@@ -52,7 +52,7 @@ int be_azure_validate(const struct datastore_config *cfg, struct diag *d);
 
 #define BE_AZURE_LIST_MAX	5000	/* entries a listing page holds at most (Azure's rule) */
 
-/* list_chunk's value (1 to BE_AZURE_LIST_MAX, that when not given), or -1 when bad. */
+/* The datastore's list_chunk: 1 to BE_AZURE_LIST_MAX (the most when not given), -1 when bad. */
 int be_azure_list_chunk(const struct datastore_config *cfg);
 
 /*

@@ -212,11 +212,11 @@ int be_azure_list_chunk(const struct datastore_config *cfg)
 
 	if (!v)
 		return BE_AZURE_LIST_MAX;
+	if (!isdigit((unsigned char)v[0]))	/* strtol takes a sign and blanks first */
+		return -1;
 	errno = 0;
 	n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n < 1 || n > BE_AZURE_LIST_MAX || !isdigit((unsigned char)v[0]))
-		return -1;
-	return (int)n;
+	return errno || *end || n < 1 || n > BE_AZURE_LIST_MAX ? -1 : (int)n;
 }
 
 int be_azure_validate(const struct datastore_config *cfg, struct diag *d)
