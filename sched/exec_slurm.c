@@ -72,6 +72,7 @@ struct exec_slurm_job {
 	unsigned int restarts;
 	bool requeue;			/* submitted with --requeue */
 	unsigned int refs;		/* runs watching it: a gang's workers share one job */
+	long long stop_ns;		/* when mlfs last sent the batch shell USR2 (0: never) */
 };
 
 /* A scancel signal() queued: the id, and the signal for the batch shell ("" = cancel the job). */
@@ -390,6 +391,33 @@ static bool exec_slurm_listed(const char *list, const char *id)
 	return false;
 }
 
+/*
+ * Sends USR2 again to each job mlfs stopped that Slurm still says is
+ * RUNNING at snapshot @now.  Slurm calls a job RUNNING once it is given to
+ * its node, before slurmd has its batch shell: a `scancel -b` then is
+ * lost, and the job would run on to SCHED_KILL_GRACE and a cancel of it
+ * all (seen: 4 cancels in 10 right after RUNNING took 10 s; slurmctld logged
+ * the kill a second before slurmd launched the batch job).  The script's
+ * trap acts on the first USR2 only, so the worker gets one TERM.  Lock held.
+ */
+static void exec_slurm_stop_again(struct exec_slurm *es, long long now)
+{
+	for (size_t i = 0; i < es->n_jobs; i++) {
+		struct exec_slurm_job *j = &es->jobs[i];
+		struct exec_slurm_kill *k;
+
+		if (!j->stop_ns || j->stop_ns >= now || !j->seen || strcmp(j->state, "RUNNING") != 0 ||
+		    !es->killer_started || es->stopping || !(k = calloc(1, sizeof(*k))))
+			continue;
+		snprintf(k->id, sizeof(k->id), "%s", j->id);
+		snprintf(k->signame, sizeof(k->signame), "USR2");
+		j->stop_ns = now;
+		*es->kq_tail = k;
+		es->kq_tail = &k->next;
+		pthread_cond_signal(&es->kcond);
+	}
+}
+
 static int exec_slurm_refresh(struct executor *ex)
 {
 	struct exec_slurm *es = exec_slurm_of(ex);
@@ -441,6 +469,7 @@ static int exec_slurm_refresh(struct executor *ex)
 			exec_slurm_line(es, line);
 		}
 		es->snap_ns = started;
+		exec_slurm_stop_again(es, started);
 	} else {
 		log_warn("slurm: squeue failed (%s): job states not updated", ret < 0 ? strerror(-ret) : err);
 	}
@@ -685,6 +714,8 @@ static int exec_slurm_signal(struct executor *ex, struct exec_run *run, int sig)
 	/* the script tells mlfs's stops (USR2) from Slurm's own (TERM) */
 	if (running && sig != SIGKILL)
 		snprintf(k->signame, sizeof(k->signame), "%s", sig == SIGTERM ? "USR2" : sig == SIGINT ? "INT" : "KILL");
+	if (j)
+		j->stop_ns = strcmp(k->signame, "USR2") == 0 ? mono_ns() : 0;
 	if (!es->killer_started && !es->stopping &&
 	    pthread_create(&es->killer, NULL, exec_slurm_killer, es) == 0)
 		es->killer_started = true;

@@ -177,9 +177,25 @@ check "the hog is cancelled" job_state_in "$J" hog CANCELLED
 echo '{"name": "long", "workers": [{"command": "sleep 300"}]}' >"$J/long.json"
 check "a long job runs" job_state_in "$J" long RUNNING
 LID=$(sid long)
+started=$EPOCHREALTIME
 check "cancel through ctl" sh -c "echo cancel >'$J/long/ctl'"
 check "... makes it CANCELLED" job_state_in "$J" long CANCELLED
+# right after RUNNING Slurm may not have the batch shell yet, and loses a USR2 sent then:
+# mlfs sends it again, rather than waiting 10 s (SCHED_KILL_GRACE) to cancel the whole job
+took=$(echo "$EPOCHREALTIME - $started" | bc)
+check "... within 5 s of RUNNING, not after the 10 s grace (took $took s)" \
+	test "$(echo "$took < 5" | bc)" = 1
 check "... in Slurm too (jobcomp)" sh -c "sleep 1; grep -q 'JobId=$LID .*JobState=CANCELLED' '$T_DIR/slurm/jobcomp.txt'"
+# a worker that traps TERM gets one, however many times mlfs asks the batch shell
+cat >"$J/graceful.json" <<'JSON'
+{"name": "graceful", "workers": [{"command": "trap 'echo got TERM; sleep 2.5; echo saved; exit 7' TERM; while :; do sleep 0.2; done"}]}
+JSON
+check "a worker that traps TERM runs" job_state_in "$J" graceful RUNNING
+sleep 1.5	# its trap is set
+echo cancel >"$J/graceful/ctl"
+check "... cancelled, it saves and exits" job_state_in "$J" graceful CANCELLED
+same "... having got one TERM while mlfs asked again" "1 1 7" \
+	"$(grep -c '^got TERM$' "$J/graceful/workers/1/log") $(grep -c '^saved$' "$J/graceful/workers/1/log") $(cat "$J/graceful/workers/1/exit_code")"
 
 # --- a failed command
 echo '{"name": "bad", "workers": [{"command": "echo failing; exit 3"}]}' >"$J/bad.json"
