@@ -391,14 +391,29 @@ static bool exec_slurm_listed(const char *list, const char *id)
 	return false;
 }
 
+/* Whether the last snapshot has @j given to its node (its batch shell may or may not run yet). */
+static bool exec_slurm_running(const struct exec_slurm_job *j)
+{
+	return j->seen && (strcmp(j->state, "RUNNING") == 0 || strcmp(j->state, "CONFIGURING") == 0);
+}
+
+/* Queues @k for the killer thread, which is running.  Lock held. */
+static void exec_slurm_queue(struct exec_slurm *es, struct exec_slurm_kill *k)
+{
+	*es->kq_tail = k;
+	es->kq_tail = &k->next;
+	pthread_cond_signal(&es->kcond);
+}
+
 /*
  * Sends USR2 again to each job mlfs stopped that Slurm still says is
- * RUNNING at snapshot @now.  Slurm calls a job RUNNING once it is given to
+ * RUNNING (or CONFIGURING) at snapshot @now.  Slurm calls a job RUNNING once it is given to
  * its node, before slurmd has its batch shell: a `scancel -b` then is
  * lost, and the job would run on to SCHED_KILL_GRACE and a cancel of it
  * all (seen: 4 cancels in 10 right after RUNNING took 10 s; slurmctld logged
  * the kill a second before slurmd launched the batch job).  The script's
- * trap acts on the first USR2 only, so the worker gets one TERM.  Lock held.
+ * trap acts on the first USR2 only, so the worker gets one TERM.  Not once
+ * Slurm says the job is anything else.  Lock held.
  */
 static void exec_slurm_stop_again(struct exec_slurm *es, long long now)
 {
@@ -406,15 +421,15 @@ static void exec_slurm_stop_again(struct exec_slurm *es, long long now)
 		struct exec_slurm_job *j = &es->jobs[i];
 		struct exec_slurm_kill *k;
 
-		if (!j->stop_ns || j->stop_ns >= now || !j->seen || strcmp(j->state, "RUNNING") != 0 ||
+		if (j->seen && !exec_slurm_running(j))
+			j->stop_ns = 0;		/* ended (or requeued: the scheduler's to stop again) */
+		if (!j->stop_ns || j->stop_ns >= now || !exec_slurm_running(j) ||
 		    !es->killer_started || es->stopping || !(k = calloc(1, sizeof(*k))))
 			continue;
 		snprintf(k->id, sizeof(k->id), "%s", j->id);
 		snprintf(k->signame, sizeof(k->signame), "USR2");
 		j->stop_ns = now;
-		*es->kq_tail = k;
-		es->kq_tail = &k->next;
-		pthread_cond_signal(&es->kcond);
+		exec_slurm_queue(es, k);
 	}
 }
 
@@ -710,7 +725,7 @@ static int exec_slurm_signal(struct executor *ex, struct exec_run *run, int sig)
 	snprintf(k->id, sizeof(k->id), "%s", run->cluster_id);
 	pthread_mutex_lock(&es->lock);
 	j = exec_slurm_find(es, run->cluster_id);
-	running = j && j->seen && (strcmp(j->state, "RUNNING") == 0 || strcmp(j->state, "CONFIGURING") == 0);
+	running = j && exec_slurm_running(j);
 	/* the script tells mlfs's stops (USR2) from Slurm's own (TERM) */
 	if (running && sig != SIGKILL)
 		snprintf(k->signame, sizeof(k->signame), "%s", sig == SIGTERM ? "USR2" : sig == SIGINT ? "INT" : "KILL");
@@ -720,9 +735,7 @@ static int exec_slurm_signal(struct executor *ex, struct exec_run *run, int sig)
 	    pthread_create(&es->killer, NULL, exec_slurm_killer, es) == 0)
 		es->killer_started = true;
 	if (es->killer_started && !es->stopping) {
-		*es->kq_tail = k;
-		es->kq_tail = &k->next;
-		pthread_cond_signal(&es->kcond);
+		exec_slurm_queue(es, k);
 		queued = true;
 	}
 	pthread_mutex_unlock(&es->lock);

@@ -5,7 +5,8 @@
  * script and sbatch command line for single workers, arrays and task roles
  * (each script also goes through `bash -n`); with stand-in `squeue` and
  * `scancel` scripts in [slurm] bin_dir, what a PREEMPTED job means to a
- * daemon that adopted it, and signals that never wait for scancel.
+ * daemon that adopted it, signals that never wait for scancel, and a stop
+ * sent again while the job is RUNNING.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -455,6 +456,80 @@ static void test_signal_does_not_wait_for_scancel(void **state)
 	rmdir(dir);
 }
 
+/* The lines of file @path that are exactly @line. */
+static int count_lines(const char *path, const char *line)
+{
+	char buf[256];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		n += strcmp(buf, line) == 0;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A stop's USR2 is sent again at each snapshot that still has the job
+ * RUNNING (one sent before slurmd ran the batch shell is lost), not once it
+ * has ended, and not after a KILL (which cancels the whole job).
+ */
+static void test_stop_is_sent_again_while_running(void **state)
+{
+	char dir[] = "/tmp/mlfs-restop-XXXXXX", tool[512], log[64], flag[64];
+	struct mlfs_config cfg = { .slurm = { .poll_interval = 1 } };
+	struct exec_run r = { .pidfd = -1 };
+	struct exec_result res;
+	struct executor *ex;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	cfg.slurm.bin_dir = dir;
+	snprintf(log, sizeof(log), "%s/scancel.log", dir);
+	snprintf(flag, sizeof(flag), "%s/running", dir);
+	snprintf(tool, sizeof(tool), "#!/bin/sh\nif [ -e %s ]; then echo '7005|RUNNING|None|0|'; "
+		 "else echo '7005|CANCELLED|None|0|'; fi\n", flag);
+	write_tool(dir, "squeue", tool);
+	snprintf(tool, sizeof(tool), "#!/bin/sh\necho \"$*\" >>%s\n", log);
+	write_tool(dir, "scancel", tool);
+	write_tool(dir, "running", "");
+	snprintf(r.cluster_id, sizeof(r.cluster_id), "7005");
+	assert_int_equal(exec_slurm_ops.create(&ex, &cfg), 0);
+	assert_int_equal(exec_slurm_ops.adopt(ex, &r, &res), 0);
+	exec_slurm_ops.refresh(ex);
+	assert_int_equal(exec_slurm_ops.signal(ex, &r, SIGTERM), 0);
+	for (int i = 0; i < 2; i++) {		/* two snapshots still RUNNING */
+		usleep(1100000);
+		exec_slurm_ops.refresh(ex);
+	}
+	unlink(flag);				/* then it ended */
+	usleep(1100000);
+	exec_slurm_ops.refresh(ex);
+	usleep(1100000);
+	exec_slurm_ops.refresh(ex);
+	usleep(200000);				/* the killer thread sends */
+	assert_int_equal(count_lines(log, "-b -s USR2 7005\n"), 3);
+	/* running again (a requeue): not asked again; killed: a cancel of the whole job */
+	write_tool(dir, "running", "");
+	usleep(1100000);
+	exec_slurm_ops.refresh(ex);
+	assert_int_equal(exec_slurm_ops.signal(ex, &r, SIGKILL), 0);
+	usleep(1100000);
+	exec_slurm_ops.refresh(ex);
+	exec_slurm_ops.destroy(ex);
+	assert_int_equal(count_lines(log, "-b -s USR2 7005\n"), 3);
+	assert_int_equal(count_lines(log, "7005\n"), 1);
+	unlink(log);
+	unlink(flag);
+	snprintf(tool, sizeof(tool), "%s/scancel", dir);
+	unlink(tool);
+	snprintf(tool, sizeof(tool), "%s/squeue", dir);
+	unlink(tool);
+	rmdir(dir);
+}
+
 /*
  * A running job's exit file (a gang's task that ended before its job) is
  * looked for once a snapshot, not at every poll: the scheduler polls at
@@ -747,6 +822,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_script_refused, sfx_setup, sfx_teardown),
 		cmocka_unit_test(test_adopt_keeps_requeue),
 		cmocka_unit_test(test_signal_does_not_wait_for_scancel),
+		cmocka_unit_test(test_stop_is_sent_again_while_running),
 		cmocka_unit_test(test_exit_file_once_a_snapshot),
 		cmocka_unit_test_setup_teardown(test_script_container_lines, sfx_setup, sfx_teardown),
 		cmocka_unit_test_setup_teardown(test_script_container_runs, sfx_setup, sfx_teardown),
