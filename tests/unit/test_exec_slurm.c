@@ -390,6 +390,19 @@ static void write_tool(const char *dir, const char *name, const char *text)
 	assert_int_equal(chmod(path, 0755), 0);
 }
 
+/* Removes the stand-in squeue and scancel of folder @dir, the log @log, then @dir. */
+static void remove_tools(const char *dir, const char *log)
+{
+	char tool[4096];
+
+	unlink(log);
+	snprintf(tool, sizeof(tool), "%s/scancel", dir);
+	unlink(tool);
+	snprintf(tool, sizeof(tool), "%s/squeue", dir);
+	unlink(tool);
+	rmdir(dir);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -448,12 +461,7 @@ static void test_signal_does_not_wait_for_scancel(void **state)
 	assert_true(a < b && b < c);
 	assert_null(strstr(text, "-s KILL"));		/* KILL cancels the whole job */
 	assert_int_equal(strlen(c), strlen("-b -s USR2 7003\n"));	/* sent last */
-	unlink(log);
-	snprintf(tool, sizeof(tool), "%s/scancel", dir);
-	unlink(tool);
-	snprintf(tool, sizeof(tool), "%s/squeue", dir);
-	unlink(tool);
-	rmdir(dir);
+	remove_tools(dir, log);
 }
 
 /* The lines of file @path that are exactly @line. */
@@ -521,13 +529,8 @@ static void test_stop_is_sent_again_while_running(void **state)
 	exec_slurm_ops.destroy(ex);
 	assert_int_equal(count_lines(log, "-b -s USR2 7005\n"), 3);
 	assert_int_equal(count_lines(log, "7005\n"), 1);
-	unlink(log);
 	unlink(flag);
-	snprintf(tool, sizeof(tool), "%s/scancel", dir);
-	unlink(tool);
-	snprintf(tool, sizeof(tool), "%s/squeue", dir);
-	unlink(tool);
-	rmdir(dir);
+	remove_tools(dir, log);
 }
 
 /*
