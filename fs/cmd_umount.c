@@ -11,7 +11,9 @@
  * uploaded with progress on stderr: unmounting first means the worker can
  * no longer change what is being sent.  The exit status is 0 only when the
  * output is safe at its destination; otherwise it stays staged for
- * `mlfs sync`.
+ * `mlfs sync`.  A gateway's daemon goes on a moment after its unmount;
+ * `mlfs umount` returns once it has ended, so the same config mounts again
+ * at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +27,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "lockfile.h"
 #include "log.h"
 #include "output.h"
 #include "spawn.h"
@@ -51,6 +54,7 @@ static int umount_as_user(const char *mp)
 }
 
 #define UMOUNT_FUSE_MAGIC 0x65735546
+#define UMOUNT_WAIT_S	60	/* for a view's or a gateway's process to end */
 
 /* Refuses to unmount what is not a FUSE mount; a dead one (ENOTCONN) is fine. */
 static int umount_check_fuse(const char *mp)
@@ -115,9 +119,9 @@ static int umount_upload_view(const char *info)
 
 	if (!dir || !config)
 		goto out;
-	if (output_wait_unmounted(dir, 60) < 0) {
-		fprintf(stderr, "mlfs umount: the view's process still holds %s after 60 s; "
-			"run 'mlfs sync %s' once it has ended\n", dir, config);
+	if (output_wait_unmounted(dir, UMOUNT_WAIT_S) < 0) {
+		fprintf(stderr, "mlfs umount: the view's process still holds %s after %d s; "
+			"run 'mlfs sync %s' once it has ended\n", dir, UMOUNT_WAIT_S, config);
 		ret = -ETIMEDOUT;
 		goto out;
 	}
@@ -148,6 +152,33 @@ out:
 	return ret < 0 ? 1 : 0;
 }
 
+/*
+ * Waits for the gateway's daemon to end: it goes on after the unmount
+ * (the prefetch threads joined, the cache's writes synced, the backends
+ * closed) and holds state_dir/gateway.lock until it has.  So a mount of the
+ * same config right after `mlfs umount` is not refused as a second gateway,
+ * and finds every cache object the daemon finished.  0, or 1 after saying why.
+ */
+static int umount_wait_gateway(const struct mlfs_config *cfg, const char *config)
+{
+	char *lock;
+	int ret;
+
+	if (asprintf(&lock, "%s/gateway.lock", cfg->state_dir) < 0)
+		return 1;
+	ret = lockfile_wait(lock, 1);
+	if (ret == -ETIMEDOUT) {
+		fprintf(stderr, "mlfs umount: waiting for the daemon to finish with %s\n",
+			cfg->state_dir);
+		ret = lockfile_wait(lock, UMOUNT_WAIT_S);
+	}
+	if (ret == -ETIMEDOUT)
+		fprintf(stderr, "mlfs umount: the daemon still holds %s after %d s; run 'mlfs sync "
+			"%s' once it has ended\n", lock, UMOUNT_WAIT_S + 1, config);
+	free(lock);
+	return ret < 0;
+}
+
 /* After a gateway is gone: every output staged under its state_dir. */
 static int umount_sync_gateway(const char *info)
 {
@@ -155,7 +186,7 @@ static int umount_sync_gateway(const char *info)
 	struct mlfs_config *cfg = NULL;
 	int failed = 1;
 
-	if (config && cmd_load_config(&cfg, config) == 0) {
+	if (config && cmd_load_config(&cfg, config) == 0 && umount_wait_gateway(cfg, config) == 0) {
 		failed = output_sync_all(cfg, cmd_progress, NULL, NULL);
 		if (failed)
 			fprintf(stderr, "mlfs umount: %d output(s) not uploaded; kept in %s/outputs; "

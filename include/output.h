@@ -70,7 +70,7 @@ char *output_files(const struct output *o);
 /* true while a mount holds the output in folder @dir. */
 bool output_live(const char *dir);
 
-/* Waits (at most @seconds) until no mount holds @dir. 0 or -ETIMEDOUT. */
+/* Waits (at most @seconds) until no mount holds @dir. 0, -ETIMEDOUT or -ENOMEM. */
 int output_wait_unmounted(const char *dir, int seconds);
 
 /* Progress reports, at most about once a second and once at the end. */

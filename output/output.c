@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
+#include "lockfile.h"
 #include "log.h"
 #include "output.h"
 #include "output_int.h"
@@ -351,31 +352,30 @@ char *output_files(const struct output *o)
 	return asprintf(&p, "%s/files", o->dir) < 0 ? NULL : p;
 }
 
-bool output_live(const char *dir)
+/* The lock file a view's process holds while it has the output in @dir mounted. */
+static char *output_live_lock(const char *dir)
 {
 	char *path;
-	int fd, ret;
 
-	/* A shared probe: two processes asking at once never take each other for the mount. */
-	if (asprintf(&path, "%s/live.lock", dir) < 0)
-		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return asprintf(&path, "%s/live.lock", dir) < 0 ? NULL : path;
+}
+
+bool output_live(const char *dir)
+{
+	char *path = output_live_lock(dir);
+	bool live = path && lockfile_held(path);
+
 	free(path);
-	if (fd < 0)
-		return false;
-	ret = flock(fd, LOCK_SH | LOCK_NB) < 0 ? errno : 0;
-	close(fd);
-	return ret == EWOULDBLOCK;
+	return live;
 }
 
 int output_wait_unmounted(const char *dir, int seconds)
 {
-	for (int i = 0; i < seconds * 10; i++) {
-		if (!output_live(dir))
-			return 0;
-		usleep(100 * 1000);
-	}
-	return output_live(dir) ? -ETIMEDOUT : 0;
+	char *path = output_live_lock(dir);
+	int ret = path ? lockfile_wait(path, seconds) : -ENOMEM;
+
+	free(path);
+	return ret;
 }
 
 int output_zip_name(const struct output *o, char *buf, size_t size)

@@ -104,7 +104,12 @@ fails "a second gateway on the same state_dir is refused, naming the first's mou
 	"state_dir $T_DIR/state is another running mlfs's (mounted at $M)" \
 	"$MLFS" mount good.conf "$T_DIR/mnt2"
 same "... and nothing is mounted there" 0 "$(grep -c " $T_DIR/mnt2 fuse.mlfs " /proc/self/mounts)"
+# the daemon goes on a moment after the unmount, holding the state_dir: umount waits
+# for it, so `mlfs umount M && mlfs mount CONF M` is never refused as a second gateway
+daemon=$(pgrep -f "mlfs mount good.conf $M" | head -1)
 check "umount" "$MLFS" umount "$M"
+same "umount returns once the daemon has ended" ended \
+	"$(s=$(awk '{ print $3 }' "/proc/$daemon/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo running || echo ended)"
 check "once the first is unmounted, the state_dir can be mounted elsewhere" "$MLFS" mount good.conf "$T_DIR/mnt2"
 check "umount" "$MLFS" umount "$T_DIR/mnt2"
 
