@@ -695,7 +695,9 @@ static void remote_set_ftp(struct remote *r, CURL *h, struct remote_xfer *x)
 	}
 	if (r->tls)
 		curl_easy_setopt(h, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
-	curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
+	/* MDTM on a HEAD only: on a RETR curl would send it too, a round trip per file for nothing */
+	if (x->req->method == REMOTE_HEAD)
+		curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
 	if (x->req->list) {
 		curl_easy_setopt(h, CURLOPT_WILDCARDMATCH, 1L);
 		curl_easy_setopt(h, CURLOPT_CHUNK_BGN_FUNCTION, remote_chunk_cb);
