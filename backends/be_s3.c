@@ -64,7 +64,6 @@
 #include "mono.h"
 
 #define BE_S3_META_MAX		(4u << 20)	/* entries before the cache is emptied */
-#define BE_S3_META_TTL_NS	1000000000ll	/* a remembered stat is fresh this long at most */
 
 /* ---- the metadata cache ---- */
 
@@ -258,8 +257,7 @@ static int be_s3_create(struct backend **out, const struct datastore_config *cfg
 	path_map_init(&s3->meta, offsetof(struct be_s3_memo, names));
 	remote_writers_init(&s3->writers);
 	s3->created = time(NULL);
-	s3->open_ttl_ns = config_metadata_ttl(cfg) * 1000000000ll;
-	s3->stat_ttl_ns = s3->open_ttl_ns < BE_S3_META_TTL_NS ? s3->open_ttl_ns : BE_S3_META_TTL_NS;
+	s3->ttl_ns = config_metadata_ttl(cfg) * 1000000000ll;
 	ret = be_s3_addr_init(&s3->addr, cfg);
 	if (ret == 0)
 		ret = be_s3_creds_find(&s3->creds, cfg);
@@ -298,7 +296,7 @@ static int be_s3_lookup(struct be_s3 *s3, const char *path, struct be_s3_meta *m
 	unsigned int n;
 	int ret, ret2;
 
-	if (be_s3_meta_get(s3, path, s3->stat_ttl_ns, m) == 0)
+	if (be_s3_meta_get(s3, path, s3->ttl_ns, m) == 0)
 		return 0;
 	ret = be_s3_head_path(s3, path, m);
 	if (ret == 0 && m->size == 0) {
@@ -452,7 +450,7 @@ int be_s3_file_meta(struct be_s3_file *f, bool trust)
 {
 	struct be_s3 *s3 = be_s3(f->base.be);
 	struct be_s3_meta m;
-	int ret = be_s3_meta_get(s3, f->path, trust ? -1 : s3->open_ttl_ns, &m);
+	int ret = be_s3_meta_get(s3, f->path, trust ? -1 : s3->ttl_ns, &m);
 
 	if (ret == 0 && !m.is_dir && !m.etag[0] && !trust)
 		ret = -ENOENT;	/* nothing to pin the version with: ask */

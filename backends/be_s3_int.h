@@ -45,9 +45,8 @@ struct be_s3 {
 	char *staging;			/* state_dir/staging */
 	struct remote *remote;
 	time_t created;			/* folders' mtime */
-	int64_t open_ttl_ns;		/* metadata_ttl: an open takes what was learned this
-					 * recently (not under a trusted view) */
-	int64_t stat_ttl_ns;		/* ... and a stat, at most 1 s */
+	int64_t ttl_ns;			/* metadata_ttl: a stat and an open take what was
+					 * learned this recently (any time under a trusted view) */
 	atomic_bool creds_logged;	/* the credentials problem was logged */
 	atomic_bool bucket_logged;	/* NoSuchBucket was logged */
 	pthread_mutex_t meta_lock;
