@@ -16,10 +16,13 @@
  *     many bytes as asked);
  *   - what a listing or a HEAD said is remembered (remote_memo.h: path ->
  *     type, size, date) for metadata_ttl seconds, and for the mount's
- *     lifetime under the read-only trees (BE_O_TRUST, getattr_known).  An open outside them
- *     asks the server (HEAD): a listing's date is to the minute, which
- *     could not tell two versions of a file written in the same minute
- *     with the same size apart, and the cache key names the version.
+ *     lifetime under the read-only trees (BE_O_TRUST, getattr_known).  The
+ *     cache key names the version by size and date, and a listing's date is
+ *     to the minute (to the day for old files), which cannot tell apart two
+ *     versions of one size written in the same minute: an open takes a
+ *     listing's record only of a settled file, dated BE_FTP_SETTLED_S or more
+ *     before now (a rewrite since shows a later date), and asks the server
+ *     (HEAD: SIZE and MDTM, to the second) for any other, as be_http.c does.
  *
  * ftps:// is explicit TLS (AUTH TLS on the control port), required on every
  * connection; `ca_file` names the certificate of a server whose CA the
@@ -52,6 +55,7 @@
 
 #define BE_FTP_NAME_MAX		255
 #define BE_FTP_PATH_MAX		4096
+#define BE_FTP_SETTLED_S	120	/* a listed date this old names a version */
 
 struct be_ftp {
 	struct backend base;
@@ -425,6 +429,22 @@ struct be_ftp_file {
 	struct ftp_streams *streams;
 };
 
+/*
+ * Whether a listing's record of a file names one version: its date is
+ * BE_FTP_SETTLED_S old, so any later rewrite shows a later date (a
+ * listing's is to the minute; clocks may differ by a little), and it gave a
+ * size (a listing that gives none records 0: an empty file is asked for).
+ * A date to the day (a file over six months old, or one ahead of the
+ * server's clock, is listed with its year: midnight here) settles a day later.
+ */
+static bool be_ftp_settled(const struct remote_meta *m)
+{
+	time_t span = m->mtime % 86400 == 0 ? 86400 : 0;
+
+	return !m->is_dir && m->size > 0 && m->mtime > 0 &&
+	       m->mtime + span + BE_FTP_SETTLED_S <= time(NULL);
+}
+
 static int be_ftp_open(struct backend_file **out, struct backend *be, const char *path,
 		       int flags)
 {
@@ -434,8 +454,8 @@ static int be_ftp_open(struct backend_file **out, struct backend *be, const char
 	struct remote_meta m;
 	int ret = remote_memo_get(&fb->memo, path, &m, trust);
 
-	/* outside the trusted trees only a fresh HEAD's date names the version */
-	if (ret < 0 || (!trust && !m.is_dir && !m.from_head))
+	/* a HEAD's date names the version, and a listing's of a settled file */
+	if (ret < 0 || (!m.is_dir && !m.from_head && !be_ftp_settled(&m)))
 		ret = path[0] ? be_ftp_ask(fb, path, &m) : be_ftp_meta(fb, path, &m, trust);
 	if (ret < 0)
 		return ret;

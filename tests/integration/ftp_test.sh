@@ -35,6 +35,11 @@ echo "inner" >"$P/sub/inner.txt"
 head -c 1234567 /dev/urandom >"$P/sub/tls.bin"
 echo "deep" >"$P/sub/deeper/deep.txt"
 for i in $(seq -w 0 99); do echo "00$i" >"$P/many/f00$i"; done
+# dated an hour back, as a dataset is that was not written a minute ago: a listing's date
+# (to the minute) then names a version, and the files open with no request
+touch -d '1 hour ago' "$P/many"/f*
+mkdir -p "$P/fresh"
+echo aaaa >"$P/fresh/x.txt"
 touch -d '2 hours ago' "$P/small.txt"
 # links the server follows, and what no walk should enter or curl can ask for
 mkdir -p "$P/links/real"
@@ -159,6 +164,9 @@ source = ftp://127.0.0.1:$PORT/many/
 [dataset links]
 source = ftp://127.0.0.1:$PORT/links/
 
+[dataset fresh]
+source = ftp://127.0.0.1:$PORT/fresh/
+
 [dataset zipped]
 source = ftp://127.0.0.1:$PORT/sets.zip
 
@@ -175,7 +183,7 @@ LOG=$T_DIR/mount.mnt.log
 
 # --- listing and reading
 same "ls lists the server's folder (libcurl's listing parser)" \
-	"big.bin cut.bin empty gone.bin links many mid.bin rand.bin sets.zip small.txt sub with space.txt ünïcödé.txt" \
+	"big.bin cut.bin empty fresh gone.bin links many mid.bin rand.bin sets.zip small.txt sub with space.txt ünïcödé.txt" \
 	"$(ls "$F" | xargs)"
 same "ls -l shows a file's size" 20971520 "$(ls -l "$F" | awk '$NF == "big.bin" {print $5}')"
 same "stat shows the size" 10 "$(stat -c %s "$F/small.txt")"
@@ -252,6 +260,39 @@ same "the second epoch reads the same bytes" "$want" "$(read_epoch "$D" 'f*')"
 same "... and asks the server nothing (trusted listing, the cache)" "$before" \
 	"$(stat_of "$M" datastore.dataset:many.requests)"
 next_job_epoch mlfs.conf "$M" dataset:many "$D" 'f*' "$want"
+# under datastores/ too, within metadata_ttl: the same URL, size and listed date, so the
+# dataset's cached copy, with no HEAD
+ls "$F/many" >/dev/null
+before=$(stat_of "$M" datastore.f.requests)
+same "under datastores/ a settled file listed within metadata_ttl reads" "0001" "$(cat "$F/many/f0001")"
+same "... with no request (no HEAD: its listed size and date name the version, cached)" 0 \
+	$(($(stat_of "$M" datastore.f.requests) - before))
+
+# --- a file written this minute: its listed date names no version (a rewrite of the same
+# size in the same minute would look the same), so the open asks (SIZE, MDTM: to the second)
+X=$M/datasets/fresh
+# both versions dated in the minute before this one, 30 s apart: in the past (a listing shows
+# a date ahead of the server's clock with its year, not its time) and under 2 minutes old
+minute=$(($(date +%s) / 60 * 60 - 60))
+touch -d "@$((minute + 10))" "$P/fresh/x.txt"
+# and one dated ahead of the server's clock, which a listing dates to the day (with its year)
+echo cccc >"$P/fresh/ahead.txt"
+touch -d "@$(($(date +%s) + 60))" "$P/fresh/ahead.txt"
+ls "$X" >/dev/null
+same "a file dated ahead of the server's clock reads" cccc "$(cat "$X/ahead.txt")"
+before=$(stat_of "$M" datastore.dataset:fresh.requests)
+same "a file written just now reads" aaaa "$(cat "$X/x.txt")"
+same "... after a HEAD, then its RETR" 2 $(($(stat_of "$M" datastore.dataset:fresh.requests) - before))
+echo bbbb >"$P/fresh/x.txt"
+touch -d "@$((minute + 40))" "$P/fresh/x.txt"
+echo dddd >"$P/fresh/ahead.txt"
+touch -d "@$(($(date +%s) + 90))" "$P/fresh/ahead.txt"
+unmount_fg "$M"
+mount_fg mlfs.conf "$M" || { not_ok "the mount came up again"; t_finish; exit 1; }
+ls "$X" >/dev/null	# as a job's walk does: the listing shows the same size and minute
+same "rewritten in that minute with the same size, it reads anew in the next job" bbbb \
+	"$(cat "$X/x.txt")"
+same "... and so does the one dated to the day, rewritten that day" dddd "$(cat "$X/ahead.txt")"
 
 # --- 8 readers at once keep their logins: each request does not log in anew
 logins() { grep -c 'CONNECT: Client' "$FTP_DIR/vsftpd.log"; }
