@@ -20,7 +20,7 @@
  *     cache key names the version by size and date, and a listing's date is
  *     to the minute (to the day for old files), which cannot tell apart two
  *     versions of one size written in the same minute: an open takes a
- *     listing's record only of a settled file, dated BE_FTP_SETTLED_S or more
+ *     listing's record only of a settled file, dated REMOTE_SETTLED_S or more
  *     before now (a rewrite since shows a later date), and asks the server
  *     (HEAD: SIZE and MDTM, to the second) for any other, as be_http.c does.
  *
@@ -55,7 +55,6 @@
 
 #define BE_FTP_NAME_MAX		255
 #define BE_FTP_PATH_MAX		4096
-#define BE_FTP_SETTLED_S	120	/* a listed date this old names a version */
 
 struct be_ftp {
 	struct backend base;
@@ -431,18 +430,14 @@ struct be_ftp_file {
 
 /*
  * Whether a listing's record of a file names one version: its date is
- * BE_FTP_SETTLED_S old, so any later rewrite shows a later date (a
- * listing's is to the minute; clocks may differ by a little), and it gave a
- * size (a listing that gives none records 0: an empty file is asked for).
- * A date to the day (a file over six months old, or one ahead of the
- * server's clock, is listed with its year: midnight here) settles a day later.
+ * settled (remote_date_settled; a date to the day, midnight here, is that of
+ * a file over six months old or ahead of the server's clock, listed with its
+ * year) and it gave a size (a listing that gives none records 0: an empty
+ * file is asked for).
  */
 static bool be_ftp_settled(const struct remote_meta *m)
 {
-	time_t span = m->mtime % 86400 == 0 ? 86400 : 0;
-
-	return !m->is_dir && m->size > 0 && m->mtime > 0 &&
-	       m->mtime + span + BE_FTP_SETTLED_S <= time(NULL);
+	return !m->is_dir && m->size > 0 && remote_date_settled(m->mtime, m->mtime % 86400 == 0);
 }
 
 static int be_ftp_open(struct backend_file **out, struct backend *be, const char *path,

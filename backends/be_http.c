@@ -22,7 +22,7 @@
  * off the network: entries are fresh for metadata_ttl seconds.  Opens with
  * BE_O_TRUST (datasets/ and friends trust what this mount has already seen)
  * take, at any age, what a HEAD said, or what a listing said of a settled
- * file: its size and a date at least BE_HTTP_SETTLED_S old.  Such a file is
+ * file: its size and a date at least REMOTE_SETTLED_S old.  Such a file is
  * opened with no request, its cached copy named by URL, size and that date
  * (an index page dates to the minute and gives no ETag; a file rewritten
  * after the date settled shows a later minute, so a new copy), and each GET
@@ -62,7 +62,6 @@
 #include "mono.h"
 
 #define BE_HTTP_CACHE_MAX	(4u << 20)	/* entries before the cache is emptied */
-#define BE_HTTP_SETTLED_S	120		/* a listed date this old names a version */
 #define BE_HTTP_LISTING_MAX	(64u << 20)	/* bytes of one index page */
 
 /* What is known of one path. */
@@ -163,15 +162,10 @@ static void be_http_node_meta(const struct be_http_node *n, struct be_http_meta 
 	snprintf(m->etag, sizeof(m->etag), "%s", be_http_node_etag(n));
 }
 
-/*
- * Whether a listing's record of a file names one version: its size is known
- * and its date is BE_HTTP_SETTLED_S old, so any later rewrite shows a later
- * date (a listing's is to the minute; clocks may differ by a little).
- */
+/* Whether a listing's record of a file names one version: its size known, its date settled. */
 static bool be_http_settled(const struct be_http_meta *m)
 {
-	return !m->is_dir && m->size_known && m->mtime > 0 &&
-	       m->mtime + BE_HTTP_SETTLED_S <= time(NULL);
+	return !m->is_dir && m->size_known && remote_date_settled(m->mtime, false);
 }
 
 /*

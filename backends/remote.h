@@ -187,6 +187,18 @@ ino_t remote_path_ino(const char *path);
  */
 void remote_stat(struct stat *st, const char *path, mode_t mode, int64_t size, time_t t);
 
+#define REMOTE_SETTLED_S	120	/* a listed date this old names a version */
+
+/*
+ * Whether a date a listing gave to the minute (@day: to the day, e.g. an FTP
+ * listing's for an old file) names one version of a file: it is
+ * REMOTE_SETTLED_S past (a day more for a date to the day), so a rewrite
+ * since would show a later date (clocks may differ by a little).  Cache
+ * keys built from such a date (size and date: http's and ftp's listings)
+ * are only trusted for a settled one.
+ */
+bool remote_date_settled(time_t date, bool day);
+
 /* The statfs of a read-only server that says nothing of its space (16 TiB, made up). */
 void remote_statfs_readonly(struct statvfs *sv, unsigned long namemax);
 

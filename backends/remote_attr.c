@@ -3,13 +3,14 @@
  * same way by every backend over remote.c (remote.h): an inode number of
  * the path's own, one date for all three times, owner root, 1 MiB blocks,
  * and a statfs of 16 TiB for a read-only server that says nothing of its
- * space.
+ * space; and when a date a listing gave names one version of a file.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include "remote.h"
 
@@ -42,4 +43,9 @@ void remote_statfs_readonly(struct statvfs *sv, unsigned long namemax)
 	sv->f_files = 1ull << 24;
 	sv->f_namemax = namemax;
 	sv->f_flag = ST_RDONLY;
+}
+
+bool remote_date_settled(time_t date, bool day)
+{
+	return date > 0 && date + (day ? 86400 : 0) + REMOTE_SETTLED_S <= time(NULL);
 }
