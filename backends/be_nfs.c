@@ -561,12 +561,22 @@ static int be_nfs_do_statfs(struct nfs_context *nfs, const char *path, struct be
 	return nfs_statvfs(nfs, path, a->sv);
 }
 
+/*
+ * libnfs 4.0 says 256 bytes a name over NFSv3 without asking the server (over
+ * v4 it asks); what the Linux filesystems an NFS server exports take is 255,
+ * the NFSv3 limit the kernel's own client assumes when not told, so a name
+ * of the length said is one the server accepts.
+ */
 static int be_nfs_statfs(struct backend *be, const char *path, struct statvfs *sv)
 {
 	struct be_nfs_args a = { .sv = sv };
+	int ret;
 
 	(void)path;
-	return be_nfs_call(be_nfs(be), "", be_nfs_do_statfs, &a, "statfs");
+	ret = be_nfs_call(be_nfs(be), "", be_nfs_do_statfs, &a, "statfs");
+	if (ret == 0 && !be_nfs(be)->v4 && sv->f_namemax > NAME_MAX)
+		sv->f_namemax = NAME_MAX;
+	return ret;
 }
 
 static int be_nfs_do_readlink(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
@@ -617,10 +627,20 @@ static int be_nfs_mkdir(struct backend *be, const char *path, mode_t mode,
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_mkdir, &a, "mkdir");
 }
 
+/*
+ * libnfs 4.0 encodes a call in 4 KiB: a SYMLINK whose target and name do
+ * not fit (a target of about 3,950 bytes) fails there with ENOMEM, never
+ * sent.  Such a link is too long for this client: ENAMETOOLONG says so.
+ */
+#define BE_NFS_SYMLINK_FITS	2048
+
 static int be_nfs_do_symlink(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
 {
+	const char *name = strrchr(path, '/');
 	int ret = nfs_symlink(nfs, a->other, path);
 
+	if (ret == -ENOMEM && strlen(a->other) + strlen(name ? name : path) >= BE_NFS_SYMLINK_FITS)
+		return -ENAMETOOLONG;
 	if (ret == 0)
 		be_nfs_set_owner(nfs, path, a->cred);
 	return ret;
@@ -670,7 +690,12 @@ static int be_nfs_do_unlink(struct nfs_context *nfs, const char *path, struct be
 
 static int be_nfs_unlink(struct backend *be, const char *path)
 {
+	int ret;
+
 	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
+	ret = be_nfs_hide_open(be_nfs(be), path);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
 	return be_nfs_call(be_nfs(be), path, be_nfs_do_unlink, NULL, "unlink");
 }
 
@@ -728,9 +753,15 @@ static int be_nfs_rename(struct backend *be, const char *from, const char *to,
 {
 	struct be_nfs_args a = { .flags = flags };
 
+	int ret;
+
 	if (flags & ~RENAME_NOREPLACE)
 		return -EINVAL;	/* RENAME_EXCHANGE: NFS has no such thing */
 	stat_memo_forget_all(be_nfs(be)->memo);	/* what it said may be wrong now */
+	/* a file open here that the rename replaces stays readable through its handles */
+	if (!(flags & RENAME_NOREPLACE) && strcmp(from, to) != 0 &&
+	    (ret = be_nfs_hide_open(be_nfs(be), to)) < 0)
+		return ret;
 	return be_nfs_two(be, from, to, be_nfs_do_rename, &a, "rename");
 }
 
@@ -757,6 +788,7 @@ static void be_nfs_destroy(struct backend *be)
 		be_nfs_ctx_free(c);
 	}
 	pthread_mutex_destroy(&nb->lock);
+	pthread_mutex_destroy(&nb->files_lock);
 	stat_memo_free(nb->memo);
 	free(nb->url);
 	free(nb->address);
@@ -784,6 +816,7 @@ static int be_nfs_create(struct backend **out, const struct datastore_config *cf
 	if (!nb)
 		return -ENOMEM;
 	pthread_mutex_init(&nb->lock, NULL);
+	pthread_mutex_init(&nb->files_lock, NULL);
 	nb->memo = stat_memo_new(BE_NFS_MEMO_MAX);	/* NULL: every open asks the server */
 	nb->timeout_ms = (int)(cfg->timeout > 0 ? cfg->timeout : BE_NFS_DEFAULT_TIMEOUT) * 1000;
 	nb->retries = (int)(cfg->retries >= 0 ? cfg->retries : BE_NFS_DEFAULT_RETRIES);

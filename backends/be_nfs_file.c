@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
@@ -121,7 +122,132 @@ static void be_nfs_file_free(struct be_nfs_file *f)
 	be_nfs_file_drop(f, false);
 	pthread_mutex_destroy(&f->lock);
 	free(f->path);
+	free(f->shown_path);
 	free(f);
+}
+
+/* ---- the open files: an unlink of one hides it until its last close ---- */
+
+static void be_nfs_files_add(struct be_nfs_file *f)
+{
+	struct be_nfs *nb = be_nfs(f->base.be);
+
+	pthread_mutex_lock(&nb->files_lock);
+	f->prev_open = NULL;
+	f->next_open = nb->files;
+	if (nb->files)
+		nb->files->prev_open = f;
+	nb->files = f;
+	f->listed = true;
+	pthread_mutex_unlock(&nb->files_lock);
+}
+
+/* Takes @f out of the open files: true when it was the last open of a hidden name. */
+static bool be_nfs_files_del(struct be_nfs_file *f)
+{
+	struct be_nfs *nb = be_nfs(f->base.be);
+	bool last;
+
+	if (!f->listed)
+		return false;
+	pthread_mutex_lock(&nb->files_lock);
+	if (f->prev_open)
+		f->prev_open->next_open = f->next_open;
+	else
+		nb->files = f->next_open;
+	if (f->next_open)
+		f->next_open->prev_open = f->prev_open;
+	f->listed = false;
+	last = f->hidden;
+	for (struct be_nfs_file *g = nb->files; last && g; g = g->next_open)
+		if (strcmp(g->path, f->path) == 0)
+			last = false;
+	pthread_mutex_unlock(&nb->files_lock);
+	return last;
+}
+
+/* The hidden name's tag: random, so two mounts of one export never pick the same. */
+static uint64_t be_nfs_hidden_tag(void)
+{
+	uint64_t tag;
+
+	if (getrandom(&tag, sizeof(tag), GRND_NONBLOCK) != sizeof(tag))
+		tag = (uint64_t)mono_ns() ^ ((uint64_t)getpid() << 32);
+	return tag;
+}
+
+/* Renames @path to a->other, a name nothing has: never over another file. */
+static int be_nfs_do_hide(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
+{
+	struct nfs_stat_64 s;
+	int ret = nfs_lstat64(nfs, a->other, &s);
+
+	if (ret == 0)
+		return -EEXIST;
+	if (ret != -ENOENT)
+		return ret;
+	return nfs_rename(nfs, path, a->other);
+}
+
+/*
+ * NFS removes a file whatever has it open (a handle to it then answers
+ * ESTALE), so an unlink of a file open here renames it instead, as the
+ * kernel's NFS client does (its .nfsXXXX files), and its last close
+ * removes it.
+ */
+int be_nfs_hide_open(struct be_nfs *nb, const char *path)
+{
+	struct be_nfs_args a = { 0 };
+	char *full, *hidden = NULL, **copies = NULL;
+	size_t n = 0, k = 0;
+	int ret = be_nfs_join(&full, nb->root, path);
+
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&nb->files_lock);
+	for (struct be_nfs_file *g = nb->files; g; g = g->next_open)
+		n += !g->hidden && strcmp(g->path, full) == 0;
+	if (n == 0)
+		goto out;
+	ret = -ENOMEM;
+	if (asprintf(&hidden, "%.*s/.mlfs-unlinked-%016" PRIx64,
+		     (int)(strrchr(full, '/') - full), full, be_nfs_hidden_tag()) < 0) {
+		hidden = NULL;
+		goto out;
+	}
+	if (!(copies = calloc(n, sizeof(*copies))))
+		goto out;
+	for (k = 0; k < n; k++)
+		if (!(copies[k] = strdup(hidden)))
+			goto out;
+	a.other = hidden;
+	ret = be_nfs_call(nb, path, be_nfs_do_hide, &a, "unlink");
+	if (ret < 0)
+		goto out;
+	for (struct be_nfs_file *g = nb->files; g; g = g->next_open) {
+		if (g->hidden || strcmp(g->path, full) != 0)
+			continue;
+		pthread_mutex_lock(&g->lock);
+		g->shown_path = g->path;	/* kept: a log line may still be reading it */
+		g->path = copies[--k];
+		g->hidden = true;
+		pthread_mutex_unlock(&g->lock);
+	}
+	ret = 1;
+out:
+	pthread_mutex_unlock(&nb->files_lock);
+	while (k > 0)
+		free(copies[--k]);
+	free(copies);
+	free(hidden);
+	free(full);
+	return ret;
+}
+
+static int be_nfs_do_remove(struct be_nfs_file *f, struct nfs_context *nfs, void *arg)
+{
+	(void)arg;
+	return nfs_unlink(nfs, f->path);
 }
 
 /* What an open needs: how, and for a creation who and with which mode. */
@@ -191,6 +317,7 @@ static int be_nfs_open_with(struct backend_file **out, struct backend *be, const
 		f->remembered = true;
 		f->size = (int64_t)f->st.st_size;
 		f->mtime_ns = (int64_t)f->st.st_mtim.tv_sec * 1000000000ll + f->st.st_mtim.tv_nsec;
+		be_nfs_files_add(f);
 		*out = &f->base;
 		return 0;
 	}
@@ -220,6 +347,7 @@ static int be_nfs_open_with(struct backend_file **out, struct backend *be, const
 		be_nfs_file_free(f);
 		return ret;
 	}
+	be_nfs_files_add(f);
 	*out = &f->base;
 	return 0;
 }
@@ -346,12 +474,14 @@ int be_nfs_fgetattr(struct backend_file *bf, struct stat *st)
 
 	if (be_nfs_file(bf)->remembered) {	/* read-only and trusted: what the memo said */
 		*st = be_nfs_file(bf)->st;
-		return 0;
-	}
-	ret = be_nfs_file_call(be_nfs_file(bf), be_nfs_do_fstat, &s, "stat");
-
-	if (ret == 0)
+		ret = 0;
+	} else if ((ret = be_nfs_file_call(be_nfs_file(bf), be_nfs_do_fstat, &s, "stat")) == 0) {
 		be_nfs_stat_fill(st, &s);
+	}
+	pthread_mutex_lock(&be_nfs_file(bf)->lock);
+	if (ret == 0 && be_nfs_file(bf)->hidden && st->st_nlink > 0)
+		st->st_nlink--;		/* its hidden name is no link of the user's */
+	pthread_mutex_unlock(&be_nfs_file(bf)->lock);
 	return ret;
 }
 
@@ -375,9 +505,13 @@ int be_nfs_flush(struct backend_file *bf)
 
 void be_nfs_release(struct backend_file *bf)
 {
-	if (be_nfs_file(bf)->written)	/* its size and mtime changed: stats taken meanwhile too */
+	struct be_nfs_file *f = be_nfs_file(bf);
+
+	if (be_nfs_files_del(f))	/* the last close of a file unlinked while open */
+		be_nfs_file_call(f, be_nfs_do_remove, NULL, "unlink");
+	if (f->written)	/* its size and mtime changed: stats taken meanwhile too */
 		stat_memo_forget_all(be_nfs(bf->be)->memo);
-	be_nfs_file_free(be_nfs_file(bf));
+	be_nfs_file_free(f);
 }
 
 static int be_nfs_do_fsetattr(struct be_nfs_file *f, struct nfs_context *nfs, void *arg)

@@ -44,6 +44,9 @@ struct be_nfs {
 	unsigned int n_idle;
 	_Atomic int64_t down_until;	/* CLOCK_MONOTONIC ns: calls fail fast before it */
 	struct stat_memo *memo;	/* what lookups and listings said, for trusted opens */
+	pthread_mutex_t files_lock;	/* guards files and every file's path and hidden */
+	struct be_nfs_file *files;	/* the open files, for an unlink of one (be_nfs_hide_open) */
+	unsigned long name_max;	/* the server's PATHCONF name_max; 0 until asked */
 };
 
 struct be_nfs_file {
@@ -51,7 +54,11 @@ struct be_nfs_file {
 	pthread_mutex_t lock;	/* guards ctx and fh, held across this file's RPCs */
 	struct be_nfs_ctx *ctx;	/* NULL after a broken connection, until reopened */
 	struct nfsfh *fh;
-	char *path;		/* on the export, root included */
+	char *path;		/* on the export, root included; files_lock and lock to change */
+	struct be_nfs_file *next_open, *prev_open;	/* in nb->files once open */
+	bool listed;		/* in nb->files */
+	bool hidden;		/* unlinked while open: path is its hidden name, removed at close */
+	char *shown_path;	/* the path before it was hidden */
 	int flags;		/* for reopening: O_ACCMODE only */
 	bool written;
 	bool trust;		/* opened with BE_O_TRUST: size and mtime below are its version */
@@ -158,6 +165,13 @@ int be_nfs_fgetattr(struct backend_file *bf, struct stat *st);
 int be_nfs_flush(struct backend_file *bf);
 int be_nfs_fsync(struct backend_file *bf, int datasync);
 int be_nfs_open(struct backend_file **out, struct backend *be, const char *path, int flags);
+/*
+ * When @path (under the root) is open in this mount, renames it to a hidden
+ * name in its folder, which its open files then use, and returns 1: the
+ * unlink its caller was to make is made when the last of them closes.  0
+ * when it is not open; a negated errno.
+ */
+int be_nfs_hide_open(struct be_nfs *nb, const char *path);
 ssize_t be_nfs_pread(struct backend_file *bf, void *buf, size_t len, off_t off);
 ssize_t be_nfs_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off);
 void be_nfs_release(struct backend_file *bf);

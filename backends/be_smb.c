@@ -229,11 +229,30 @@ static int be_smb_do_statvfs(SMBCCTX *ctx, char *url, void *arg)
 	return smbc_getFunctionStatVFS(ctx)(ctx, url, arg) < 0 ? be_smb_raw() : 0;
 }
 
+/*
+ * libsmbclient 4.17 gives the server's bytes a sector as f_bsize and its
+ * sectors an allocation unit as f_frsize (512 and 2 from a Samba share on
+ * ext4), and no name length: df would say the share is 1/512 of its size,
+ * and pathconf(_PC_NAME_MAX) 0.  So the unit is their product, in bytes,
+ * as statvfs means it, and a name is 255 bytes at most (SMB's 255
+ * characters of UTF-16; Samba on Linux, 255 bytes).
+ */
 static int be_smb_statfs(struct backend *be, const char *path, struct statvfs *sv)
 {
+	int ret;
+
 	(void)path;
 	memset(sv, 0, sizeof(*sv));
-	return be_smb_call(be_smb(be), "statvfs", "", be_smb_do_statvfs, sv);
+	ret = be_smb_call(be_smb(be), "statvfs", "", be_smb_do_statvfs, sv);
+	if (ret < 0)
+		return ret;
+	if (sv->f_frsize > 0 && sv->f_frsize < sv->f_bsize)	/* a count of sectors */
+		sv->f_frsize *= sv->f_bsize;
+	if (sv->f_frsize > 0)
+		sv->f_bsize = sv->f_frsize;
+	if (sv->f_namemax == 0)
+		sv->f_namemax = NAME_MAX;
+	return 0;
 }
 
 static int be_smb_do_mkdir(SMBCCTX *ctx, char *url, void *arg)

@@ -122,6 +122,7 @@ static void test_unlink_of_open_file_keeps_data(void **state)
 	assert_string_equal(buf, "still here");
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_size, 10);
+	assert_int_equal(st.st_nlink, 0);	/* no name left */
 	assert_int_equal(ftruncate(fd, 5), 0);
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_size, 5);

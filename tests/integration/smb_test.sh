@@ -108,6 +108,12 @@ same "ls shows the share's top level" "data dir2 many top.txt" "$(ls "$B" | tr '
 same "ls shows the dataset" "a.txt cold.bin cold2.bin sub with space, 100% #1 & +.txt" \
 	"$(ls "$D" | tr '\n' ' ' | sed 's/ $//')"
 same "stat shows a file's size" 3145739 "$(stat -c %s "$B/data/sub/rand.bin")"
+disk_size=$(df -B1 --output=size "$S" | tail -1)
+share_size=$(df -B1 --output=size "$B" | tail -1)
+echo "# df: the share's disk $disk_size bytes, the datastore $share_size"
+check "df shows the share's size, as its own disk's (libsmbclient counts sectors)" \
+	test "$(( (disk_size - share_size) / 1048576 ))" -eq 0
+same "a name is 255 bytes at most (libsmbclient says 0)" 255 "$(stat -f -c %l "$B")"
 check "a folder is a folder" test -d "$B/data/sub"
 same "cat reads a small file" "hello smb" "$(cat "$B/data/a.txt")"
 same "a name with space, %, #, & and + reads back (SMB forbids ?)" "odd name" "$(cat "$D/with space, 100% #1 & +.txt")"
