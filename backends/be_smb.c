@@ -323,6 +323,15 @@ static int be_smb_rename(struct backend *be, const char *from, const char *to,
 	stat_memo_forget_all(sb->memo);
 	ret = be_smb_call(sb, "rename", from, be_smb_do_rename, to_url);
 	free(to_url);
+	/*
+	 * A file SMB cannot replace is one open somewhere (this mount included:
+	 * libsmbclient opens without FILE_SHARE_DELETE), which libsmbclient
+	 * says as EEXIST; EBUSY is what unlink of it says.  A folder not empty
+	 * stays EEXIST, as POSIX allows.
+	 */
+	if (ret == -EEXIST && !(flags & RENAME_NOREPLACE) && be_smb_getattr(be, to, &st) == 0 &&
+	    !S_ISDIR(st.st_mode))
+		ret = -EBUSY;
 	return ret;
 }
 

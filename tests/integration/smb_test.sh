@@ -196,6 +196,16 @@ import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.renameat2(-100, b'$B/data/renamed', -100, b'$B/data/t2', 1) != 0:
     e = ctypes.get_errno(); raise OSError(e, os.strerror(e))"
+# SMB keeps a file open here from being removed or replaced (libsmbclient opens without
+# FILE_SHARE_DELETE): both say EBUSY, and the file is left as it was
+echo busy >"$B/data/busy" && echo other >"$B/data/other"
+exec 7<"$B/data/busy"
+fails "rm of a file open here is EBUSY" "Device or resource busy" rm "$B/data/busy"
+fails "mv onto a file open here is EBUSY (libsmbclient says EEXIST)" \
+	"Device or resource busy" mv -T "$B/data/other" "$B/data/busy"
+same "the open file reads on, unchanged" "busy" "$(cat <&7)"
+exec 7<&-
+check "once closed, mv onto it replaces it" mv -T "$B/data/other" "$B/data/busy"
 check "mkdir makes a folder" mkdir "$B/newdir"
 check "the share has it" test -d "$S/newdir"
 check "a file inside it" cp small.bin "$B/newdir/f"
