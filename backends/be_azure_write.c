@@ -563,9 +563,14 @@ int be_azure_rmdir(struct backend *be, const char *path)
 int be_azure_unlink(struct backend *be, const char *path)
 {
 	struct be_azure *az = be_azure(be);
+	bool staged = remote_writers_has(&az->writers, path);
 	char *url = be_azure_url(az, path, NULL);
 	int ret = be_azure_simple(az, REMOTE_DELETE, url, NULL, -1, 0, 0, "Delete Blob", path);
 
+	if (ret == 0 || (ret == -ENOENT && staged)) {	/* a file being written: not uploaded */
+		remote_writers_unlink(&az->writers, path);
+		ret = 0;
+	}
 	be_azure_changed(az, path);
 	free(url);
 	return ret;
@@ -705,6 +710,8 @@ int be_azure_rename(struct backend *be, const char *from, const char *to, unsign
 
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
+	if ((ret = remote_writers_rename_check(&az->writers, be->name, from, to)) < 0)
+		return ret;
 	be_azure_changed(az, from);
 	ret = be_azure_meta(az, from, &m, false);
 	if (ret == 0 && m.is_dir)

@@ -729,11 +729,17 @@ static int be_s3_unlink(struct backend *be, const char *path)
 	char etag[BE_S3_ETAG_MAX];
 	int ret;
 
+	bool staged = remote_writers_has(&s3->writers, path);
+
 	if (!key)
 		return -ENOMEM;
 	ret = be_s3_head(s3, key, &o, etag, sizeof(etag));
 	if (ret == 0)
 		ret = be_s3_simple(s3, REMOTE_DELETE, key, NULL, NULL, "DELETE");
+	if (ret == 0 || (ret == -ENOENT && staged)) {	/* a file being written: not uploaded */
+		remote_writers_unlink(&s3->writers, path);
+		ret = 0;
+	}
 	be_s3_meta_changed(s3, path);
 	free(key);
 	return ret;
@@ -760,6 +766,8 @@ static int be_s3_rename(struct backend *be, const char *from, const char *to,
 
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
+	if ((ret = remote_writers_rename_check(&s3->writers, be->name, from, to)) < 0)
+		return ret;
 	be_s3_meta_forget(s3, from);
 	ret = be_s3_exists(s3, from, &is_dir);
 	if (ret == 0 && is_dir)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "log.h"
 #include "remote.h"
 #include "remote_stage.h"
 
@@ -57,6 +58,7 @@ int remote_stage_open(struct remote_stage *s, const char *dir, const char *path,
 	s->next = NULL;
 	atomic_store(&s->gen, dirty ? 1 : 0);
 	atomic_store(&s->uploaded, 0);
+	atomic_store(&s->gone, false);
 	return 0;
 }
 
@@ -98,13 +100,51 @@ void remote_writers_remove(struct remote_writers *w, struct remote_stage *s)
 	pthread_mutex_unlock(&w->lock);
 }
 
+bool remote_writers_has(struct remote_writers *w, const char *path)
+{
+	bool has = false;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct remote_stage *s = w->head; s && !has; s = s->next)
+		has = !atomic_load(&s->gone) && strcmp(s->path, path) == 0;
+	pthread_mutex_unlock(&w->lock);
+	return has;
+}
+
+unsigned int remote_writers_unlink(struct remote_writers *w, const char *path)
+{
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct remote_stage *s = w->head; s; s = s->next) {
+		if (!atomic_load(&s->gone) && strcmp(s->path, path) == 0) {
+			atomic_store(&s->gone, true);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+int remote_writers_rename_check(struct remote_writers *w, const char *name, const char *from,
+				const char *to)
+{
+	const char *busy = remote_writers_has(w, from) ? from : remote_writers_has(w, to) ? to : NULL;
+
+	if (!busy)
+		return 0;
+	log_warn("datastore %s: %s is open for writing (uploaded at its close): "
+		 "rename it once closed", name, busy);
+	return -EBUSY;
+}
+
 int remote_writers_stat(struct remote_writers *w, const char *path, struct stat *st)
 {
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s && ret < 0; s = s->next)
-		if (strcmp(s->path, path) == 0 && fstat(s->fd, st) == 0)
+		if (!atomic_load(&s->gone) && strcmp(s->path, path) == 0 && fstat(s->fd, st) == 0)
 			ret = 0;
 	pthread_mutex_unlock(&w->lock);
 	if (ret == 0) {
@@ -155,7 +195,7 @@ int remote_stage_fstat(struct remote_stage *s, struct stat *st)
 bool remote_stage_dirty(struct remote_stage *s, unsigned int *gen)
 {
 	*gen = atomic_load(&s->gen);
-	return s->fd >= 0 && *gen != atomic_load(&s->uploaded);
+	return s->fd >= 0 && !atomic_load(&s->gone) && *gen != atomic_load(&s->uploaded);
 }
 
 void remote_stage_uploaded(struct remote_stage *s, unsigned int gen)

@@ -28,6 +28,7 @@ struct remote_stage {
 	const char *path;	/* the datastore path (the open file's, borrowed) */
 	atomic_uint gen;	/* bumped by every change to the staging file */
 	atomic_uint uploaded;	/* the gen that was last uploaded */
+	atomic_bool gone;	/* its path was unlinked: never uploaded, no longer stat'd */
 	struct remote_stage *next;	/* in the writers list */
 };
 
@@ -54,6 +55,26 @@ void remote_stage_close(struct remote_stage *s);
 void remote_writers_add(struct remote_writers *w, struct remote_stage *s);
 void remote_writers_remove(struct remote_writers *w, struct remote_stage *s);
 
+/* Whether a writer has @path open (and it was not unlinked since). */
+bool remote_writers_has(struct remote_writers *w, const char *path);
+
+/*
+ * An unlink of @path, open for writing: its writers go on writing to their
+ * staged files, which are never uploaded, and @path is no longer stat'd
+ * from them.  The caller removes the server's object, when there is one,
+ * first.  Returns how many writers had it.
+ */
+unsigned int remote_writers_unlink(struct remote_writers *w, const char *path);
+
+/*
+ * A rename from or onto a file open for writing, which an object store
+ * cannot make: the writer's upload at close would bring back the old name,
+ * or replace what was renamed onto it.  -EBUSY, logged for datastore
+ * @name, when a writer has @from or @to open; else 0.
+ */
+int remote_writers_rename_check(struct remote_writers *w, const char *name, const char *from,
+				const char *to);
+
 /*
  * When a writer has @path open: its staged attributes (size, blocks,
  * times) into @st as a 0644 file of the mount's owner, and 0; else -ENOENT.
@@ -68,8 +89,9 @@ int remote_stage_truncate(struct remote_stage *s, off_t size);
 int remote_stage_fstat(struct remote_stage *s, struct stat *st);
 
 /*
- * Whether @s changed since its last upload: true and the generation to
- * pass to remote_stage_uploaded once that upload succeeded.
+ * Whether @s changed since its last upload (and was not unlinked): true and
+ * the generation to pass to remote_stage_uploaded once that upload
+ * succeeded.
  */
 bool remote_stage_dirty(struct remote_stage *s, unsigned int *gen);
 void remote_stage_uploaded(struct remote_stage *s, unsigned int gen);

@@ -294,6 +294,15 @@ sleep 2.2	# past what the listing said (metadata_ttl): a HEAD, then a look benea
 check "... and a stat from the server says the same" sh -c "test -d '$A/twins/marker' && test -f '$A/twins/real'"
 check "rm deletes a blob" rm "$W/empty"
 fails "... which is gone" "No such file" stat "$W/empty"
+# a blob being written is committed at its close: rm of it meanwhile means it never is,
+# and a rename from it (which the close would undo) is EBUSY
+exec 7>"$W/writing"
+echo "never committed" >&7
+fails "mv of a blob being written is EBUSY" "Device or resource busy" mv "$W/writing" "$W/moved2"
+check "rm of a blob being written" rm "$W/writing"
+exec 7>&-
+same "its close commits nothing: the client lists no such blob" "" \
+	"$(blob ls data w/writing | cut -d' ' -f1)"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \
 	cp seed/a.txt "$M/datastores/viasas/x.txt"
 check "rm -r empties the folder" rm -r "$W"

@@ -225,6 +225,20 @@ fails "mv: and not the old one" "Not Found" aws s3api head-object --bucket testb
 cp small.bin "$B/data/t1" && echo t2 >"$B/data/t2"
 check "mv of a file onto an existing one" mv "$B/data/t1" "$B/data/t2"
 same "replaces it" "$(sha small.bin)" "$(sha "$B/data/t2")"
+# a file being written is uploaded at its close: rm of it meanwhile means it never is, and
+# a rename from or onto it (which the upload would undo) is EBUSY
+exec 7>"$B/data/writing"
+echo "never uploaded" >&7
+fails "mv of a file being written is EBUSY" "Device or resource busy" \
+	mv "$B/data/writing" "$B/data/moved"
+fails "mv onto a file being written is EBUSY" "Device or resource busy" \
+	mv "$B/data/t2" "$B/data/writing"
+check "rm of a file being written" rm "$B/data/writing"
+check "it is gone at once" bash -c "! test -e '$B/data/writing'"
+exec 7>&-
+fails "its close uploads nothing: awscli finds no object" "Not Found" \
+	aws s3api head-object --bucket testbucket --key data/writing
+check "nor does the mount" bash -c "! test -e '$B/data/writing'"
 check "mkdir makes a folder" mkdir "$B/newdir"
 check "awscli sees the folder's marker" aws s3api head-object --bucket testbucket --key newdir/
 check "the new folder is a folder" test -d "$B/newdir"
