@@ -256,13 +256,20 @@ static int be_azure_readdir(struct backend *be, const char *path, backend_fill_f
 			    void *payload)
 {
 	struct be_azure *az = be_azure(be);
-	struct be_azure_walk w = { .az = az, .dir = path, .fill = fill, .payload = payload };
+	struct remote_dir_fill d;
+	struct be_azure_walk w = { .az = az, .dir = path, .fill = remote_dir_fill_listed,
+				   .payload = &d };
 	struct remote_meta m;
-	int ret = be_azure_list(az, path, &w, az->list_chunk);
+	size_t writing;
+	int ret = remote_dir_fill_begin(&d, &az->writers, path, fill, payload);
 
+	if (ret < 0)
+		return ret;
+	ret = be_azure_list(az, path, &w, az->list_chunk);
 	if (ret == -ECANCELED && w.stopped)
-		return w.stopped;
-	if (ret == 0 && w.n == 0 && !w.marker && path[0]) {
+		ret = w.stopped;
+	ret = remote_dir_fill_end(&d, &az->writers, path, ret, &writing);
+	if (ret == 0 && w.n == 0 && writing == 0 && !w.marker && path[0]) {
 		/* nothing under it: a blob (ENOTDIR), or nothing at all */
 		if (remote_memo_get(&az->memo, path, &m, false) == 0 && !m.is_dir)
 			return -ENOTDIR;

@@ -381,17 +381,23 @@ static int be_s3_readdir(struct backend *be, const char *path, backend_fill_fn *
 			 void *payload)
 {
 	struct be_s3 *s3 = be_s3(be);
-	struct be_s3_readdir r = { .s3 = s3, .dir = path, .fill = fill, .payload = payload };
+	struct remote_dir_fill d;
+	struct be_s3_readdir r = { .s3 = s3, .dir = path, .fill = remote_dir_fill_listed,
+				   .payload = &d };
 	char *prefix = be_s3_key(s3, path, true);
 	struct be_s3_list l = { .prefix = prefix, .delimiter = true, .max_keys = "1000",
 		.fn = be_s3_readdir_entry, .arg = &r };
-	int ret;
+	size_t writing;
+	int ret = prefix ? remote_dir_fill_begin(&d, &s3->writers, path, fill, payload) : -ENOMEM;
 
-	if (!prefix)
-		return -ENOMEM;
+	if (ret < 0) {
+		free(prefix);
+		return ret;
+	}
 	ret = be_s3_list(s3, &l);
 	free(prefix);
-	if (ret == 0 && l.n_keys == 0 && *path)
+	ret = remote_dir_fill_end(&d, &s3->writers, path, ret, &writing);
+	if (ret == 0 && l.n_keys == 0 && writing == 0 && *path)
 		ret = -ENOENT;
 	return ret;
 }

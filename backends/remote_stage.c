@@ -157,6 +157,91 @@ int remote_writers_stat(struct remote_writers *w, const char *path, struct stat 
 	return ret;
 }
 
+/* @path's name when it lies directly in folder @dir ("" the top), else NULL. */
+static const char *remote_name_in(const char *path, const char *dir)
+{
+	size_t len = strlen(dir);
+	const char *name = path;
+
+	if (len > 0) {
+		if (strncmp(path, dir, len) != 0 || path[len] != '/')
+			return NULL;
+		name = path + len + 1;
+	}
+	return *name && !strchr(name, '/') ? name : NULL;
+}
+
+static void remote_names_free(char **names)
+{
+	for (char **n = names; n && *n; n++)
+		free(*n);
+	free(names);
+}
+
+int remote_dir_fill_begin(struct remote_dir_fill *d, struct remote_writers *w, const char *dir,
+			  backend_fill_fn *fill, void *payload)
+{
+	size_t n = 0, k = 0;
+	int ret = 0;
+
+	d->fill = fill;
+	d->payload = payload;
+	d->writing = NULL;
+	pthread_mutex_lock(&w->lock);
+	for (struct remote_stage *s = w->head; s; s = s->next)
+		n += !atomic_load(&s->gone) && remote_name_in(s->path, dir) != NULL;
+	if (n > 0 && !(d->writing = calloc(n + 1, sizeof(*d->writing))))
+		ret = -ENOMEM;
+	for (struct remote_stage *s = w->head; s && ret == 0 && k < n; s = s->next) {
+		const char *name = atomic_load(&s->gone) ? NULL : remote_name_in(s->path, dir);
+		bool dup = false;
+
+		for (size_t i = 0; name && i < k; i++)
+			dup = dup || strcmp(d->writing[i], name) == 0;
+		if (name && !dup && !(d->writing[k++] = strdup(name)))
+			ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (ret < 0) {
+		remote_names_free(d->writing);
+		d->writing = NULL;
+	}
+	return ret;
+}
+
+int remote_dir_fill_listed(void *arg, const char *name, const struct stat *st)
+{
+	struct remote_dir_fill *d = arg;
+
+	for (char **n = d->writing; n && *n; n++)
+		if (strcmp(*n, name) == 0)
+			return 0;	/* filled at the end, as its writer has it */
+	return d->fill(d->payload, name, st);
+}
+
+int remote_dir_fill_end(struct remote_dir_fill *d, struct remote_writers *w, const char *dir,
+			int ret, size_t *added)
+{
+	*added = 0;
+	for (char **n = d->writing; ret == 0 && n && *n; n++) {
+		struct stat st;
+		char *path;
+
+		if (asprintf(&path, "%s%s%s", dir, *dir ? "/" : "", *n) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (remote_writers_stat(w, path, &st) == 0) {	/* not closed meanwhile */
+			ret = d->fill(d->payload, *n, &st);
+			(*added)++;
+		}
+		free(path);
+	}
+	remote_names_free(d->writing);
+	d->writing = NULL;
+	return ret;
+}
+
 ssize_t remote_stage_pwrite(struct remote_stage *s, const void *buf, size_t len, off_t off)
 {
 	ssize_t n;

@@ -81,6 +81,25 @@ int remote_writers_rename_check(struct remote_writers *w, const char *name, cons
  */
 int remote_writers_stat(struct remote_writers *w, const char *path, struct stat *st);
 
+/*
+ * A folder's listing with the files being written in it, which the server
+ * does not hold until their close: remote_dir_fill_begin notes the names
+ * of folder @dir's writers; the listing fills through remote_dir_fill_listed
+ * (@d its payload), which leaves those names out; remote_dir_fill_end adds
+ * them with their staged attributes, counts them in *@added and frees what
+ * begin took.  Each returns 0, -ENOMEM, or (end) @ret or the fill's.
+ */
+struct remote_dir_fill {
+	backend_fill_fn *fill;
+	void *payload;
+	char **writing;		/* NULL-terminated names; NULL when none */
+};
+int remote_dir_fill_begin(struct remote_dir_fill *d, struct remote_writers *w, const char *dir,
+			  backend_fill_fn *fill, void *payload);
+int remote_dir_fill_listed(void *d, const char *name, const struct stat *st);
+int remote_dir_fill_end(struct remote_dir_fill *d, struct remote_writers *w, const char *dir,
+			int ret, size_t *added);
+
 /* pwrite(2) and ftruncate(2) of the staged file, marking it changed. */
 ssize_t remote_stage_pwrite(struct remote_stage *s, const void *buf, size_t len, off_t off);
 int remote_stage_truncate(struct remote_stage *s, off_t size);

@@ -298,6 +298,8 @@ fails "... which is gone" "No such file" stat "$W/empty"
 # and a rename from it (which the close would undo) is EBUSY
 exec 7>"$W/writing"
 echo "never committed" >&7
+same "ls -l shows a blob being written, at its staged size" "writing 16" \
+	"$(ls -l "$W" | awk '$NF == "writing" {print $NF, $5}')"
 fails "mv of a blob being written is EBUSY" "Device or resource busy" mv "$W/writing" "$W/moved2"
 check "rm of a blob being written" rm "$W/writing"
 exec 7>&-

@@ -229,6 +229,8 @@ same "replaces it" "$(sha small.bin)" "$(sha "$B/data/t2")"
 # a rename from or onto it (which the upload would undo) is EBUSY
 exec 7>"$B/data/writing"
 echo "never uploaded" >&7
+same "ls -l shows a file being written, at its staged size" "writing 15" \
+	"$(ls -l "$B/data" | awk '$NF == "writing" {print $NF, $5}')"
 fails "mv of a file being written is EBUSY" "Device or resource busy" \
 	mv "$B/data/writing" "$B/data/moved"
 fails "mv onto a file being written is EBUSY" "Device or resource busy" \
