@@ -733,9 +733,8 @@ static int be_s3_unlink(struct backend *be, const char *path)
 	char *key = be_s3_key(s3, path, false);
 	struct be_s3_obj o;
 	char etag[BE_S3_ETAG_MAX];
-	int ret;
-
 	bool staged = remote_writers_has(&s3->writers, path);
+	int ret;
 
 	if (!key)
 		return -ENOMEM;
