@@ -109,10 +109,11 @@
 # about 8 minutes there.
 #
 # Usage (as root, from anywhere):
-#   [BENCH_FILES=N] [BENCH_RUNS=N] [BENCH_READERS=N] [BENCH_WAYS="way ..."] scripts/bench_small.sh
+#   [BENCH_FILES=N] [BENCH_RUNS=N] [BENCH_READERS=N] [BENCH_WAYS="way ..."] [MLFS=BINARY] \
+#	scripts/bench_small.sh
 #   BENCH_BIG=100000 BENCH_RUNS=1 scripts/bench_small.sh
 # It installs its packages (scripts/install-deps.sh --bench), builds mlfs
-# into build/bench (RelWithDebInfo), and removes every mount, server,
+# into build/bench (RelWithDebInfo) unless MLFS names a binary, and removes every mount, server,
 # process and file it made (the Unix user mlfssmb of server-smb.sh stays).
 set -eu
 export LC_ALL=C
@@ -141,9 +142,14 @@ case $READERS in
 esac
 
 bench_start "it mounts a tmpfs, starts ganesha and smbd, and drops the page cache"
-cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLFS_WERROR=ON >/dev/null
-cmake --build build/bench -j"$(nproc)" >/dev/null
-MLFS=$PWD/build/bench/mlfs
+if [ -n "${MLFS:-}" ]; then
+	MLFS=$(readlink -f "$MLFS")
+	[ -x "$MLFS" ] || { echo "$bench: MLFS=$MLFS is not an executable" >&2; exit 2; }
+else
+	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLFS_WERROR=ON >/dev/null
+	cmake --build build/bench -j"$(nproc)" >/dev/null
+	MLFS=$PWD/build/bench/mlfs
+fi
 
 SMB_USER=mlfssmb		# made by server-smb.sh
 SMB_PASS=${SMB_TEST_PASSWORD:-Passw0rd!}
