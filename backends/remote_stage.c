@@ -190,7 +190,9 @@ int remote_dir_fill_begin(struct remote_dir_fill *d, struct remote_writers *w, c
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s; s = s->next)
 		n += !atomic_load(&s->gone) && remote_name_in(s->path, dir) != NULL;
-	if (n > 0 && !(d->writing = calloc(n + 1, sizeof(*d->writing))))
+	d->listed = NULL;
+	if (n > 0 && (!(d->writing = calloc(n + 1, sizeof(*d->writing))) ||
+		      !(d->listed = calloc(n, sizeof(*d->listed)))))
 		ret = -ENOMEM;
 	for (struct remote_stage *s = w->head; s && ret == 0 && k < n; s = s->next) {
 		const char *name = atomic_load(&s->gone) ? NULL : remote_name_in(s->path, dir);
@@ -204,7 +206,9 @@ int remote_dir_fill_begin(struct remote_dir_fill *d, struct remote_writers *w, c
 	pthread_mutex_unlock(&w->lock);
 	if (ret < 0) {
 		remote_names_free(d->writing);
+		free(d->listed);
 		d->writing = NULL;
+		d->listed = NULL;
 	}
 	return ret;
 }
@@ -213,9 +217,13 @@ int remote_dir_fill_listed(void *arg, const char *name, const struct stat *st)
 {
 	struct remote_dir_fill *d = arg;
 
-	for (char **n = d->writing; n && *n; n++)
-		if (strcmp(*n, name) == 0)
-			return 0;	/* filled at the end, as its writer has it */
+	for (size_t i = 0; d->writing && d->writing[i]; i++) {
+		if (strcmp(d->writing[i], name) == 0) {
+			/* filled at the end, as its writer has it */
+			d->listed[i] = st ? *st : (struct stat){ .st_mode = S_IFREG | 0644 };
+			return 0;
+		}
+	}
 	return d->fill(d->payload, name, st);
 }
 
@@ -223,22 +231,26 @@ int remote_dir_fill_end(struct remote_dir_fill *d, struct remote_writers *w, con
 			int ret, size_t *added)
 {
 	*added = 0;
-	for (char **n = d->writing; ret == 0 && n && *n; n++) {
+	for (size_t i = 0; ret == 0 && d->writing && d->writing[i]; i++) {
 		struct stat st;
 		char *path;
 
-		if (asprintf(&path, "%s%s%s", dir, *dir ? "/" : "", *n) < 0) {
+		if (asprintf(&path, "%s%s%s", dir, *dir ? "/" : "", d->writing[i]) < 0) {
 			ret = -ENOMEM;
 			break;
 		}
-		if (remote_writers_stat(w, path, &st) == 0) {	/* not closed meanwhile */
-			ret = d->fill(d->payload, *n, &st);
+		if (remote_writers_stat(w, path, &st) == 0) {
+			ret = d->fill(d->payload, d->writing[i], &st);
 			(*added)++;
+		} else if (d->listed[i].st_mode) {	/* closed meanwhile, and listed */
+			ret = d->fill(d->payload, d->writing[i], &d->listed[i]);
 		}
 		free(path);
 	}
 	remote_names_free(d->writing);
+	free(d->listed);
 	d->writing = NULL;
+	d->listed = NULL;
 	return ret;
 }
 

@@ -86,13 +86,15 @@ int remote_writers_stat(struct remote_writers *w, const char *path, struct stat 
  * does not hold until their close: remote_dir_fill_begin notes the names
  * of folder @dir's writers; the listing fills through remote_dir_fill_listed
  * (@d its payload), which leaves those names out; remote_dir_fill_end adds
- * them with their staged attributes, counts them in *@added and frees what
- * begin took.  Each returns 0, -ENOMEM, or (end) @ret or the fill's.
+ * them with their staged attributes (a writer closed meanwhile: as the
+ * listing had it, if it did), counts them in *@added and frees what begin
+ * took.  Each returns 0, -ENOMEM, or (end) @ret or the fill's.
  */
 struct remote_dir_fill {
 	backend_fill_fn *fill;
 	void *payload;
 	char **writing;		/* NULL-terminated names; NULL when none */
+	struct stat *listed;	/* what the listing said of writing[i], when listed[i].st_mode */
 };
 int remote_dir_fill_begin(struct remote_dir_fill *d, struct remote_writers *w, const char *dir,
 			  backend_fill_fn *fill, void *payload);
