@@ -544,6 +544,8 @@ int be_azure_rmdir(struct backend *be, const char *path)
 
 	if (!*path)
 		return -EBUSY;
+	if (remote_writers_beneath(&az->writers, path))
+		return -ENOTEMPTY;	/* a blob being written there, committed at its close */
 	ret = be_azure_count_beneath(az, path, &n, &has_marker);
 	if (ret < 0)
 		return ret;

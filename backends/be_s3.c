@@ -700,6 +700,8 @@ static int be_s3_rmdir(struct backend *be, const char *path)
 
 	if (!*path)
 		return -EBUSY;
+	if (remote_writers_beneath(&s3->writers, path))
+		return -ENOTEMPTY;	/* a file being written there, uploaded at its close */
 	ret = be_s3_count_beneath(s3, path, "2", &n);
 	if (ret < 0)
 		return ret;

@@ -111,6 +111,19 @@ bool remote_writers_has(struct remote_writers *w, const char *path)
 	return has;
 }
 
+bool remote_writers_beneath(struct remote_writers *w, const char *dir)
+{
+	size_t len = strlen(dir);
+	bool has = false;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct remote_stage *s = w->head; s && !has; s = s->next)
+		has = !atomic_load(&s->gone) && strncmp(s->path, dir, len) == 0 &&
+		      s->path[len] == '/';
+	pthread_mutex_unlock(&w->lock);
+	return has;
+}
+
 unsigned int remote_writers_unlink(struct remote_writers *w, const char *path)
 {
 	unsigned int n = 0;

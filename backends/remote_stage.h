@@ -58,6 +58,9 @@ void remote_writers_remove(struct remote_writers *w, struct remote_stage *s);
 /* Whether a writer has @path open (and it was not unlinked since). */
 bool remote_writers_has(struct remote_writers *w, const char *path);
 
+/* Whether a writer has a file open anywhere beneath folder @dir: an rmdir of it is ENOTEMPTY. */
+bool remote_writers_beneath(struct remote_writers *w, const char *dir);
+
 /*
  * An unlink of @path, open for writing: its writers go on writing to their
  * staged files, which are never uploaded, and @path is no longer stat'd

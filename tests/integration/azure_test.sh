@@ -305,6 +305,11 @@ check "rm of a blob being written" rm "$W/writing"
 exec 7>&-
 same "its close commits nothing: the client lists no such blob" "" \
 	"$(blob ls data w/writing | cut -d' ' -f1)"
+mkdir "$W/wdir" && exec 7>"$W/wdir/f"
+fails "rmdir of a folder whose only blob is being written is ENOTEMPTY" "Directory not empty" \
+	rmdir "$W/wdir"
+exec 7>&-
+check "once closed and removed, the folder goes" bash -c "rm '$W/wdir/f' && rmdir '$W/wdir'"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \
 	cp seed/a.txt "$M/datastores/viasas/x.txt"
 check "rm -r empties the folder" rm -r "$W"

@@ -241,6 +241,11 @@ exec 7>&-
 fails "its close uploads nothing: awscli finds no object" "Not Found" \
 	aws s3api head-object --bucket testbucket --key data/writing
 check "nor does the mount" bash -c "! test -e '$B/data/writing'"
+mkdir "$B/wdir" && exec 7>"$B/wdir/f"
+fails "rmdir of a folder whose only file is being written is ENOTEMPTY" "Directory not empty" \
+	rmdir "$B/wdir"
+exec 7>&-
+check "once closed and removed, the folder goes" bash -c "rm '$B/wdir/f' && rmdir '$B/wdir'"
 check "mkdir makes a folder" mkdir "$B/newdir"
 check "awscli sees the folder's marker" aws s3api head-object --bucket testbucket --key newdir/
 check "the new folder is a folder" test -d "$B/newdir"

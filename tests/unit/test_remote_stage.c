@@ -129,6 +129,9 @@ static void test_unlink_stops_the_upload_and_rename_is_busy(void **state)
 	remote_writers_init(&w);
 	stage(&w, &a, *state, "d/f", "abc");
 	assert_true(remote_writers_has(&w, "d/f"));
+	assert_true(remote_writers_beneath(&w, "d"));
+	assert_false(remote_writers_beneath(&w, "d/f"));
+	assert_false(remote_writers_beneath(&w, "e"));
 	assert_int_equal(remote_writers_stat(&w, "d/f", &st), 0);
 	assert_int_equal(st.st_size, 3);
 	assert_true(remote_stage_dirty(&a, &gen));
@@ -138,6 +141,7 @@ static void test_unlink_stops_the_upload_and_rename_is_busy(void **state)
 	assert_int_equal(remote_writers_unlink(&w, "d/f"), 1);
 	assert_int_equal(remote_writers_unlink(&w, "d/f"), 0);	/* once */
 	assert_false(remote_writers_has(&w, "d/f"));
+	assert_false(remote_writers_beneath(&w, "d"));
 	assert_int_equal(remote_writers_stat(&w, "d/f", &st), -ENOENT);
 	assert_false(remote_stage_dirty(&a, &gen));		/* never uploaded */
 	/* its writer still writes and reads its stage */
