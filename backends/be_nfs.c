@@ -712,7 +712,7 @@ static int be_nfs_rmdir(struct backend *be, const char *path)
 }
 
 /* RENAME_NOREPLACE is checked, then renamed: not atomic, NFSv3 has no such flag. */
-static int be_nfs_do_rename(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
+int be_nfs_do_rename(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
 {
 	struct nfs_stat_64 s;
 	int ret;

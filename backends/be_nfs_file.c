@@ -176,19 +176,6 @@ static uint64_t be_nfs_hidden_tag(void)
 	return tag;
 }
 
-/* Renames @path to a->other, a name nothing has: never over another file. */
-static int be_nfs_do_hide(struct nfs_context *nfs, const char *path, struct be_nfs_args *a)
-{
-	struct nfs_stat_64 s;
-	int ret = nfs_lstat64(nfs, a->other, &s);
-
-	if (ret == 0)
-		return -EEXIST;
-	if (ret != -ENOENT)
-		return ret;
-	return nfs_rename(nfs, path, a->other);
-}
-
 /*
  * NFS removes a file whatever has it open (a handle to it then answers
  * ESTALE), so an unlink of a file open here renames it instead, as the
@@ -197,7 +184,7 @@ static int be_nfs_do_hide(struct nfs_context *nfs, const char *path, struct be_n
  */
 int be_nfs_hide_open(struct be_nfs *nb, const char *path)
 {
-	struct be_nfs_args a = { 0 };
+	struct be_nfs_args a = { .flags = RENAME_NOREPLACE };	/* never over another file */
 	char *full, *hidden = NULL, **copies = NULL;
 	size_t n = 0, k = 0;
 	int ret = be_nfs_join(&full, nb->root, path);
@@ -221,7 +208,7 @@ int be_nfs_hide_open(struct be_nfs *nb, const char *path)
 		if (!(copies[k] = strdup(hidden)))
 			goto out;
 	a.other = hidden;
-	ret = be_nfs_call(nb, path, be_nfs_do_hide, &a, "unlink");
+	ret = be_nfs_call(nb, path, be_nfs_do_rename, &a, "unlink");
 	if (ret < 0)
 		goto out;
 	for (struct be_nfs_file *g = nb->files; g; g = g->next_open) {

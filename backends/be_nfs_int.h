@@ -151,6 +151,8 @@ int be_nfs_file_call(struct be_nfs_file *f, be_nfs_file_fn *fn, void *arg,
 /* ---- be_nfs.c, for be_nfs_file.c ---- */
 
 void be_nfs_stat_fill(struct stat *st, const struct nfs_stat_64 *s);
+/* Renames @path to a->other (RENAME_NOREPLACE in a->flags: checked first, not atomically). */
+int be_nfs_do_rename(struct nfs_context *nfs, const char *path, struct be_nfs_args *a);
 /* Gives a new entry the asker's owner (as root only; a user's mount owns what it makes). */
 void be_nfs_set_owner(struct nfs_context *nfs, const char *path, const struct backend_cred *cred);
 

@@ -62,6 +62,13 @@ static void stage(struct remote_writers *w, struct remote_stage *s, const char *
 	remote_writers_add(w, s);
 }
 
+/* The writer's close: off the list, its stage closed. */
+static void unstage(struct remote_writers *w, struct remote_stage *s)
+{
+	remote_writers_remove(w, s);
+	remote_stage_close(s);
+}
+
 static void test_listing_shows_writers_of_the_folder(void **state)
 {
 	struct remote_writers w;
@@ -85,10 +92,9 @@ static void test_listing_shows_writers_of_the_folder(void **state)
 	assert_string_equal(s.names[1], "new");
 	assert_int_equal(s.sizes[1], 5);	/* the staged size, not the listed one */
 	assert_int_equal(added, 1);
-	for (struct remote_stage *st = &a; st; st = st == &a ? &b : st == &b ? &c : NULL) {
-		remote_writers_remove(&w, st);
-		remote_stage_close(st);
-	}
+	unstage(&w, &a);
+	unstage(&w, &b);
+	unstage(&w, &c);
 	remote_writers_destroy(&w);
 }
 
@@ -150,8 +156,7 @@ static void test_unlink_stops_the_upload_and_rename_is_busy(void **state)
 	assert_int_equal(st.st_size, 7);
 	assert_false(remote_stage_dirty(&a, &gen));
 	assert_int_equal(remote_writers_rename_check(&w, "t", "d/f", "d/g"), 0);
-	remote_writers_remove(&w, &a);
-	remote_stage_close(&a);
+	unstage(&w, &a);
 	remote_writers_destroy(&w);
 }
 
