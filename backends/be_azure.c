@@ -372,6 +372,13 @@ static int be_azure_getattr_known(struct backend *be, const char *path, struct s
 
 /* ---- files ---- */
 
+int be_azure_file_meta(struct be_azure_file *f, bool trust)
+{
+	int ret = be_azure_meta(be_azure(f->r.base.be), f->r.path, &f->r.m, trust);
+
+	return ret == 0 && f->r.m.is_dir ? -EISDIR : ret;
+}
+
 int be_azure_file_new(struct be_azure_file **out, struct be_azure *az, const char *path,
 		      char *url, const struct remote_meta *meta)
 {
@@ -389,14 +396,14 @@ int be_azure_file_new(struct be_azure_file **out, struct be_azure *az, const cha
 	f->r.base.be = &az->base;
 	f->r.url = url;
 	f->r.m = *meta;
-	f->st.fd = -1;
 	*out = f;
 	return 0;
 }
 
 void be_azure_file_free(struct be_azure_file *f)
 {
-	remote_stage_close(&f->st);
+	if (f->st)
+		remote_writers_close(&be_azure(f->r.base.be)->writers, f->st, f->r.base.be->name);
 	free(f->r.url);
 	free(f->r.path);
 	free(f);
@@ -406,20 +413,16 @@ static int be_azure_open(struct backend_file **out, struct backend *be, const ch
 			 int flags)
 {
 	struct be_azure *az = be_azure(be);
-	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 	struct remote_meta m = { .mtime = -1 };
 	struct be_azure_file *f;
-	int ret = write && (flags & O_TRUNC) ? 0 : be_azure_meta(az, path, &m, flags & BE_O_TRUST);
+	int ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
 
 	if (ret < 0)
 		return ret;
-	if (m.is_dir)
-		return -EISDIR;
-	ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
-	if (ret < 0)
-		return ret;
-	if (write)
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
 		ret = be_azure_open_write(f, flags);
+	else if (!(f->st = remote_writers_find(&az->writers, path)))
+		ret = be_azure_file_meta(f, flags & BE_O_TRUST);	/* else: read the stage */
 	if (ret < 0) {
 		be_azure_file_free(f);
 		return ret;
@@ -430,16 +433,7 @@ static int be_azure_open(struct backend_file **out, struct backend *be, const ch
 
 static void be_azure_release(struct backend_file *bf)
 {
-	struct be_azure_file *f = be_azure_file(bf);
-	unsigned int gen;
-
-	if (f->st.fd >= 0) {
-		remote_writers_remove(&be_azure(bf->be)->writers, &f->st);
-		if (remote_stage_dirty(&f->st, &gen))
-			log_warn("datastore %s: %s: changes after its last close were not uploaded",
-				 bf->be->name, f->r.path);
-	}
-	be_azure_file_free(f);
+	be_azure_file_free(be_azure_file(bf));
 }
 
 static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, off_t off)
@@ -453,8 +447,8 @@ static ssize_t be_azure_pread(struct backend_file *bf, void *buf, size_t len, of
 	struct remote_resp resp;
 	ssize_t ret;
 
-	if (be_azure_file(bf)->st.fd >= 0) {
-		ret = pread(be_azure_file(bf)->st.fd, buf, len, off);
+	if (be_azure_file(bf)->st) {
+		ret = pread(be_azure_file(bf)->st->fd, buf, len, off);
 		return ret < 0 ? -errno : ret;
 	}
 	if (off < 0)
@@ -488,7 +482,7 @@ static int be_azure_fgetattr(struct backend_file *bf, struct stat *st)
 	struct be_azure_file *f = be_azure_file(bf);
 
 	be_azure_stat(be_azure(bf->be), &f->r.m, f->r.path, st);
-	return f->st.fd >= 0 ? remote_stage_fstat(&f->st, st) : 0;
+	return f->st ? remote_stage_fstat(f->st, st) : 0;
 }
 
 static int be_azure_cache_key(struct backend_file *bf, char *buf, size_t size)
@@ -497,7 +491,7 @@ static int be_azure_cache_key(struct backend_file *bf, char *buf, size_t size)
 	struct be_azure *az = be_azure(bf->be);
 	int n;
 
-	if (!f->r.m.etag[0] || f->st.fd >= 0)
+	if (!f->r.m.etag[0] || f->st)
 		return -ENOTSUP;	/* nothing names the version, or a staged copy */
 	/* the blob's place, without the SAS (which changes), and its ETag */
 	n = snprintf(buf, size, "azure %s/%s\n%s%s\n%s", az->addr.endpoint, az->addr.container,

@@ -39,7 +39,9 @@ struct be_azure {
 /* An open file: where it is and what it was at open, and its staged copy when written. */
 struct be_azure_file {
 	struct remote_file r;
-	struct remote_stage st;		/* st.fd -1: read-only */
+	/* the path's staged copy, shared with its other opens, when open for writing or
+	 * while another open writes it; NULL: reads go to the server */
+	struct remote_stage *st;
 };
 
 static inline struct be_azure *be_azure(struct backend *be)
@@ -89,11 +91,14 @@ int be_azure_file_new(struct be_azure_file **out, struct be_azure *az, const cha
 		      char *url, const struct remote_meta *meta);
 void be_azure_file_free(struct be_azure_file *f);
 
+/* @f's size, ETag and mtime (be_azure_meta); -EISDIR for a folder. */
+int be_azure_file_meta(struct be_azure_file *f, bool trust);
+
 /* ---- be_azure_write.c ---- */
 
 /*
- * Opens @f for writing: a staging file, empty and dirty with O_TRUNC, else
- * a copy of the blob; @f joins the writers.
+ * Opens @f for writing: the path's stage (remote_writers_open), made from
+ * a copy of the blob unless O_TRUNC.  Undo with remote_writers_close.
  */
 int be_azure_open_write(struct be_azure_file *f, int flags);
 

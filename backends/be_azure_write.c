@@ -369,20 +369,24 @@ int be_azure_upload_fd(struct backend *be, const char *path, int fd, uint64_t si
 
 /* ---- files open for writing ---- */
 
-/* Copies the whole blob, as it was at open (If-Match), into the staging file. */
-static int be_azure_download(struct be_azure_file *f)
+/*
+ * remote_load_fn: the whole blob into staging file @fd, as it was at open
+ * (If-Match; a HEAD first when the open did not ask).
+ */
+static int be_azure_download(void *arg, int fd)
 {
+	struct be_azure_file *f = arg;
 	struct be_azure *az = be_azure(f->r.base.be);
-	struct remote_to_fd t = { .fd = f->st.fd };
+	struct remote_to_fd t = { .fd = fd };
 	char if_match[REMOTE_META_ETAG_MAX + 16];
 	const char *extra[] = { if_match, NULL };
 	struct remote_req req = { .method = REMOTE_GET, .url = f->r.url, .body_fd = -1,
 				  .sink = remote_sink_fd, .sink_arg = &t };
 	struct remote_resp resp;
-	int ret;
+	int ret = f->r.m.etag[0] ? 0 : be_azure_file_meta(f, false);
 
-	if (f->r.m.size == 0)
-		return 0;
+	if (ret < 0 || f->r.m.size == 0)
+		return ret;
 	snprintf(if_match, sizeof(if_match), "If-Match: %s", f->r.m.etag);
 	ret = be_azure_do(az, &req, f->r.m.etag[0] ? extra : NULL, &resp);
 	if (ret < 0)
@@ -396,43 +400,36 @@ static int be_azure_download(struct be_azure_file *f)
 int be_azure_open_write(struct be_azure_file *f, int flags)
 {
 	struct be_azure *az = be_azure(f->r.base.be);
-	int ret = remote_stage_open(&f->st, az->staging, f->r.path, flags & O_TRUNC);
 
-	if (ret == 0 && !(flags & O_TRUNC))
-		ret = be_azure_download(f);
-	if (ret < 0)
-		return ret;
-	remote_writers_add(&az->writers, &f->st);
-	return 0;
+	return remote_writers_open(&az->writers, az->staging, f->r.path, flags & O_TRUNC,
+				   be_azure_download, f, &f->st);
+}
+
+/* remote_upload_fn: the staging file @fd as @f's blob. */
+static int be_azure_upload_stage(void *arg, int fd, uint64_t size)
+{
+	struct be_azure_file *f = arg;
+	struct be_azure *az = be_azure(f->r.base.be);
+	int ret;
+
+	if (size < BE_AZURE_SMALL_PUT)
+		ret = be_azure_put(az, f->r.path, fd, (size_t)size);
+	else
+		ret = be_azure_blocks(az, f->r.path, fd, size, NULL);
+	be_azure_changed(az, f->r.path);
+	return ret;
 }
 
 int be_azure_upload(struct be_azure_file *f)
 {
-	struct be_azure *az = be_azure(f->r.base.be);
-	unsigned int gen;
-	struct stat st;
-	int ret;
-
-	if (!remote_stage_dirty(&f->st, &gen))
-		return 0;
-	if (fstat(f->st.fd, &st) < 0)
-		return -errno;
-	if ((size_t)st.st_size < BE_AZURE_SMALL_PUT)
-		ret = be_azure_put(az, f->r.path, f->st.fd, (size_t)st.st_size);
-	else
-		ret = be_azure_blocks(az, f->r.path, f->st.fd, (uint64_t)st.st_size, NULL);
-	be_azure_changed(az, f->r.path);
-	if (ret == 0)
-		remote_stage_uploaded(&f->st, gen);
-	else
-		log_err("datastore %s: upload of %s failed: %s", az->base.name, f->r.path,
-			strerror(-ret));
-	return ret;
+	return f->st ? remote_stage_upload(f->st, f->r.base.be->name, be_azure_upload_stage, f) : 0;
 }
 
 ssize_t be_azure_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off)
 {
-	return remote_stage_pwrite(&be_azure_file(bf)->st, buf, len, off);
+	struct be_azure_file *f = be_azure_file(bf);
+
+	return f->st ? remote_stage_pwrite(f->st, buf, len, off) : -EBADF;
 }
 
 int be_azure_flush(struct backend_file *bf)
@@ -489,11 +486,9 @@ static int be_azure_truncate_path(struct be_azure *az, const char *path, off_t s
 		return ret;
 	ret = be_azure_open_write(f, O_RDWR);
 	if (ret == 0)
-		ret = remote_stage_truncate(&f->st, size);
+		ret = remote_stage_truncate(f->st, size);
 	if (ret == 0)
 		ret = be_azure_upload(f);
-	if (f->st.fd >= 0)
-		remote_writers_remove(&az->writers, &f->st);
 	be_azure_file_free(f);
 	return ret;
 }
@@ -502,7 +497,7 @@ int be_azure_setattr(struct backend *be, const char *path, struct backend_file *
 		     const struct stat *st, unsigned int to_set)
 {
 	struct be_azure_file *f = bf ? be_azure_file(bf) : NULL;
-	int ret = remote_stage_setattr(f ? &f->st : NULL, st, to_set);
+	int ret = remote_stage_setattr(f ? f->st : NULL, st, to_set);
 
 	if (ret != 1)
 		return ret;

@@ -424,7 +424,6 @@ static int be_s3_file_new(struct be_s3_file **out, struct backend *be, const cha
 	if (!f)
 		return -ENOMEM;
 	f->base.be = be;
-	f->st.fd = -1;
 	f->path = strdup(path);
 	f->key = be_s3_key(be_s3(be), path, false);
 	if (!f->path || !f->key) {
@@ -439,7 +438,8 @@ static int be_s3_file_new(struct be_s3_file **out, struct backend *be, const cha
 
 static void be_s3_file_free(struct be_s3_file *f)
 {
-	remote_stage_close(&f->st);
+	if (f->st)
+		remote_writers_close(&be_s3(f->base.be)->writers, f->st, f->base.be->name);
 	free(f->path);
 	free(f->key);
 	free(f);
@@ -482,8 +482,8 @@ static int be_s3_open(struct backend_file **out, struct backend *be, const char 
 		return ret;
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
 		ret = be_s3_open_write(f, flags);
-	else
-		ret = be_s3_file_meta(f, (flags & BE_O_TRUST) != 0);
+	else if (!(f->st = remote_writers_find(&be_s3(be)->writers, path)))
+		ret = be_s3_file_meta(f, (flags & BE_O_TRUST) != 0);	/* else: read the stage */
 	if (ret < 0) {
 		be_s3_file_free(f);
 		return ret;
@@ -531,8 +531,8 @@ static ssize_t be_s3_pread(struct backend_file *bf, void *buf, size_t len, off_t
 	struct be_s3_file *f = be_s3_file(bf);
 	ssize_t n;
 
-	if (f->st.fd >= 0) {
-		n = pread(f->st.fd, buf, len, off);
+	if (f->st) {
+		n = pread(f->st->fd, buf, len, off);
 		return n < 0 ? -errno : n;
 	}
 	if (off < 0)
@@ -550,7 +550,7 @@ static int be_s3_fgetattr(struct backend_file *bf, struct stat *st)
 	struct be_s3_obj o = { .size = f->size, .mtime = f->mtime };
 
 	be_s3_stat(be_s3(bf->be), f->path, &o, st);
-	return f->st.fd >= 0 ? remote_stage_fstat(&f->st, st) : 0;
+	return f->st ? remote_stage_fstat(f->st, st) : 0;
 }
 
 static int be_s3_cache_key(struct backend_file *bf, char *buf, size_t size)
@@ -559,7 +559,7 @@ static int be_s3_cache_key(struct backend_file *bf, char *buf, size_t size)
 	struct be_s3 *s3 = be_s3(bf->be);
 	int n;
 
-	if (f->st.fd >= 0)
+	if (f->st)
 		return -ENOTSUP;	/* a staged file is not the object */
 	if (f->etag[0])
 		n = snprintf(buf, size, "s3 %s/%s\n%s\n%s", s3->addr.endpoint, s3->addr.bucket,
@@ -587,22 +587,14 @@ static int be_s3_fsync(struct backend_file *bf, int datasync)
 
 static void be_s3_release(struct backend_file *bf)
 {
-	struct be_s3_file *f = be_s3_file(bf);
-
-	unsigned int gen;
-
-	if (f->st.fd >= 0) {
-		remote_writers_remove(&be_s3(bf->be)->writers, &f->st);
-		if (remote_stage_dirty(&f->st, &gen))
-			log_warn("datastore %s: %s: changes after its last close were not uploaded",
-				 bf->be->name, f->key);
-	}
-	be_s3_file_free(f);
+	be_s3_file_free(be_s3_file(bf));
 }
 
 static ssize_t be_s3_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off)
 {
-	return remote_stage_pwrite(&be_s3_file(bf)->st, buf, len, off);
+	struct be_s3_file *f = be_s3_file(bf);
+
+	return f->st ? remote_stage_pwrite(f->st, buf, len, off) : -EBADF;
 }
 
 /*
@@ -653,11 +645,9 @@ static int be_s3_truncate_path(struct backend *be, const char *path, off_t size)
 		return ret;
 	ret = be_s3_open_write(f, O_RDWR);
 	if (ret == 0)
-		ret = remote_stage_truncate(&f->st, size);
+		ret = remote_stage_truncate(f->st, size);
 	if (ret == 0)
 		ret = be_s3_upload(f);
-	if (f->st.fd >= 0)
-		remote_writers_remove(&be_s3(be)->writers, &f->st);
 	be_s3_file_free(f);
 	return ret;
 }
@@ -667,7 +657,7 @@ static int be_s3_setattr(struct backend *be, const char *path, struct backend_fi
 			 const struct stat *st, unsigned int to_set)
 {
 	struct be_s3_file *f = bf ? be_s3_file(bf) : NULL;
-	int ret = remote_stage_setattr(f ? &f->st : NULL, st, to_set);
+	int ret = remote_stage_setattr(f ? f->st : NULL, st, to_set);
 
 	if (ret != 1)
 		return ret;

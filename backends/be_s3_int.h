@@ -61,7 +61,9 @@ struct be_s3_file {
 	int64_t size;			/* at open; reads stop there */
 	time_t mtime;
 	char etag[BE_S3_ETAG_MAX];
-	struct remote_stage st;		/* st.fd: the staging file, or -1 when read-only */
+	/* the path's staged copy, shared with its other opens, when open for writing or
+	 * while another open writes it; NULL: reads go to the server */
+	struct remote_stage *st;
 };
 
 static inline struct be_s3 *be_s3(struct backend *be)
@@ -158,8 +160,8 @@ char *be_s3_mpu_body(char (*etags)[BE_S3_ETAG_MAX], unsigned int n_parts, size_t
 /* ---- be_s3_upload.c ---- */
 
 /*
- * Opens @f for writing: a staging file, empty and dirty with O_TRUNC, else a
- * copy of the object; @f joins the writers.  Undo with remote_writers_remove.
+ * Opens @f for writing: the path's stage (remote_writers_open), made from
+ * a copy of the object unless O_TRUNC.  Undo with remote_writers_close.
  */
 int be_s3_open_write(struct be_s3_file *f, int flags);
 

@@ -62,14 +62,16 @@
 
 /* ---- files opened for writing: staging ---- */
 
-/* Copies the whole object into the staging file, streamed. */
-static int be_s3_download(struct be_s3_file *f)
+/* remote_load_fn: the whole object as it is now (a HEAD) into staging file @fd, streamed. */
+static int be_s3_download(void *arg, int fd)
 {
-	struct remote_to_fd t = { .fd = f->st.fd };
+	struct be_s3_file *f = arg;
+	struct remote_to_fd t = { .fd = fd };
+	int ret = be_s3_file_meta(f, false);
 	ssize_t n;
 
-	if (f->size == 0)
-		return 0;
+	if (ret < 0 || f->size == 0)
+		return ret;
 	n = be_s3_get(f, NULL, (size_t)f->size, 0, remote_sink_fd, &t);
 	if (n < 0)
 		return (int)n;
@@ -77,24 +79,16 @@ static int be_s3_download(struct be_s3_file *f)
 }
 
 /*
- * Opens @f for writing: a staging file, empty with O_TRUNC (and then dirty:
- * the truncation itself must reach the bucket), else a copy of the object.
+ * Opens @f for writing: the stage its path's other opens share, else a new
+ * one, empty with O_TRUNC (and then dirty: the truncation itself must reach
+ * the bucket), else a copy of the object.
  */
 int be_s3_open_write(struct be_s3_file *f, int flags)
 {
 	struct be_s3 *s3 = be_s3(f->base.be);
-	int ret = 0;
 
-	if (!(flags & O_TRUNC))
-		ret = be_s3_file_meta(f, false);
-	if (ret == 0)
-		ret = remote_stage_open(&f->st, s3->staging, f->path, flags & O_TRUNC);
-	if (ret == 0 && !(flags & O_TRUNC))
-		ret = be_s3_download(f);
-	if (ret < 0)
-		return ret;
-	remote_writers_add(&s3->writers, &f->st);
-	return 0;
+	return remote_writers_open(&s3->writers, s3->staging, f->path, flags & O_TRUNC,
+				   be_s3_download, f, &f->st);
 }
 
 /* ---- the resume token (be_s3.h says its format) ---- */
@@ -504,29 +498,25 @@ static int be_s3_mpu_upload(struct be_s3 *s3, const char *key, int fd, uint64_t 
 
 /* ---- the upload of a staged file (flush, fsync) ---- */
 
-/* Uploads @f's staging file when it changed since the last upload. */
-int be_s3_upload(struct be_s3_file *f)
+/* remote_upload_fn: the staging file @fd as @f's object. */
+static int be_s3_upload_stage(void *arg, int fd, uint64_t size)
 {
+	struct be_s3_file *f = arg;
 	struct be_s3 *s3 = be_s3(f->base.be);
-	unsigned int gen;
-	struct stat st;
 	int ret;
 
-	if (!remote_stage_dirty(&f->st, &gen))
-		return 0;
-	if (fstat(f->st.fd, &st) < 0)
-		return -errno;
-	if ((size_t)st.st_size < BE_S3_SMALL_PUT)
-		ret = be_s3_put(s3, f->key, f->st.fd, (size_t)st.st_size);
+	if (size < BE_S3_SMALL_PUT)
+		ret = be_s3_put(s3, f->key, fd, (size_t)size);
 	else
-		ret = be_s3_mpu_upload(s3, f->key, f->st.fd, (uint64_t)st.st_size, NULL);
+		ret = be_s3_mpu_upload(s3, f->key, fd, size, NULL);
 	be_s3_meta_changed(s3, f->path);
-	if (ret == 0)
-		remote_stage_uploaded(&f->st, gen);
-	else
-		log_err("datastore %s: upload of %s failed: %s", s3->base.name, f->key,
-			strerror(-ret));
 	return ret;
+}
+
+/* Uploads @f's stage when it changed since the last upload. */
+int be_s3_upload(struct be_s3_file *f)
+{
+	return f->st ? remote_stage_upload(f->st, f->base.be->name, be_s3_upload_stage, f) : 0;
 }
 
 /* ---- the ops table's upload: a local file, resumable ---- */

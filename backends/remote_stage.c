@@ -47,57 +47,156 @@ static int remote_staging_fd(const char *dir)
 	return fd >= 0 ? fd : -errno;
 }
 
-int remote_stage_open(struct remote_stage *s, const char *dir, const char *path, bool dirty)
-{
-	int fd = remote_staging_fd(dir);
-
-	if (fd < 0)
-		return fd;
-	s->fd = fd;
-	s->path = path;
-	s->next = NULL;
-	atomic_store(&s->gen, dirty ? 1 : 0);
-	atomic_store(&s->uploaded, 0);
-	atomic_store(&s->gone, false);
-	return 0;
-}
-
-void remote_stage_close(struct remote_stage *s)
+static void remote_stage_free(struct remote_stage *s)
 {
 	if (s->fd >= 0)
 		close(s->fd);
-	s->fd = -1;
+	pthread_mutex_destroy(&s->upload);
+	free(s->path);
+	free(s);
 }
 
 void remote_writers_init(struct remote_writers *w)
 {
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->loaded, NULL);
 	w->head = NULL;
 }
 
 void remote_writers_destroy(struct remote_writers *w)
 {
+	pthread_cond_destroy(&w->loaded);
 	pthread_mutex_destroy(&w->lock);
 }
 
-void remote_writers_add(struct remote_writers *w, struct remote_stage *s)
+/* A stage new opens of its path join: listed, neither unlinked nor failed. Under w->lock. */
+static bool remote_stage_joinable(const struct remote_stage *s)
 {
-	pthread_mutex_lock(&w->lock);
-	s->next = w->head;
-	w->head = s;
-	pthread_mutex_unlock(&w->lock);
+	return s->state <= REMOTE_STAGE_LOADING && s->state >= 0 && !atomic_load(&s->gone);
 }
 
-void remote_writers_remove(struct remote_writers *w, struct remote_stage *s)
+/* What stat, listings, unlink and rename see: a stage loaded and not unlinked. Under w->lock. */
+static bool remote_stage_live(const struct remote_stage *s)
 {
-	pthread_mutex_lock(&w->lock);
+	return s->state == 0 && !atomic_load(&s->gone);
+}
+
+/* Takes @s off the list, once. Under w->lock. */
+static void remote_writers_unlist(struct remote_writers *w, struct remote_stage *s)
+{
+	if (!s->listed)
+		return;
 	for (struct remote_stage **pp = &w->head; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
 			break;
 		}
 	}
+	s->listed = false;
+}
+
+/* Joins @s (a reference taken under w->lock, which is held): waits for its load. */
+static int remote_writers_join(struct remote_writers *w, struct remote_stage *s, bool trunc)
+{
+	int ret;
+
+	while (s->state == REMOTE_STAGE_LOADING)
+		pthread_cond_wait(&w->loaded, &w->lock);
+	ret = s->state;
 	pthread_mutex_unlock(&w->lock);
+	if (ret == 0 && trunc)
+		ret = remote_stage_truncate(s, 0);
+	return ret;
+}
+
+/* The load of new stage @s ended with @ret: the opens waiting for it go on, or fail. */
+static void remote_writers_loaded(struct remote_writers *w, struct remote_stage *s, int ret)
+{
+	pthread_mutex_lock(&w->lock);
+	s->state = ret < 0 ? ret : 0;
+	if (ret < 0)
+		remote_writers_unlist(w, s);
+	pthread_cond_broadcast(&w->loaded);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int remote_writers_open(struct remote_writers *w, const char *dir, const char *path, bool trunc,
+			remote_load_fn *load, void *arg, struct remote_stage **out)
+{
+	struct remote_stage *s;
+	int ret;
+
+	*out = NULL;
+	pthread_mutex_lock(&w->lock);
+	for (s = w->head; s && !(remote_stage_joinable(s) && strcmp(s->path, path) == 0);
+	     s = s->next)
+		;
+	if (s) {
+		s->refs++;
+		ret = remote_writers_join(w, s, trunc);
+		if (ret < 0)
+			remote_writers_close(w, s, NULL);
+		else
+			*out = s;
+		return ret;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->path = strdup(path))) {
+		pthread_mutex_unlock(&w->lock);
+		free(s);
+		return -ENOMEM;
+	}
+	s->fd = -1;
+	s->refs = 1;
+	s->state = REMOTE_STAGE_LOADING;
+	s->listed = true;
+	pthread_mutex_init(&s->upload, NULL);
+	atomic_store(&s->gen, trunc ? 1 : 0);
+	atomic_store(&s->uploaded, 0);
+	atomic_store(&s->gone, false);
+	s->next = w->head;
+	w->head = s;
+	pthread_mutex_unlock(&w->lock);
+	s->fd = ret = remote_staging_fd(dir);
+	if (ret >= 0)
+		ret = trunc ? 0 : load(arg, s->fd);
+	remote_writers_loaded(w, s, ret);
+	if (ret < 0) {
+		remote_writers_close(w, s, NULL);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+struct remote_stage *remote_writers_find(struct remote_writers *w, const char *path)
+{
+	struct remote_stage *s;
+
+	pthread_mutex_lock(&w->lock);
+	for (s = w->head; s && !(remote_stage_live(s) && strcmp(s->path, path) == 0); s = s->next)
+		;
+	if (s)
+		s->refs++;
+	pthread_mutex_unlock(&w->lock);
+	return s;
+}
+
+void remote_writers_close(struct remote_writers *w, struct remote_stage *s, const char *name)
+{
+	bool last;
+
+	pthread_mutex_lock(&w->lock);
+	last = --s->refs == 0;
+	if (last)
+		remote_writers_unlist(w, s);
+	pthread_mutex_unlock(&w->lock);
+	if (!last)
+		return;
+	if (name && s->state == 0 && remote_stage_dirty(s))
+		log_warn("datastore %s: %s: changes after its last close were not uploaded", name,
+			 s->path);
+	remote_stage_free(s);
 }
 
 bool remote_writers_has(struct remote_writers *w, const char *path)
@@ -106,7 +205,7 @@ bool remote_writers_has(struct remote_writers *w, const char *path)
 
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s && !has; s = s->next)
-		has = !atomic_load(&s->gone) && strcmp(s->path, path) == 0;
+		has = remote_stage_live(s) && strcmp(s->path, path) == 0;
 	pthread_mutex_unlock(&w->lock);
 	return has;
 }
@@ -118,7 +217,7 @@ bool remote_writers_beneath(struct remote_writers *w, const char *dir)
 
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s && !has; s = s->next)
-		has = !atomic_load(&s->gone) && strncmp(s->path, dir, len) == 0 &&
+		has = remote_stage_live(s) && strncmp(s->path, dir, len) == 0 &&
 		      s->path[len] == '/';
 	pthread_mutex_unlock(&w->lock);
 	return has;
@@ -130,7 +229,7 @@ unsigned int remote_writers_unlink(struct remote_writers *w, const char *path)
 
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s; s = s->next) {
-		if (!atomic_load(&s->gone) && strcmp(s->path, path) == 0) {
+		if (remote_stage_live(s) && strcmp(s->path, path) == 0) {
 			atomic_store(&s->gone, true);
 			n++;
 		}
@@ -157,7 +256,7 @@ int remote_writers_stat(struct remote_writers *w, const char *path, struct stat 
 
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s && ret < 0; s = s->next)
-		if (!atomic_load(&s->gone) && strcmp(s->path, path) == 0 && fstat(s->fd, st) == 0)
+		if (remote_stage_live(s) && strcmp(s->path, path) == 0 && fstat(s->fd, st) == 0)
 			ret = 0;
 	pthread_mutex_unlock(&w->lock);
 	if (ret == 0) {
@@ -202,13 +301,13 @@ int remote_dir_fill_begin(struct remote_dir_fill *d, struct remote_writers *w, c
 	d->writing = NULL;
 	pthread_mutex_lock(&w->lock);
 	for (struct remote_stage *s = w->head; s; s = s->next)
-		n += !atomic_load(&s->gone) && remote_name_in(s->path, dir) != NULL;
+		n += remote_stage_live(s) && remote_name_in(s->path, dir) != NULL;
 	d->listed = NULL;
 	if (n > 0 && (!(d->writing = calloc(n + 1, sizeof(*d->writing))) ||
 		      !(d->listed = calloc(n, sizeof(*d->listed)))))
 		ret = -ENOMEM;
 	for (struct remote_stage *s = w->head; s && ret == 0 && k < n; s = s->next) {
-		const char *name = atomic_load(&s->gone) ? NULL : remote_name_in(s->path, dir);
+		const char *name = remote_stage_live(s) ? remote_name_in(s->path, dir) : NULL;
 		bool dup = false;
 
 		for (size_t i = 0; name && i < k; i++)
@@ -302,15 +401,35 @@ int remote_stage_fstat(struct remote_stage *s, struct stat *st)
 	return 0;
 }
 
-bool remote_stage_dirty(struct remote_stage *s, unsigned int *gen)
+bool remote_stage_dirty(struct remote_stage *s)
 {
-	*gen = atomic_load(&s->gen);
-	return s->fd >= 0 && !atomic_load(&s->gone) && *gen != atomic_load(&s->uploaded);
+	return s->fd >= 0 && !atomic_load(&s->gone) &&
+	       atomic_load(&s->gen) != atomic_load(&s->uploaded);
 }
 
-void remote_stage_uploaded(struct remote_stage *s, unsigned int gen)
+int remote_stage_upload(struct remote_stage *s, const char *name, remote_upload_fn *up,
+			void *arg)
 {
-	atomic_store(&s->uploaded, gen);
+	unsigned int gen;
+	struct stat st;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->upload);
+	gen = atomic_load(&s->gen);
+	if (!remote_stage_dirty(s))
+		goto out;
+	if (fstat(s->fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = up(arg, s->fd, (uint64_t)st.st_size);
+	if (ret == 0)
+		atomic_store(&s->uploaded, gen);
+	else
+		log_err("datastore %s: upload of %s failed: %s", name, s->path, strerror(-ret));
+out:
+	pthread_mutex_unlock(&s->upload);
+	return ret;
 }
 
 int remote_chown_check(const struct stat *st, unsigned int to_set)

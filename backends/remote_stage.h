@@ -22,38 +22,65 @@
 
 #include "backend.h"
 
-/* A staged copy of one open file. */
+/*
+ * The staged copy of one file open for writing, shared by every open of its
+ * path (as a local file is): what one writer wrote, the others read, and
+ * whichever flushes uploads it all.
+ */
 struct remote_stage {
-	int fd;			/* the staging file; -1 when the file is read-only */
-	const char *path;	/* the datastore path (the open file's, borrowed) */
+	int fd;			/* the staging file */
+	char *path;		/* the datastore path */
 	atomic_uint gen;	/* bumped by every change to the staging file */
 	atomic_uint uploaded;	/* the gen that was last uploaded */
 	atomic_bool gone;	/* its path was unlinked: never uploaded, no longer stat'd */
+	pthread_mutex_t upload;	/* one upload of it at a time */
+	/* guarded by the writers list's lock: */
+	unsigned int refs;	/* the opens sharing it */
+	int state;		/* REMOTE_STAGE_LOADING, 0 (ready) or the load's -errno */
+	bool listed;		/* on the writers list (new opens of the path find it) */
 	struct remote_stage *next;	/* in the writers list */
 };
+
+#define REMOTE_STAGE_LOADING	1
 
 /* The stages of a datastore's files open for writing. */
 struct remote_writers {
 	pthread_mutex_t lock;
+	pthread_cond_t loaded;		/* a stage's load ended */
 	struct remote_stage *head;	/* guarded by lock */
 };
 
 void remote_writers_init(struct remote_writers *w);
 void remote_writers_destroy(struct remote_writers *w);
 
+/* Fills the new stage @fd with the server's bytes of the path: 0 or -errno. */
+typedef int remote_load_fn(void *arg, int fd);
+
 /*
- * Opens @s (for @path, borrowed for its lifetime) on a new anonymous file
- * under @dir (made when missing; O_TMPFILE, else an unlinked mkostemp file,
- * so a crash leaves nothing behind): empty, and dirty with @dirty (a new or
- * truncated file must reach the server even unwritten).  0 or -errno.
+ * An open of @path for writing: joins the stage another open has of it
+ * (waiting for its load; emptied with @trunc), else makes a new one, an
+ * anonymous file under @dir (made when missing; O_TMPFILE, else an
+ * unlinked mkostemp file, so a crash leaves nothing behind): empty and
+ * dirty with @trunc (a new or truncated file must reach the server even
+ * unwritten), else filled by @load(@arg, fd) while other opens of the path
+ * wait.  0 with *@out, or -errno (a failed load, this open's or the one it
+ * waited for) and *@out NULL.
  */
-int remote_stage_open(struct remote_stage *s, const char *dir, const char *path, bool dirty);
+int remote_writers_open(struct remote_writers *w, const char *dir, const char *path, bool trunc,
+			remote_load_fn *load, void *arg, struct remote_stage **out);
 
-/* Closes @s's file (after remote_writers_remove when it was added). */
-void remote_stage_close(struct remote_stage *s);
+/*
+ * A read-only open of @path: the stage of it being written, ready (the
+ * reader sees what the writers wrote), a reference the caller gives back
+ * with remote_writers_close; NULL when none.
+ */
+struct remote_stage *remote_writers_find(struct remote_writers *w, const char *path);
 
-void remote_writers_add(struct remote_writers *w, struct remote_stage *s);
-void remote_writers_remove(struct remote_writers *w, struct remote_stage *s);
+/*
+ * Gives back an open's reference to @s; the last one frees it, logging for
+ * datastore @name when it holds changes no upload took.
+ */
+void remote_writers_close(struct remote_writers *w, struct remote_stage *s, const char *name);
 
 /* Whether a writer has @path open (and it was not unlinked since). */
 bool remote_writers_has(struct remote_writers *w, const char *path);
@@ -112,13 +139,18 @@ int remote_stage_truncate(struct remote_stage *s, off_t size);
 /* The staged file's size and blocks and mtime into @st (a writer's fgetattr). */
 int remote_stage_fstat(struct remote_stage *s, struct stat *st);
 
+/* Whether @s changed since its last upload and was not unlinked. */
+bool remote_stage_dirty(struct remote_stage *s);
+
 /*
- * Whether @s changed since its last upload (and was not unlinked): true and
- * the generation to pass to remote_stage_uploaded once that upload
- * succeeded.
+ * Uploads @s when it changed since its last upload (and was not unlinked):
+ * @up(@arg, fd, size) sends the staging file's @size bytes, one upload of
+ * @s at a time (a flush waits for another open's), and what it sent is
+ * clean once it succeeds.  0, or @up's -errno, logged for datastore @name.
  */
-bool remote_stage_dirty(struct remote_stage *s, unsigned int *gen);
-void remote_stage_uploaded(struct remote_stage *s, unsigned int gen);
+typedef int remote_upload_fn(void *arg, int fd, uint64_t size);
+int remote_stage_upload(struct remote_stage *s, const char *name, remote_upload_fn *up,
+			void *arg);
 
 /*
  * The setattr of a server that keeps no owners, modes or times, for an

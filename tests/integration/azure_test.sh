@@ -310,6 +310,12 @@ fails "rmdir of a folder whose only blob is being written is ENOTEMPTY" "Directo
 	rmdir "$W/wdir"
 exec 7>&-
 check "once closed and removed, the folder goes" bash -c "rm '$W/wdir/f' && rmdir '$W/wdir'"
+# every open of a blob shares one staged copy: two writers and a reader see each other's
+# bytes, and neither's commit replaces the other's
+same "two writers and a reader of one blob see each other's bytes" ok \
+	"$(python3 "$TOP/tests/integration/two_writers.py" "$W/two")"
+same "... and the client gets what both wrote" "$(printf 'A%.0s' {1..1000}; printf 'B%.0s' {1..1000}; printf 'CCCCCCCCCC')" \
+	"$(blob get data w/two 2>/dev/null)"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \
 	cp seed/a.txt "$M/datastores/viasas/x.txt"
 check "rm -r empties the folder" rm -r "$W"

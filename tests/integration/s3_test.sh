@@ -246,6 +246,13 @@ fails "rmdir of a folder whose only file is being written is ENOTEMPTY" "Directo
 	rmdir "$B/wdir"
 exec 7>&-
 check "once closed and removed, the folder goes" bash -c "rm '$B/wdir/f' && rmdir '$B/wdir'"
+# every open of a file shares one staged copy: two writers and a reader see each other's
+# bytes, and neither's close uploads the other's away
+same "two writers and a reader of one file see each other's bytes" ok \
+	"$(python3 "$TOP/tests/integration/two_writers.py" "$B/data/two")"
+aws s3 cp s3://testbucket/data/two two.got >/dev/null 2>&1
+same "... and awscli gets what both wrote" "$(printf 'A%.0s' {1..1000}; printf 'B%.0s' {1..1000}; printf 'CCCCCCCCCC')" \
+	"$(cat two.got 2>/dev/null)"
 check "mkdir makes a folder" mkdir "$B/newdir"
 check "awscli sees the folder's marker" aws s3api head-object --bucket testbucket --key newdir/
 check "the new folder is a folder" test -d "$B/newdir"
