@@ -204,11 +204,18 @@ static void backend_check_keys(const struct datastore_config *ds, struct diag *d
 	for (size_t i = 0; i < ds->n_kv; i++) {
 		const char *key = ds->kv[i].key;
 
+		struct key_hint h;
+
 		if (backend_key_in(backend_common_keys, key) ||
 		    (s && backend_key_in(s->form->keys, key)) || extra)
 			continue;
-		diag_add(d, ds->file, ds->kv[i].line,
-			 "[datastore %s]: unknown key '%s' for type %s", ds->name, key, ds->type);
+		key_hint_init(&h, key);
+		for (const char *const *k = s->form->keys; k && *k; k++)
+			key_hint_add(&h, *k);
+		for (const char *const *k = backend_common_keys; *k; k++)
+			key_hint_add(&h, *k);
+		diag_add(d, ds->file, ds->kv[i].line, "[datastore %s]: unknown key '%s' for type %s%s",
+			 ds->name, key, ds->type, key_hint_text(&h));
 	}
 }
 

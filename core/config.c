@@ -284,6 +284,18 @@ int config_key_index(const struct config_key *keys, const char *key)
 	return -1;
 }
 
+/* "[section]: unknown key 'KEY'", with the key of @keys it is likely a typo of, or all of them. */
+static void config_unknown_key(struct config_parser *p, int line, const char *key,
+			       const struct config_key *keys)
+{
+	struct key_hint h;
+
+	key_hint_init(&h, key);
+	for (int i = 0; keys[i].key; i++)
+		key_hint_add(&h, keys[i].key);
+	config_error(p, line, "%s: unknown key '%s'%s", p->label, key, key_hint_text(&h));
+}
+
 /* Parses @value into the field @k names in @base; reports a bad value. */
 static int config_set(struct config_parser *p, int line, const struct config_key *k,
 		      void *base, const char *value)
@@ -520,7 +532,7 @@ static int config_single_key(struct config_parser *p, int line, const char *key,
 	int i = config_key_index(keys, key);
 
 	if (i < 0) {
-		config_error(p, line, "%s: unknown key '%s'", p->label, key);
+		config_unknown_key(p, line, key, keys);
 		return 0;
 	}
 	if (lines[i]) {
@@ -580,7 +592,7 @@ static int config_environment_key(struct config_parser *p, int line, const char 
 	char why[256];
 
 	if (i < 0) {
-		config_error(p, line, "%s: unknown key '%s'", p->label, key);
+		config_unknown_key(p, line, key, config_environment_keys);
 		return 0;
 	}
 	if (env->key_line[i]) {

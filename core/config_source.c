@@ -121,7 +121,15 @@ int config_source_key(struct config_parser *p, int line, const char *key, const 
 		       config_source_folder(p, line, key, value, key[0] == 'm' ?
 					    &src->mount_path : &src->sub_path);
 	if (strcmp(key, "source") != 0) {
-		config_error(p, line, "%s: unknown key '%s'", p->label, key);
+		struct key_hint h;
+
+		key_hint_init(&h, key);
+		key_hint_add(&h, "source");
+		if (src->kind == SOURCE_SOURCE) {
+			key_hint_add(&h, "mount_path");
+			key_hint_add(&h, "sub_path");
+		}
+		config_error(p, line, "%s: unknown key '%s'%s", p->label, key, key_hint_text(&h));
 		return 0;
 	}
 	if (src->source_line) {

@@ -11,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <assert.h>
+#include <ctype.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +83,77 @@ void diag_print(const struct diag *d, FILE *out)
 {
 	for (size_t i = 0; i < d->n; i++)
 		fprintf(out, "%s\n", d->msgs[i]);
+}
+
+/* Levenshtein distance of @a and @b, '-' taken for '_' and case ignored; at most 64 bytes each. */
+static size_t key_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[65];
+
+	if (la > 64 || lb > 64)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			int ca = tolower((unsigned char)(a[i - 1] == '-' ? '_' : a[i - 1]));
+			int cb = tolower((unsigned char)(b[j - 1] == '-' ? '_' : b[j - 1]));
+			size_t best = diag + (ca != cb);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = row[j];
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+void key_hint_init(struct key_hint *h, const char *key)
+{
+	h->key = key;
+	h->near = NULL;
+	h->near_dist = SIZE_MAX;
+	h->known[0] = '\0';
+	h->len = 0;
+}
+
+void key_hint_add(struct key_hint *h, const char *known)
+{
+	size_t dist = key_distance(h->key, known);
+	size_t room = sizeof(h->known) - h->len;
+	int n;
+
+	if (dist < h->near_dist) {
+		h->near = known;
+		h->near_dist = dist;
+	}
+	if (room <= 4)
+		return;		/* already cut short */
+	n = snprintf(h->known + h->len, room, "%s%s", h->len ? ", " : "", known);
+	if (n > 0 && (size_t)n < room - 4) {
+		h->len += (size_t)n;
+	} else {
+		h->known[h->len] = '\0';
+		snprintf(h->known + h->len, room, "%s", h->len ? ", ..." : "...");
+		h->len = sizeof(h->known);
+	}
+}
+
+const char *key_hint_text(struct key_hint *h)
+{
+	size_t most = strlen(h->key) / 2;	/* a short key: fewer edits */
+
+	if (!h->near)
+		h->text[0] = '\0';
+	else if (h->near_dist <= (most < 2 ? most : 2))
+		snprintf(h->text, sizeof(h->text), " (did you mean '%s'?)", h->near);
+	else
+		snprintf(h->text, sizeof(h->text), " (known: %s)", h->known);
+	return h->text;
 }

@@ -526,7 +526,8 @@ static void test_config_reads_containers_keys_and_checks_them(void **state)
 		      "x.conf:3: [containers] insecure_registries: bad registry list '127.0.0.1' "
 		      "(use HOST:PORT entries separated by blanks or commas)",
 		      "x.conf:4: [containers] cache_size: bad size 'lots' (use a number with K, M, G or T)",
-		      "x.conf:5: [containers]: unknown key 'image'");
+		      "x.conf:5: [containers]: unknown key 'image' (known: runtime, oci_runtime, "
+		      "insecure_registries, auth_file, cache_size, fallback)");
 }
 
 static void test_config_reads_environment_sections_in_file_order(void **state)
@@ -564,7 +565,8 @@ static void test_config_checks_each_environment_key(void **state)
 		      "joined by dots, such as 3.11 or 2.1.0)",
 		      "x.conf:4: [environment a] framework_version: bad version '2.' (use numbers "
 		      "joined by dots, such as 3.11 or 2.1.0)",
-		      "x.conf:5: [environment a]: unknown key 'flavour'",
+		      "x.conf:5: [environment a]: unknown key 'flavour' (known: image, "
+		      "python_version, framework, framework_version)",
 		      "x.conf:6: [environment a] python_version: duplicate key (first at line 3)",
 		      "x.conf:7: [environment a] framework: empty value",
 		      "x.conf:8: [environment b c]: bad environment name (use 1 to 64 letters, "
@@ -892,11 +894,45 @@ static void test_config_relative_dirs_resolve_against_config_folder(void **state
 static void test_config_rejects_unknown_key_with_line(void **state)
 {
 	(void)state;
-	EXPECT_ERRORS("[mlfs]\n\nrooot = /x\n[node]\ngpu = 1\n[dataset d]\npath = x\n",
-		      "x.conf:3: [mlfs]: unknown key 'rooot'",
-		      "x.conf:5: [node]: unknown key 'gpu'",
+	/* a likely typo is named; else the section's keys are listed */
+	EXPECT_ERRORS("[mlfs]\nCache-Dir = /c\nrooot = /x\n[node]\ngpu = 1\n[dataset d]\npath = x\n",
+		      "x.conf:2: [mlfs]: unknown key 'Cache-Dir' (did you mean 'cache_dir'?)",
+		      "x.conf:3: [mlfs]: unknown key 'rooot' (known: state_dir, cache_dir, "
+		      "cache_size, git_cache_size, archive_cache_size, executor, log_size, "
+		      "max_jobs, timeout, retries, metadata_ttl, read_ahead_files, store)",
+		      "x.conf:5: [node]: unknown key 'gpu' (did you mean 'gpus'?)",
 		      "x.conf:6: [dataset d]: missing key 'source'",
-		      "x.conf:7: [dataset d]: unknown key 'path'");
+		      "x.conf:7: [dataset d]: unknown key 'path' (known: source)");
+}
+
+/* The hint after an unknown key: a near key at most two edits off, else the list, cut short. */
+static void test_key_hint_names_a_near_key_or_lists_them(void **state)
+{
+	static char many[100][32];	/* borrowed by h until the end */
+	struct key_hint h;
+
+	(void)state;
+	key_hint_init(&h, "x");
+	assert_string_equal(key_hint_text(&h), "");		/* nothing known */
+	key_hint_init(&h, "endpiont");
+	key_hint_add(&h, "bucket");
+	key_hint_add(&h, "endpoint");
+	assert_string_equal(key_hint_text(&h), " (did you mean 'endpoint'?)");
+	key_hint_init(&h, "ab");			/* two letters: one edit at most */
+	key_hint_add(&h, "xy");
+	key_hint_add(&h, "abc");
+	assert_string_equal(key_hint_text(&h), " (did you mean 'abc'?)");
+	key_hint_init(&h, "ab");
+	key_hint_add(&h, "xy");
+	assert_string_equal(key_hint_text(&h), " (known: xy)");
+	key_hint_init(&h, "zzzzzzzz");
+	for (int i = 0; i < 100; i++) {
+		snprintf(many[i], sizeof(many[i]), "key_number_%d", i);
+		key_hint_add(&h, many[i]);
+	}
+	assert_true(strlen(key_hint_text(&h)) < sizeof(h.text));
+	assert_non_null(strstr(key_hint_text(&h), "key_number_0, key_number_1, "));
+	assert_string_equal(key_hint_text(&h) + strlen(key_hint_text(&h)) - 6, ", ...)");
 }
 
 static void test_config_rejects_bad_size_naming_section_and_key(void **state)
@@ -1166,7 +1202,7 @@ static void test_config_reads_source_sections(void **state)
 		      "x.conf:9: [source b] mount_path: '/' is the container's root",
 		      "x.conf:10: [source c]: mount_path /workspace/a is [source a]'s too (line 3)",
 		      "x.conf:13: [source e]: missing key 'source'",
-		      "x.conf:17: [dataset f]: unknown key 'mount_path'");
+		      "x.conf:17: [dataset f]: unknown key 'mount_path' (known: source)");
 }
 
 static void test_config_rejects_colliding_shown_names_naming_both_lines(void **state)
@@ -1441,6 +1477,7 @@ int main(void)
 		cmocka_unit_test(test_config_parses_every_source_form),
 		cmocka_unit_test(test_config_relative_dirs_resolve_against_config_folder),
 		cmocka_unit_test(test_config_rejects_unknown_key_with_line),
+		cmocka_unit_test(test_key_hint_names_a_near_key_or_lists_them),
 		cmocka_unit_test(test_config_rejects_bad_size_naming_section_and_key),
 		cmocka_unit_test(test_config_rejects_duplicate_datastore_and_ignores_its_keys),
 		cmocka_unit_test(test_config_rejects_unknown_and_malformed_sections),

@@ -140,7 +140,8 @@ static void test_registry_reports_types_keys_and_sources_with_lines(void **state
 			    "type: name an archive as a source (DATASTORE:/path/x.zip)");
 	assert_string_equal(d.msgs[1], "reg.conf:5: [datastore odd] type: unknown type 'sftp' "
 			    "(known: local, nfs, smb, s3, gcs, azure, http, ftp, git)");
-	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type local");
+	assert_string_equal(d.msgs[2], "reg.conf:9: [datastore here]: unknown key 'rooot' for type "
+			    "local (did you mean 'root'?)");
 	/* An archive at a URL is fine: its folder is the datastore, the archive a path in it. */
 #ifndef MLFS_WITH_CURL
 	assert_string_equal(d.msgs[3], "reg.conf:11: [dataset remote] source: http backend not "
