@@ -145,15 +145,22 @@ void key_hint_add(struct key_hint *h, const char *known)
 	}
 }
 
-const char *key_hint_text(struct key_hint *h)
+const char *key_hint_near(const struct key_hint *h)
 {
 	size_t most = strlen(h->key) / 2;	/* a short key: fewer edits */
 
-	if (!h->near)
-		h->text[0] = '\0';
-	else if (h->near_dist <= (most < 2 ? most : 2))
-		snprintf(h->text, sizeof(h->text), " (did you mean '%s'?)", h->near);
-	else
+	return h->near && h->near_dist <= (most < 2 ? most : 2) ? h->near : NULL;
+}
+
+const char *key_hint_text(struct key_hint *h)
+{
+	const char *near = key_hint_near(h);
+
+	if (near)
+		snprintf(h->text, sizeof(h->text), " (did you mean '%s'?)", near);
+	else if (h->near)
 		snprintf(h->text, sizeof(h->text), " (known: %s)", h->known);
+	else
+		h->text[0] = '\0';
 	return h->text;
 }

@@ -47,4 +47,7 @@ void key_hint_add(struct key_hint *h, const char *known);
 /* The text to append (in @h, valid while it is); "" when no key was added. */
 const char *key_hint_text(struct key_hint *h);
 
+/* The known key the unknown one is likely a typo of, or NULL. */
+const char *key_hint_near(const struct key_hint *h);
+
 #endif

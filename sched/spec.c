@@ -174,10 +174,21 @@ void spec_ignore(struct spec_ctx *c, const char *fmt, ...)
 	s->ignored[s->n_ignored++] = msg;
 }
 
+void spec_ignore_field(struct spec_ctx *c, const char *path, const char *key,
+		       const struct key_hint *h)
+{
+	char shown[SPEC_SHOW_MAX];
+	const char *near = key_hint_near(h);
+
+	spec_ignore(c, "%s%s%s: unknown field, not used%s%s%s", path, *path ? "." : "",
+		    spec_show(shown, key), near ? " (did you mean '" : "", near ? near : "",
+		    near ? "'?)" : "");
+}
+
 void spec_ignore_unknown(struct spec_ctx *c, json_t *obj, const char *path,
 			 const char *const *known)
 {
-	char shown[SPEC_SHOW_MAX];
+	struct key_hint h;
 	const char *key;
 	json_t *v;
 	size_t k;
@@ -185,9 +196,12 @@ void spec_ignore_unknown(struct spec_ctx *c, json_t *obj, const char *path,
 	json_object_foreach(obj, key, v) {
 		for (k = 0; known[k] && strcmp(known[k], key) != 0; k++)
 			;
-		if (!known[k])
-			spec_ignore(c, "%s%s%s: unknown field, not used", path, *path ? "." : "",
-				    spec_show(shown, key));
+		if (known[k])
+			continue;
+		key_hint_init(&h, key);
+		for (k = 0; known[k]; k++)
+			key_hint_add(&h, known[k]);
+		spec_ignore_field(c, path, key, &h);
 	}
 }
 

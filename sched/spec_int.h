@@ -79,7 +79,14 @@ void spec_error_key(struct spec_ctx *c, const char *parent, const char *key,
 void spec_ignore(struct spec_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Lists every member of @obj not in @known (NULL-terminated) as ignored. */
+/*
+ * Lists PATH.KEY (KEY when @path is "") as an unknown field, not used, with
+ * the known field @h says it is likely a typo of.
+ */
+void spec_ignore_field(struct spec_ctx *c, const char *path, const char *key,
+		       const struct key_hint *h);
+
+/* Lists every member of @obj not in @known (NULL-terminated) as ignored, with a near field. */
 void spec_ignore_unknown(struct spec_ctx *c, json_t *obj, const char *path,
 			 const char *const *known);
 

@@ -876,7 +876,7 @@ static void spec_native_parse(struct spec_ctx *c, json_t *root)
 		.c = c,
 		.res = { .memory_gb = -1, .disk_size_gb = 10, .max_price = -1 },
 	};
-	char shown[SPEC_SHOW_MAX];
+	struct key_hint h;
 	const char *key;
 	json_t *v;
 	size_t k;
@@ -887,10 +887,14 @@ static void spec_native_parse(struct spec_ctx *c, json_t *root)
 	json_object_foreach(root, key, v) {
 		for (k = 0; k < SPEC_NATIVE_N_FIELDS && strcmp(spec_native_fields[k].key, key); k++)
 			;
-		if (k < SPEC_NATIVE_N_FIELDS)
+		if (k < SPEC_NATIVE_N_FIELDS) {
 			spec_native_fields[k].check(&n, root);
-		else
-			spec_ignore(c, "%s: unknown field, not used", spec_show(shown, key));
+			continue;
+		}
+		key_hint_init(&h, key);
+		for (k = 0; k < SPEC_NATIVE_N_FIELDS; k++)
+			key_hint_add(&h, spec_native_fields[k].key);
+		spec_ignore_field(c, "", key, &h);
 	}
 	spec_native_finish(&n);
 	spec_resources_free(&n.res);

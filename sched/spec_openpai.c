@@ -805,7 +805,7 @@ static const struct spec_openpai_field {
 static void spec_openpai_parse(struct spec_ctx *c, json_t *root)
 {
 	struct spec_openpai p = { .c = c };
-	char shown[SPEC_SHOW_MAX];
+	struct key_hint h;
 	const char *key;
 	json_t *v;
 	size_t k;
@@ -817,10 +817,14 @@ static void spec_openpai_parse(struct spec_ctx *c, json_t *root)
 	json_object_foreach(root, key, v) {
 		for (k = 0; k < SPEC_OPENPAI_N_FIELDS && strcmp(spec_openpai_fields[k].key, key); k++)
 			;
-		if (k < SPEC_OPENPAI_N_FIELDS)
+		if (k < SPEC_OPENPAI_N_FIELDS) {
 			spec_openpai_fields[k].check(&p, root);
-		else
-			spec_ignore(c, "%s: unknown field, not used", spec_show(shown, key));
+			continue;
+		}
+		key_hint_init(&h, key);
+		for (k = 0; k < SPEC_OPENPAI_N_FIELDS; k++)
+			key_hint_add(&h, spec_openpai_fields[k].key);
+		spec_ignore_field(c, "", key, &h);
 	}
 	spec_openpai_finish(&p);
 	for (size_t i = 0; i < p.n_roles; i++)

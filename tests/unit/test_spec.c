@@ -244,7 +244,8 @@ static void test_spec_ignored_lists_unsupported_and_unknown_fields_in_order(void
 		"    \"path\": \"s3://b/out/\", \"archive\": false, \"region\": \"x\"}, \"extra\": 1},\n"
 		"  \"model\": {\"type\": \"datastore\", \"path\": \"code:/m/\", \"ref\": \"main\"},\n"
 		"  \"checkpoints\": [\"ck1\"],\n"
-		"  \"resources\": {\"gpu_count\": 1, \"shm\": 2},\n"
+		"  \"resources\": {\"gpu_count\": 1, \"shm\": 2, \"gpu_typ\": \"x\"},\n"
+		"  \"enviroment\": {},\n"
 		"  \"environment\": {\"type\": \"DEEPLEARNING_PY39\", \"worker_key_types\": [\"aws\"],\n"
 		"    \"packages\": {\"pip\": [\"numpy==1.26\"], \"npm\": []}, \"x\": {},\n"
 		"    \"image\": \"debian:12\"},\n"));
@@ -256,6 +257,8 @@ static void test_spec_ignored_lists_unsupported_and_unknown_fields_in_order(void
 		"data.output.region: unknown field, not used",
 		"model.ref: unknown field, not used",
 		"resources.shm: unknown field, not used",
+		"resources.gpu_typ: unknown field, not used (did you mean 'gpu_types'?)",
+		"enviroment: unknown field, not used (did you mean 'environment'?)",
 		"environment.x: unknown field, not used",
 		"environment.packages.npm: unknown field, not used",
 		"environment.type: not used; workers run in the node's own environment",
