@@ -734,6 +734,8 @@ int sched_submit(struct sched *s, const char *file, const char *text, size_t len
 	}
 	/* Not visible yet, so nothing else writes to its events: no lock. */
 	sched_event(j, "accepted from %s, written by uid %u", j->file, (unsigned int)uid);
+	for (size_t i = 0; i < j->spec->n_ignored; i++)	/* as sbatch warns at submit */
+		sched_event(j, "ignored: %s", j->spec->ignored[i]);
 	sched_event(j, "QUEUED: waiting for the scheduler");
 	pthread_mutex_lock(&s->lock);
 	j->visible = true;

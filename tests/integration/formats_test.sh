@@ -213,6 +213,7 @@ check "cp of GPULab's HelloWorld submits it" cp hello.json "$J/"
 check "HelloWorld runs on this node" wait_state HelloWorld SUCCEEDED
 same "... and says hello" "[1] Hello World!" "$(cat "$J/HelloWorld/log")"
 check "its image and clusterId are listed as ignored" sh -c "grep -q 'request.docker.image' '$J/HelloWorld/status.json' && grep -q 'clusterId: this node declares no cluster' '$J/HelloWorld/status.json'"
+check "... and told in its events at submit" grep -q 'ignored: .*clusterId: this node declares no cluster' "$J/HelloWorld/events"
 cat >"$J/glenv.json" <<'SPEC'
 {"name": "glenv", "request": {"resources": {"gpus": 2, "cpus": 2, "cpuMemoryGb": 2, "gpuModel": ["a10"]},
  "docker": {"image": "x", "command": ["sh", "-c", "env | grep -E '^(GPULAB_|CUDA_VISIBLE)' | sort"],
