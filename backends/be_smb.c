@@ -50,6 +50,7 @@
 
 #include "be_smb_int.h"
 #include "log.h"
+#include "mono.h"
 #include "password.h"
 #include "path.h"
 
@@ -128,6 +129,8 @@ static void be_smb_free(struct be_smb *sb)
 	free(sb->user);
 	free(sb->workgroup);
 	stat_memo_free(sb->memo);
+	pthread_cond_destroy(&sb->close_cond);
+	pthread_mutex_destroy(&sb->open_lock);
 	pthread_mutex_destroy(&sb->lock);
 	free(sb);
 }
@@ -141,6 +144,8 @@ static int be_smb_create(struct backend **out, const struct datastore_config *cf
 	if (!sb)
 		return -ENOMEM;
 	pthread_mutex_init(&sb->lock, NULL);
+	pthread_mutex_init(&sb->open_lock, NULL);
+	mono_cond_init(&sb->close_cond);
 	sb->memo = stat_memo_new(BE_SMB_MEMO_MAX);	/* NULL: every open asks the server */
 	sb->timeout_ms = (int)(cfg->timeout > 0 ? cfg->timeout : 30) * 1000;
 	sb->retries = (int)(cfg->retries >= 0 ? cfg->retries : 3);
@@ -280,6 +285,106 @@ static int be_smb_rmdir(struct backend *be, const char *path)
 	return be_smb_call(be_smb(be), "rmdir", path, be_smb_do_rmdir, NULL);
 }
 
+/*
+ * ---- files open here ----
+ *
+ * SMB keeps a file open anywhere from being removed or replaced, this
+ * daemon's opens included (libsmbclient opens without FILE_SHARE_DELETE).
+ * A close(2) returns before the daemon hears of it (FUSE's RELEASE is sent
+ * after), and Samba can answer a removal a few milliseconds after our close
+ * of the file as if it were still open, so an unlink or rename right after
+ * a close (sqlite removing its journal at each commit, an editor replacing
+ * what it read) would fail with EBUSY.  When this daemon has the path open,
+ * or closed it in the last 2 s, a busy unlink or rename waits for the
+ * close and tries again a few times.
+ */
+static uint64_t be_smb_path_hash(const char *path)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+static void be_smb_opens_add(struct be_smb *sb, struct be_smb_file *f)
+{
+	pthread_mutex_lock(&sb->open_lock);
+	f->next_open = sb->opens;
+	if (sb->opens)
+		sb->opens->prev_open = &f->next_open;
+	f->prev_open = &sb->opens;
+	sb->opens = f;
+	pthread_mutex_unlock(&sb->open_lock);
+}
+
+static void be_smb_opens_remove(struct be_smb *sb, struct be_smb_file *f)
+{
+	struct be_smb_closed *c;
+
+	if (!f->prev_open)
+		return;
+	pthread_mutex_lock(&sb->open_lock);
+	*f->prev_open = f->next_open;
+	if (f->next_open)
+		f->next_open->prev_open = f->prev_open;
+	f->prev_open = NULL;
+	c = &sb->closed[sb->n_closed++ % BE_SMB_CLOSED_RING];
+	c->path_hash = be_smb_path_hash(f->path);
+	c->at_ns = mono_ns();
+	pthread_cond_broadcast(&sb->close_cond);
+	pthread_mutex_unlock(&sb->open_lock);
+}
+
+/* Whether a file of @path or @path2 (NULL: none) is open here. Under open_lock. */
+static bool be_smb_is_open(struct be_smb *sb, const char *path, const char *path2)
+{
+	for (struct be_smb_file *f = sb->opens; f; f = f->next_open)
+		if (strcmp(f->path, path) == 0 || (path2 && strcmp(f->path, path2) == 0))
+			return true;
+	return false;
+}
+
+/* Whether @hash was closed here in the last BE_SMB_CLOSED_RECENT_NS. Under open_lock. */
+static bool be_smb_closed_lately(struct be_smb *sb, uint64_t hash, int64_t now)
+{
+	unsigned int n = sb->n_closed < BE_SMB_CLOSED_RING ? sb->n_closed : BE_SMB_CLOSED_RING;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (sb->closed[i].path_hash == hash && now - sb->closed[i].at_ns < BE_SMB_CLOSED_RECENT_NS)
+			return true;
+	return false;
+}
+
+/*
+ * After EBUSY: waits at most BE_SMB_CLOSE_WAIT_MS for this daemon's opens
+ * of @path and @path2 to close.  true when the call is worth making again:
+ * none is open here now, and one was, or was closed here lately.
+ */
+static bool be_smb_closed_here(struct be_smb *sb, const char *path, const char *path2)
+{
+	struct timespec until = mono_timespec(mono_ns() + BE_SMB_CLOSE_WAIT_MS * 1000000ll);
+	bool open, ours;
+
+	pthread_mutex_lock(&sb->open_lock);
+	ours = open = be_smb_is_open(sb, path, path2);
+	while (open && pthread_cond_timedwait(&sb->close_cond, &sb->open_lock, &until) == 0)
+		open = be_smb_is_open(sb, path, path2);
+	open = open && be_smb_is_open(sb, path, path2);
+	ours = ours || be_smb_closed_lately(sb, be_smb_path_hash(path), mono_ns()) ||
+	       (path2 && be_smb_closed_lately(sb, be_smb_path_hash(path2), mono_ns()));
+	pthread_mutex_unlock(&sb->open_lock);
+	return ours && !open;
+}
+
+/* Sleeps before busy try @i (from 1): 20, 40, 80, 160 ms. */
+static void be_smb_busy_pause(int i)
+{
+	struct timespec ts = mono_timespec(10000000ll << i);
+
+	nanosleep(&ts, NULL);
+}
+
 static int be_smb_do_unlink(SMBCCTX *ctx, char *url, void *arg)
 {
 	(void)arg;
@@ -288,8 +393,17 @@ static int be_smb_do_unlink(SMBCCTX *ctx, char *url, void *arg)
 
 static int be_smb_unlink(struct backend *be, const char *path)
 {
-	stat_memo_forget_all(be_smb(be)->memo);	/* what it said may be wrong now */
-	return be_smb_call(be_smb(be), "unlink", path, be_smb_do_unlink, NULL);
+	struct be_smb *sb = be_smb(be);
+	int ret;
+
+	stat_memo_forget_all(sb->memo);	/* what it said may be wrong now */
+	ret = be_smb_call(sb, "unlink", path, be_smb_do_unlink, NULL);
+	for (int i = 1; ret == -EBUSY && i < BE_SMB_BUSY_TRIES && be_smb_closed_here(sb, path, NULL);
+	     i++) {
+		be_smb_busy_pause(i);
+		ret = be_smb_call(sb, "unlink", path, be_smb_do_unlink, NULL);
+	}
+	return ret;
 }
 
 static int be_smb_do_rename(SMBCCTX *ctx, char *url, void *arg)
@@ -321,17 +435,23 @@ static int be_smb_rename(struct backend *be, const char *from, const char *to,
 	if (!to_url)
 		return -ENOMEM;
 	stat_memo_forget_all(sb->memo);
-	ret = be_smb_call(sb, "rename", from, be_smb_do_rename, to_url);
+	for (int i = 0; i < BE_SMB_BUSY_TRIES; i++) {
+		if (i > 0)
+			be_smb_busy_pause(i);
+		ret = be_smb_call(sb, "rename", from, be_smb_do_rename, to_url);
+		/*
+		 * A file SMB cannot replace is one open somewhere (this mount
+		 * included), which libsmbclient says as EEXIST; EBUSY is what
+		 * unlink of it says.  A folder not empty stays EEXIST, as POSIX
+		 * allows.
+		 */
+		if (ret == -EEXIST && !(flags & RENAME_NOREPLACE) &&
+		    be_smb_getattr(be, to, &st) == 0 && !S_ISDIR(st.st_mode))
+			ret = -EBUSY;
+		if (ret != -EBUSY || !be_smb_closed_here(sb, from, to))
+			break;
+	}
 	free(to_url);
-	/*
-	 * A file SMB cannot replace is one open somewhere (this mount included:
-	 * libsmbclient opens without FILE_SHARE_DELETE), which libsmbclient
-	 * says as EEXIST; EBUSY is what unlink of it says.  A folder not empty
-	 * stays EEXIST, as POSIX allows.
-	 */
-	if (ret == -EEXIST && !(flags & RENAME_NOREPLACE) && be_smb_getattr(be, to, &st) == 0 &&
-	    !S_ISDIR(st.st_mode))
-		ret = -EBUSY;
 	return ret;
 }
 
@@ -377,6 +497,7 @@ static void be_smb_file_free(struct be_smb_file *f)
 	}
 	be_smb_ctx_put(be_smb(f->base.be), f->ctx, false);
 	be_smb_lib_unlock();
+	be_smb_opens_remove(be_smb(f->base.be), f);
 	pthread_mutex_destroy(&f->lock);
 	free(f->url);
 	free(f->path);
@@ -423,6 +544,7 @@ static int be_smb_file_open(struct backend_file **out, struct backend *be, const
 	}
 	f->size = st.st_size;
 	f->mtime = st.st_mtim;
+	be_smb_opens_add(be_smb(be), f);
 	*out = &f->base;
 	return 0;
 }

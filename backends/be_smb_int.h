@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -24,6 +25,11 @@
 
 #define BE_SMB_POOL_MAX		8	/* idle contexts kept */
 #define BE_SMB_MEMO_MAX		(4u << 20)	/* files remembered for trusted opens */
+/* A file closed here: what a busy unlink or rename of it waits for, and tries again after. */
+#define BE_SMB_CLOSE_WAIT_MS	500	/* for a close the kernel did not send yet */
+#define BE_SMB_CLOSED_RING	32	/* the closes remembered */
+#define BE_SMB_CLOSED_RECENT_NS	2000000000ll	/* a close this recent: the server may lag */
+#define BE_SMB_BUSY_TRIES	5	/* calls after it, 20-160 ms apart */
 
 struct be_smb {
 	struct backend base;
@@ -38,6 +44,14 @@ struct be_smb {
 	unsigned int n_idle;
 	atomic_bool login_logged;
 	struct stat_memo *memo;	/* what lookups and listings said, for trusted opens */
+	pthread_mutex_t open_lock;	/* guards opens and closed */
+	pthread_cond_t close_cond;	/* a file of opens was closed */
+	struct be_smb_file *opens;	/* the files open here */
+	struct be_smb_closed {		/* the files closed here last, a ring */
+		uint64_t path_hash;
+		int64_t at_ns;		/* monotonic */
+	} closed[BE_SMB_CLOSED_RING];
+	unsigned int n_closed;		/* closes recorded, ever */
 };
 
 struct be_smb_file {
@@ -54,6 +68,7 @@ struct be_smb_file {
 	struct timespec mtime;	/* at open */
 	bool remembered;	/* trusted, from the memo: st below; no call made at open */
 	struct stat st;		/* when remembered */
+	struct be_smb_file *next_open, **prev_open;	/* in opens; prev_open NULL: not */
 };
 
 static inline struct be_smb *be_smb(struct backend *be)

@@ -206,6 +206,39 @@ fails "mv onto a file open here is EBUSY (libsmbclient says EEXIST)" \
 same "the open file reads on, unchanged" "busy" "$(cat <&7)"
 exec 7<&-
 check "once closed, mv onto it replaces it" mv -T "$B/data/other" "$B/data/busy"
+# close(2) returns before the daemon hears of it (FUSE's RELEASE comes after), so an unlink
+# or a rename right after a close met the file still open on the server: EBUSY
+same "unlink and rename right after a close succeed" 0 "$(python3 - "$B/data" <<'PY'
+import os, sys
+bad = 0
+for i in range(30):
+    p = os.path.join(sys.argv[1], "closed%d" % i)
+    with open(p, "w") as f:
+        f.write("x")
+    try:
+        if i % 2:
+            os.unlink(p)
+        else:
+            os.rename(p, p + ".moved")
+            os.unlink(p + ".moved")
+    except OSError:
+        bad += 1
+print(bad)
+PY
+)"
+same "sqlite with its rollback journal (removed at each commit)" "200 ok" "$(python3 - "$B/data/t.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("pragma journal_mode=delete")
+db.execute("create table t (v text)")
+for k in range(20):
+    with db:
+        db.executemany("insert into t values (?)", [("x" * k,)] * 10)
+print(db.execute("select count(*) from t").fetchone()[0],
+      db.execute("pragma integrity_check").fetchone()[0])
+db.close()
+PY
+)"
 check "mkdir makes a folder" mkdir "$B/newdir"
 check "the share has it" test -d "$S/newdir"
 check "a file inside it" cp small.bin "$B/newdir/f"
