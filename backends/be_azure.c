@@ -341,6 +341,8 @@ int be_azure_meta(struct be_azure *az, const char *path, struct remote_meta *m, 
 		*m = (struct remote_meta){ .is_dir = true, .mtime = -1 };
 		return 0;
 	}
+	if (strchr(path, '\\'))
+		return -ENOENT;	/* Azure reads '\\' as '/': no blob has this name */
 	if (remote_memo_get(&az->memo, path, m, trust) == 0)
 		return 0;
 	return be_azure_ask(az, path, m);

@@ -91,6 +91,12 @@ int be_azure_file_new(struct be_azure_file **out, struct be_azure *az, const cha
 		      char *url, const struct remote_meta *meta);
 void be_azure_file_free(struct be_azure_file *f);
 
+/*
+ * A name Azure would store under another: it reads '\\' in a blob's name
+ * as '/' (a\\b is blob b in folder a).  -EINVAL, logged, or 0.
+ */
+int be_azure_name_check(struct be_azure *az, const char *path);
+
 /* @f's size, ETag and mtime (be_azure_meta); -EISDIR for a folder. */
 int be_azure_file_meta(struct be_azure_file *f, bool trust);
 

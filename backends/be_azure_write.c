@@ -443,6 +443,15 @@ int be_azure_fsync(struct backend_file *bf, int datasync)
 	return be_azure_upload(be_azure_file(bf));
 }
 
+int be_azure_name_check(struct be_azure *az, const char *path)
+{
+	if (!strchr(path, '\\'))
+		return 0;
+	log_warn("datastore %s: %s: Azure stores a '\\' in a blob's name as '/' (a folder); "
+		 "refused", az->base.name, path);
+	return -EINVAL;
+}
+
 /* A new file: staged and dirty, so even one never written (touch) becomes a blob. */
 int be_azure_create_file(struct backend_file **out, struct backend *be, const char *path,
 			 int flags, mode_t mode, const struct backend_cred *cred)
@@ -450,8 +459,10 @@ int be_azure_create_file(struct backend_file **out, struct backend *be, const ch
 	struct be_azure *az = be_azure(be);
 	struct remote_meta m = { .mtime = -1 };
 	struct be_azure_file *f;
-	int ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
+	int ret = be_azure_name_check(az, path);
 
+	if (ret == 0)
+		ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
 	(void)mode;
 	(void)cred;
 	(void)flags;
@@ -516,11 +527,14 @@ int be_azure_mkdir(struct backend *be, const char *path, mode_t mode,
 		   const struct backend_cred *cred)
 {
 	struct be_azure *az = be_azure(be);
-	char *marker = be_azure_marker(path);
-	int ret;
+	char *marker;
+	int ret = be_azure_name_check(az, path);
 
 	(void)mode;
 	(void)cred;
+	if (ret < 0)
+		return ret;
+	marker = be_azure_marker(path);
 	if (!marker)
 		return -ENOMEM;
 	ret = be_azure_put(az, marker, -1, 0);
@@ -707,7 +721,8 @@ int be_azure_rename(struct backend *be, const char *from, const char *to, unsign
 
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
-	if ((ret = remote_writers_rename_check(&az->writers, be->name, from, to)) < 0)
+	if ((ret = remote_writers_rename_check(&az->writers, be->name, from, to)) < 0 ||
+	    (ret = be_azure_name_check(az, to)) < 0)
 		return ret;
 	be_azure_changed(az, from);
 	ret = be_azure_meta(az, from, &m, false);

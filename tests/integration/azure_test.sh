@@ -316,6 +316,12 @@ same "two writers and a reader of one blob see each other's bytes" ok \
 	"$(python3 "$TOP/tests/integration/two_writers.py" "$W/two")"
 same "... and the client gets what both wrote" "$(printf 'A%.0s' {1..1000}; printf 'B%.0s' {1..1000}; printf 'CCCCCCCCCC')" \
 	"$(blob get data w/two 2>/dev/null)"
+# Azure stores a '\' in a blob's name as '/': such a name would land elsewhere, so it is refused
+fails "a file named with a backslash is refused (Azure would make it a folder)" \
+	"Invalid argument" sh -c "echo x > '$W/a\\b'"
+fails "... as is mkdir of one" "Invalid argument" mkdir "$W/d\\e"
+same "... and nothing was made" "" "$(blob ls data w/a | cut -d' ' -f1; blob ls data w/d | cut -d' ' -f1)"
+fails "w\\two does not alias w/two" "No such file" stat "$A/w\\two"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \
 	cp seed/a.txt "$M/datastores/viasas/x.txt"
 check "rm -r empties the folder" rm -r "$W"
