@@ -461,11 +461,11 @@ int be_azure_create_file(struct backend_file **out, struct backend *be, const ch
 	struct be_azure_file *f;
 	int ret = be_azure_name_check(az, path);
 
-	if (ret == 0)
-		ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
 	(void)mode;
 	(void)cred;
 	(void)flags;
+	if (ret == 0)
+		ret = be_azure_file_new(&f, az, path, be_azure_url(az, path, NULL), &m);
 	if (ret < 0)
 		return ret;
 	ret = be_azure_open_write(f, O_RDWR | O_TRUNC);
