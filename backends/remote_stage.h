@@ -154,7 +154,7 @@ int remote_stage_upload(struct remote_stage *s, const char *name, remote_upload_
 
 /*
  * The setattr of a server that keeps no owners, modes or times, for an
- * open file's stage @s (NULL, or read-only: the caller's path): chmod and
+ * open file's stage @s (NULL when not written: the caller's path): chmod and
  * utimes change nothing, chown is remote_chown_check's, a size truncates
  * @s.  0 when done, 1 when the caller must truncate the path itself to
  * @st->st_size, or -errno.
