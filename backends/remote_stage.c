@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "log.h"
+#include "mono.h"
 #include "remote.h"
 #include "remote_stage.h"
 
@@ -60,12 +61,14 @@ void remote_writers_init(struct remote_writers *w)
 {
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->loaded, NULL);
+	mono_cond_init(&w->closed);
 	w->head = NULL;
 }
 
 void remote_writers_destroy(struct remote_writers *w)
 {
 	pthread_cond_destroy(&w->loaded);
+	pthread_cond_destroy(&w->closed);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -188,8 +191,10 @@ void remote_writers_close(struct remote_writers *w, struct remote_stage *s, cons
 
 	pthread_mutex_lock(&w->lock);
 	last = --s->refs == 0;
-	if (last)
+	if (last) {
 		remote_writers_unlist(w, s);
+		pthread_cond_broadcast(&w->closed);
+	}
 	pthread_mutex_unlock(&w->lock);
 	if (!last)
 		return;
@@ -199,13 +204,21 @@ void remote_writers_close(struct remote_writers *w, struct remote_stage *s, cons
 	remote_stage_free(s);
 }
 
+/* Whether a live stage has @path. Under w->lock. */
+static bool remote_writers_has_locked(struct remote_writers *w, const char *path)
+{
+	for (struct remote_stage *s = w->head; s; s = s->next)
+		if (remote_stage_live(s) && strcmp(s->path, path) == 0)
+			return true;
+	return false;
+}
+
 bool remote_writers_has(struct remote_writers *w, const char *path)
 {
-	bool has = false;
+	bool has;
 
 	pthread_mutex_lock(&w->lock);
-	for (struct remote_stage *s = w->head; s && !has; s = s->next)
-		has = remote_stage_live(s) && strcmp(s->path, path) == 0;
+	has = remote_writers_has_locked(w, path);
 	pthread_mutex_unlock(&w->lock);
 	return has;
 }
@@ -241,8 +254,19 @@ unsigned int remote_writers_unlink(struct remote_writers *w, const char *path)
 int remote_writers_rename_check(struct remote_writers *w, const char *name, const char *from,
 				const char *to)
 {
-	const char *busy = remote_writers_has(w, from) ? from : remote_writers_has(w, to) ? to : NULL;
+	struct timespec until = mono_timespec(mono_ns() + REMOTE_RENAME_WAIT_MS * 1000000ll);
+	const char *busy = NULL;
+	int waited = 0;
 
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		busy = remote_writers_has_locked(w, from) ? from :
+		       remote_writers_has_locked(w, to) ? to : NULL;
+		if (!busy || waited != 0)
+			break;
+		waited = pthread_cond_timedwait(&w->closed, &w->lock, &until);
+	}
+	pthread_mutex_unlock(&w->lock);
 	if (!busy)
 		return 0;
 	log_warn("datastore %s: %s is open for writing (uploaded at its close): "

@@ -47,6 +47,7 @@ struct remote_stage {
 struct remote_writers {
 	pthread_mutex_t lock;
 	pthread_cond_t loaded;		/* a stage's load ended */
+	pthread_cond_t closed;		/* a stage's last open closed */
 	struct remote_stage *head;	/* guarded by lock */
 };
 
@@ -100,8 +101,12 @@ unsigned int remote_writers_unlink(struct remote_writers *w, const char *path);
  * A rename from or onto a file open for writing, which an object store
  * cannot make: the writer's upload at close would bring back the old name,
  * or replace what was renamed onto it.  -EBUSY, logged for datastore
- * @name, when a writer has @from or @to open; else 0.
+ * @name, when a writer has @from or @to open; else 0.  A writer that closed
+ * just before (close(2) returns before FUSE's RELEASE reaches the daemon:
+ * write, close, rename is how rsync and editors save) is waited for,
+ * REMOTE_RENAME_WAIT_MS at most.
  */
+#define REMOTE_RENAME_WAIT_MS	500
 int remote_writers_rename_check(struct remote_writers *w, const char *name, const char *from,
 				const char *to);
 

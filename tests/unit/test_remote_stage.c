@@ -5,7 +5,7 @@
  * it is EBUSY, and a listing that meets a writer closing meanwhile still
  * shows the file as the server listed it; every open of one path shares
  * its stage (a load waited for, its failure shared), uploaded by one flush
- * at a time.
+ * at a time; a rename waits for a close on its way.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -314,6 +314,39 @@ static void test_a_load_is_waited_for_and_its_failure_shared(void **state)
 	remote_writers_destroy(&w);
 }
 
+struct closer {
+	struct remote_writers *w;
+	struct remote_stage *s;
+};
+
+static void *close_later(void *arg)
+{
+	struct closer *c = arg;
+
+	usleep(50000);
+	unstage(c->w, c->s);
+	return NULL;
+}
+
+/* close(2) returns before the daemon hears of it: a rename right after waits for the close. */
+static void test_rename_waits_for_a_close_on_its_way(void **state)
+{
+	struct remote_writers w;
+	struct closer c = { .w = &w };
+	pthread_t t;
+
+	remote_writers_init(&w);
+	c.s = stage(&w, *state, "d/f", "abc");
+	assert_int_equal(pthread_create(&t, NULL, close_later, &c), 0);
+	assert_int_equal(remote_writers_rename_check(&w, "t", "d/f", "d/g"), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	c.s = stage(&w, *state, "d/g", "abc");
+	assert_int_equal(pthread_create(&t, NULL, close_later, &c), 0);
+	assert_int_equal(remote_writers_rename_check(&w, "t", "d/h", "d/g"), 0);	/* onto */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	remote_writers_destroy(&w);
+}
+
 struct uploads {
 	atomic_int in_flight, most, calls, fail;
 };
@@ -391,6 +424,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_upload_at_a_time_and_only_when_changed,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename_waits_for_a_close_on_its_way, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
