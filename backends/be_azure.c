@@ -405,7 +405,8 @@ int be_azure_file_new(struct be_azure_file **out, struct be_azure *az, const cha
 void be_azure_file_free(struct be_azure_file *f)
 {
 	if (f->st)
-		remote_writers_close(&be_azure(f->r.base.be)->writers, f->st, f->r.base.be->name);
+		remote_writers_close(&be_azure(f->r.base.be)->writers, f->st, f->r.base.be->name,
+				     f->writing);
 	free(f->r.url);
 	free(f->r.path);
 	free(f);

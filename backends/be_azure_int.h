@@ -42,6 +42,7 @@ struct be_azure_file {
 	/* the path's staged copy, shared with its other opens, when open for writing or
 	 * while another open writes it; NULL: reads go to the server */
 	struct remote_stage *st;
+	bool writing;			/* st came from be_azure_open_write */
 };
 
 static inline struct be_azure *be_azure(struct backend *be)

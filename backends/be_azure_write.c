@@ -400,9 +400,11 @@ static int be_azure_download(void *arg, int fd)
 int be_azure_open_write(struct be_azure_file *f, int flags)
 {
 	struct be_azure *az = be_azure(f->r.base.be);
+	int ret = remote_writers_open(&az->writers, az->staging, f->r.path, flags & O_TRUNC,
+				      be_azure_download, f, &f->st);
 
-	return remote_writers_open(&az->writers, az->staging, f->r.path, flags & O_TRUNC,
-				   be_azure_download, f, &f->st);
+	f->writing = ret == 0;
+	return ret;
 }
 
 /* remote_upload_fn: the staging file @fd as @f's blob. */
@@ -422,14 +424,15 @@ static int be_azure_upload_stage(void *arg, int fd, uint64_t size)
 
 int be_azure_upload(struct be_azure_file *f)
 {
-	return f->st ? remote_stage_upload(f->st, f->r.base.be->name, be_azure_upload_stage, f) : 0;
+	return f->writing ? remote_stage_upload(f->st, f->r.base.be->name, be_azure_upload_stage, f)
+			  : 0;
 }
 
 ssize_t be_azure_pwrite(struct backend_file *bf, const void *buf, size_t len, off_t off)
 {
 	struct be_azure_file *f = be_azure_file(bf);
 
-	return f->st ? remote_stage_pwrite(f->st, buf, len, off) : -EBADF;
+	return f->writing ? remote_stage_pwrite(f->st, buf, len, off) : -EBADF;
 }
 
 int be_azure_flush(struct backend_file *bf)

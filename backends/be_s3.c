@@ -439,7 +439,8 @@ static int be_s3_file_new(struct be_s3_file **out, struct backend *be, const cha
 static void be_s3_file_free(struct be_s3_file *f)
 {
 	if (f->st)
-		remote_writers_close(&be_s3(f->base.be)->writers, f->st, f->base.be->name);
+		remote_writers_close(&be_s3(f->base.be)->writers, f->st, f->base.be->name,
+				     f->writing);
 	free(f->path);
 	free(f->key);
 	free(f);
@@ -594,7 +595,7 @@ static ssize_t be_s3_pwrite(struct backend_file *bf, const void *buf, size_t len
 {
 	struct be_s3_file *f = be_s3_file(bf);
 
-	return f->st ? remote_stage_pwrite(f->st, buf, len, off) : -EBADF;
+	return f->writing ? remote_stage_pwrite(f->st, buf, len, off) : -EBADF;
 }
 
 /*

@@ -64,6 +64,7 @@ struct be_s3_file {
 	/* the path's staged copy, shared with its other opens, when open for writing or
 	 * while another open writes it; NULL: reads go to the server */
 	struct remote_stage *st;
+	bool writing;			/* st came from be_s3_open_write */
 };
 
 static inline struct be_s3 *be_s3(struct backend *be)

@@ -86,9 +86,11 @@ static int be_s3_download(void *arg, int fd)
 int be_s3_open_write(struct be_s3_file *f, int flags)
 {
 	struct be_s3 *s3 = be_s3(f->base.be);
+	int ret = remote_writers_open(&s3->writers, s3->staging, f->path, flags & O_TRUNC,
+				      be_s3_download, f, &f->st);
 
-	return remote_writers_open(&s3->writers, s3->staging, f->path, flags & O_TRUNC,
-				   be_s3_download, f, &f->st);
+	f->writing = ret == 0;
+	return ret;
 }
 
 /* ---- the resume token (be_s3.h says its format) ---- */
@@ -513,10 +515,10 @@ static int be_s3_upload_stage(void *arg, int fd, uint64_t size)
 	return ret;
 }
 
-/* Uploads @f's stage when it changed since the last upload. */
+/* Uploads @f's stage when it changed since the last upload (a writer's; a reader's never). */
 int be_s3_upload(struct be_s3_file *f)
 {
-	return f->st ? remote_stage_upload(f->st, f->base.be->name, be_s3_upload_stage, f) : 0;
+	return f->writing ? remote_stage_upload(f->st, f->base.be->name, be_s3_upload_stage, f) : 0;
 }
 
 /* ---- the ops table's upload: a local file, resumable ---- */

@@ -136,9 +136,10 @@ int remote_writers_open(struct remote_writers *w, const char *dir, const char *p
 		;
 	if (s) {
 		s->refs++;
+		s->writers++;
 		ret = remote_writers_join(w, s, trunc);
 		if (ret < 0)
-			remote_writers_close(w, s, NULL);
+			remote_writers_close(w, s, NULL, true);
 		else
 			*out = s;
 		return ret;
@@ -150,7 +151,7 @@ int remote_writers_open(struct remote_writers *w, const char *dir, const char *p
 		return -ENOMEM;
 	}
 	s->fd = -1;
-	s->refs = 1;
+	s->refs = s->writers = 1;
 	s->state = REMOTE_STAGE_LOADING;
 	s->listed = true;
 	pthread_mutex_init(&s->upload, NULL);
@@ -165,7 +166,7 @@ int remote_writers_open(struct remote_writers *w, const char *dir, const char *p
 		ret = trunc ? 0 : load(arg, s->fd);
 	remote_writers_loaded(w, s, ret);
 	if (ret < 0) {
-		remote_writers_close(w, s, NULL);
+		remote_writers_close(w, s, NULL, true);
 		return ret;
 	}
 	*out = s;
@@ -185,23 +186,26 @@ struct remote_stage *remote_writers_find(struct remote_writers *w, const char *p
 	return s;
 }
 
-void remote_writers_close(struct remote_writers *w, struct remote_stage *s, const char *name)
+void remote_writers_close(struct remote_writers *w, struct remote_stage *s, const char *name,
+			  bool writer)
 {
-	bool last;
+	bool warn = false, last;
 
 	pthread_mutex_lock(&w->lock);
-	last = --s->refs == 0;
-	if (last) {
+	if (writer && --s->writers == 0) {
 		remote_writers_unlist(w, s);
 		pthread_cond_broadcast(&w->closed);
+		warn = name && s->state == 0 && remote_stage_dirty(s);
 	}
 	pthread_mutex_unlock(&w->lock);
-	if (!last)
-		return;
-	if (name && s->state == 0 && remote_stage_dirty(s))
+	if (warn)	/* this open's reference keeps @s */
 		log_warn("datastore %s: %s: changes after its last close were not uploaded", name,
 			 s->path);
-	remote_stage_free(s);
+	pthread_mutex_lock(&w->lock);
+	last = --s->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (last)
+		remote_stage_free(s);
 }
 
 /* Whether a live stage has @path. Under w->lock. */

@@ -36,6 +36,7 @@ struct remote_stage {
 	pthread_mutex_t upload;	/* one upload of it at a time */
 	/* guarded by the writers list's lock: */
 	unsigned int refs;	/* the opens sharing it */
+	unsigned int writers;	/* those open for writing; at 0 it leaves the list */
 	int state;		/* REMOTE_STAGE_LOADING, 0 (ready) or the load's -errno */
 	bool listed;		/* on the writers list (new opens of the path find it) */
 	struct remote_stage *next;	/* in the writers list */
@@ -73,15 +74,19 @@ int remote_writers_open(struct remote_writers *w, const char *dir, const char *p
 /*
  * A read-only open of @path: the stage of it being written, ready (the
  * reader sees what the writers wrote), a reference the caller gives back
- * with remote_writers_close; NULL when none.
+ * with remote_writers_close (@writer false); NULL when none.  Once its
+ * last writer closed, a stage is a reader's copy only: off the list, no
+ * longer stat'd, renamed around or joined.
  */
 struct remote_stage *remote_writers_find(struct remote_writers *w, const char *path);
 
 /*
- * Gives back an open's reference to @s; the last one frees it, logging for
- * datastore @name when it holds changes no upload took.
+ * Gives back an open's reference to @s, @writer when it came from
+ * remote_writers_open.  The last writer's close logs for datastore @name
+ * when @s holds changes no upload took; the last reference frees it.
  */
-void remote_writers_close(struct remote_writers *w, struct remote_stage *s, const char *name);
+void remote_writers_close(struct remote_writers *w, struct remote_stage *s, const char *name,
+			  bool writer);
 
 /* Whether a writer has @path open (and it was not unlinked since). */
 bool remote_writers_has(struct remote_writers *w, const char *path);

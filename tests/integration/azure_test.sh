@@ -320,6 +320,7 @@ same "... and the client gets what both wrote" "$(printf 'A%.0s' {1..1000}; prin
 fails "a file named with a backslash is refused (Azure would make it a folder)" \
 	"Invalid argument" sh -c "echo x > '$W/a\\b'"
 fails "... as is mkdir of one" "Invalid argument" mkdir "$W/d\\e"
+fails "... and a rename to one" "Invalid argument" python3 -c "import os; os.rename('$W/two', '$W/t\\\\wo')"
 same "... and nothing was made" "" "$(blob ls data w/a | cut -d' ' -f1; blob ls data w/d | cut -d' ' -f1)"
 fails "w\\two does not alias w/two" "No such file" stat "$A/w\\two"
 fails "a write with a read-only SAS fails at close with EACCES" "Permission denied" \

@@ -5,7 +5,8 @@ several processes of a job open one output (a log, a shared result file).
 The first writer creates FILE and writes 1,000 'A's; the second opens it without
 O_TRUNC and must read those 'A's, then writes 1,000 'B's after them; a reader
 opened meanwhile must read both.  The first close uploads what both wrote; the
-second writer then adds 10 'C's and closes.  Prints one line per check that
+second writer then adds 10 'C's and closes; with the reader still open, the file
+is renamed away and back, and the reader reads all of it.  Prints one line per check that
 failed ("FAIL: ..."), and "ok" when none did; the caller checks FILE's bytes
 on the server: 'A' * 1000 + 'B' * 1000 + 'C' * 10.
 """
@@ -31,5 +32,13 @@ if os.fstat(r).st_size != 2000:
 os.close(w1)
 os.pwrite(w2, b"C" * 10, 2000)
 os.close(w2)
+# the writers closed: a reader still open holds up no rename (mv and back)
+try:
+    os.rename(path, path + ".moved")
+    os.rename(path + ".moved", path)
+except OSError as e:
+    failed.append(f"a rename with only a reader open failed: {e}")
+if os.pread(r, 4096, 0) != b"A" * 1000 + b"B" * 1000 + b"C" * 10:
+    failed.append("the reader no longer reads what the writers wrote")
 os.close(r)
 print("\n".join("FAIL: " + f for f in failed) if failed else "ok")

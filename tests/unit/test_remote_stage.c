@@ -82,7 +82,7 @@ static struct remote_stage *stage(struct remote_writers *w, const char *dir, con
 /* The writer's close. */
 static void unstage(struct remote_writers *w, struct remote_stage *s)
 {
-	remote_writers_close(w, s, NULL);
+	remote_writers_close(w, s, NULL, true);
 }
 
 static void test_listing_shows_writers_of_the_folder(void **state)
@@ -212,12 +212,21 @@ static void test_opens_of_one_path_share_its_stage(void **state)
 	assert_ptr_equal(a, b);
 	assert_int_equal(remote_stage_fstat(b, &st), 0);
 	assert_int_equal(st.st_size, 0);
+	assert_int_equal(remote_stage_pwrite(a, "new", 3, 0), 3);
 	unstage(&w, a);
 	unstage(&w, b);
-	assert_true(remote_writers_has(&w, "f"));	/* the reader's */
-	unstage(&w, r);
+	/* the writers gone, the reader keeps its copy, which nothing else sees any more:
+	 * stat asks the server, a rename is not held up, a new open makes a stage of its own */
 	assert_false(remote_writers_has(&w, "f"));
+	assert_int_equal(remote_writers_stat(&w, "f", &st), -ENOENT);
+	assert_int_equal(remote_writers_rename_check(&w, "t", "f", "h"), 0);
 	assert_null(remote_writers_find(&w, "f"));
+	assert_int_equal(pread(r->fd, buf, sizeof(buf), 0), 3);
+	assert_memory_equal(buf, "new", 3);
+	a = stage(&w, *state, "f", "x");
+	assert_ptr_not_equal(a, r);
+	unstage(&w, a);
+	remote_writers_close(&w, r, NULL, false);
 	unstage(&w, other);
 	remote_writers_destroy(&w);
 }
